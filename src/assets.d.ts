@@ -1,0 +1,5 @@
+// Files imported `with { type: "file" }` resolve to a path (embedded in the compiled executable).
+declare module "*.so" {
+  const path: string;
+  export default path;
+}

@@ -1,0 +1,342 @@
+/**
+ * The model config reader (model.md section 1). It reads the released nested shape and the
+ * flat fixture shape into one struct, and refuses anything it cannot read with confidence:
+ * every problem is collected and reported in one message, and no required field ever gets a
+ * default (section 1.6: a default here silently deletes the 24 MLA layers).
+ */
+import { readFileSync } from "node:fs";
+import { K3Error, ExitCode } from "../errors.ts";
+
+export interface ModelConfig {
+  hiddenSize: number;
+  numLayers: number;
+  vocabSize: number;
+  rmsNormEps: number;
+  kdaNumHeads: number;
+  kdaHeadDim: number;
+  shortConvKernel: number;
+  gateLowerBound: number;
+  numAttentionHeads: number;
+  qLoraRank: number;
+  kvLoraRank: number;
+  qkNopeHeadDim: number;
+  qkRopeHeadDim: number;
+  vHeadDim: number;
+  mlaUseOutputGate: boolean;
+  numExperts: number;
+  numExpertsPerToken: number;
+  numSharedExperts: number;
+  routedExpertHiddenSize: number;
+  moeIntermediateSize: number;
+  routedScalingFactor: number;
+  moeRenormalize: boolean;
+  latentMoeUseNorm: boolean;
+  firstKDenseReplace: number;
+  intermediateSize: number;
+  attnResBlockSize: number;
+  situBeta: number;
+  situLinearBeta: number;
+  /** One-based, as in the file: layer l is MLA iff l + 1 is listed. */
+  fullAttnLayers: number[];
+  tieWordEmbeddings: boolean;
+}
+
+export type ConfigShape = "nested" | "flat";
+
+type FieldType = "int" | "float" | "bool" | "layers";
+type Scope = "text" | "linear";
+
+interface FieldSpec {
+  key: keyof ModelConfig;
+  type: FieldType;
+  /** Key in the nested shape, inside text_config ("text") or its linear_attn_config. */
+  nested: { scope: Scope; name: string };
+  /** Key at the root of the flat shape. */
+  flat: string;
+  /** Other spelling accepted in either shape (model.md 1.3). */
+  alias?: string;
+  /** Only three booleans have a sanctioned default (model.md 1.2). */
+  fallback?: boolean;
+}
+
+const text = (name: string) => ({ scope: "text" as const, name });
+const linear = (name: string) => ({ scope: "linear" as const, name });
+
+/** model.md table 1.2: the one list of config fields. */
+export const configFields: readonly FieldSpec[] = [
+  { key: "hiddenSize", type: "int", nested: text("hidden_size"), flat: "hidden_size" },
+  { key: "numLayers", type: "int", nested: text("num_hidden_layers"), flat: "num_hidden_layers" },
+  { key: "vocabSize", type: "int", nested: text("vocab_size"), flat: "vocab_size" },
+  { key: "rmsNormEps", type: "float", nested: text("rms_norm_eps"), flat: "rms_norm_eps" },
+  { key: "kdaNumHeads", type: "int", nested: linear("num_heads"), flat: "kda_num_heads" },
+  { key: "kdaHeadDim", type: "int", nested: linear("head_dim"), flat: "kda_head_dim" },
+  { key: "shortConvKernel", type: "int", nested: linear("short_conv_kernel_size"), flat: "short_conv_kernel_size" },
+  { key: "gateLowerBound", type: "float", nested: linear("gate_lower_bound"), flat: "gate_lower_bound" },
+  { key: "numAttentionHeads", type: "int", nested: text("num_attention_heads"), flat: "num_attention_heads" },
+  { key: "qLoraRank", type: "int", nested: text("q_lora_rank"), flat: "q_lora_rank" },
+  { key: "kvLoraRank", type: "int", nested: text("kv_lora_rank"), flat: "kv_lora_rank" },
+  { key: "qkNopeHeadDim", type: "int", nested: text("qk_nope_head_dim"), flat: "qk_nope_head_dim" },
+  { key: "qkRopeHeadDim", type: "int", nested: text("qk_rope_head_dim"), flat: "qk_rope_head_dim" },
+  { key: "vHeadDim", type: "int", nested: text("v_head_dim"), flat: "v_head_dim" },
+  { key: "mlaUseOutputGate", type: "bool", nested: text("mla_use_output_gate"), flat: "mla_use_output_gate", fallback: true },
+  { key: "numExperts", type: "int", nested: text("num_experts"), flat: "num_experts" },
+  { key: "numExpertsPerToken", type: "int", nested: text("num_experts_per_token"), flat: "num_experts_per_token" },
+  { key: "numSharedExperts", type: "int", nested: text("num_shared_experts"), flat: "num_shared_experts" },
+  { key: "routedExpertHiddenSize", type: "int", nested: text("routed_expert_hidden_size"), flat: "routed_expert_hidden_size" },
+  { key: "moeIntermediateSize", type: "int", nested: text("moe_intermediate_size"), flat: "moe_intermediate_size" },
+  { key: "routedScalingFactor", type: "float", nested: text("routed_scaling_factor"), flat: "routed_scaling_factor" },
+  { key: "moeRenormalize", type: "bool", nested: text("moe_renormalize"), flat: "moe_renormalize", fallback: true },
+  { key: "latentMoeUseNorm", type: "bool", nested: text("latent_moe_use_norm"), flat: "latent_moe_use_norm", fallback: true },
+  { key: "firstKDenseReplace", type: "int", nested: text("first_k_dense_replace"), flat: "first_k_dense_replace" },
+  { key: "intermediateSize", type: "int", nested: text("intermediate_size"), flat: "intermediate_size" },
+  { key: "attnResBlockSize", type: "int", nested: text("attn_res_block_size"), flat: "attn_res_block_size" },
+  { key: "situBeta", type: "float", nested: text("activation_situ_beta"), flat: "situ_beta", alias: "activation_situ_beta" },
+  { key: "situLinearBeta", type: "float", nested: text("activation_situ_linear_beta"), flat: "situ_linear_beta", alias: "activation_situ_linear_beta" },
+  { key: "fullAttnLayers", type: "layers", nested: linear("full_attn_layers"), flat: "full_attn_layers" },
+];
+
+type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+type JsonObject = { [key: string]: Json };
+
+function isObject(value: Json | undefined): value is JsonObject {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function jsonType(value: Json): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "array";
+  return typeof value;
+}
+
+/** Problems found while reading, reported together. */
+class Problems {
+  readonly missing: string[] = [];
+  readonly other: string[] = [];
+
+  get count(): number {
+    return this.missing.length + this.other.length;
+  }
+
+  message(): string {
+    const parts: string[] = [];
+    if (this.missing.length > 0) parts.push(`missing ${this.missing.join(", ")}`);
+    parts.push(...this.other);
+    return parts.join("; ");
+  }
+}
+
+/** Where each scope of fields lives in a parsed file. */
+interface Layout {
+  shape: ConfigShape;
+  objects: Record<Scope, JsonObject>;
+  prefix: Record<Scope, string>;
+}
+
+function layoutOf(root: JsonObject, problems: Problems): Layout {
+  if (!("text_config" in root)) {
+    return { shape: "flat", objects: { text: root, linear: root }, prefix: { text: "", linear: "" } };
+  }
+  const textConfig = root.text_config;
+  if (!isObject(textConfig)) {
+    problems.other.push(`text_config must be an object, got ${jsonType(textConfig ?? null)}`);
+    return { shape: "nested", objects: { text: {}, linear: {} }, prefix: { text: "text_config.", linear: "" } };
+  }
+  const lac = textConfig.linear_attn_config;
+  if (lac !== undefined && !isObject(lac)) {
+    problems.other.push(`text_config.linear_attn_config must be an object, got ${jsonType(lac)}`);
+  }
+  return {
+    shape: "nested",
+    objects: { text: textConfig, linear: isObject(lac) ? lac : {} },
+    prefix: { text: "text_config.", linear: "text_config.linear_attn_config." },
+  };
+}
+
+function checkType(value: Json, type: FieldType, where: string, problems: Problems): boolean {
+  const fail = (expected: string) => {
+    problems.other.push(`${where} must be ${expected}, got ${jsonType(value)}${typeof value === "number" ? ` ${value}` : ""}`);
+    return false;
+  };
+  switch (type) {
+    case "int":
+      return Number.isInteger(value) ? true : fail("an integer");
+    case "float":
+      return typeof value === "number" && Number.isFinite(value) ? true : fail("a number");
+    case "bool":
+      return typeof value === "boolean" ? true : fail("true or false");
+    case "layers":
+      if (!Array.isArray(value)) return fail("an array of one-based layer numbers");
+      if (value.length === 0) return fail("a non-empty array");
+      if (!value.every((v) => Number.isInteger(v))) {
+        problems.other.push(`${where} must hold only integers (one-based layer numbers)`);
+        return false;
+      }
+      return true;
+  }
+}
+
+type FieldRead = { status: "ok"; value: Json } | { status: "missing" } | { status: "invalid" };
+
+function readField(spec: FieldSpec, layout: Layout, problems: Problems): FieldRead {
+  const scope = layout.shape === "nested" ? spec.nested.scope : "text";
+  const object = layout.objects[scope];
+  const primary = layout.shape === "nested" ? spec.nested.name : spec.flat;
+  const names = spec.alias ? [primary, layout.shape === "nested" ? spec.flat : spec.alias] : [primary];
+  const prefix = layout.prefix[scope];
+  const found = names.filter((name) => name in object);
+  if (found.length === 0) return { status: "missing" };
+  const values = found.map((name) => object[name] as Json);
+  if (found.length === 2 && JSON.stringify(values[0]) !== JSON.stringify(values[1])) {
+    problems.other.push(`${prefix}${found[0]} and its alias ${prefix}${found[1]} disagree`);
+    return { status: "invalid" };
+  }
+  const value = values[0] as Json;
+  return checkType(value, spec.type, `${prefix}${found[0]}`, problems) ? { status: "ok", value } : { status: "invalid" };
+}
+
+function where(spec: FieldSpec, layout: Layout): string {
+  return layout.shape === "nested" ? `${layout.prefix[spec.nested.scope]}${spec.nested.name}` : spec.flat;
+}
+
+/** model.md 1.4: keys that, if they differed, would describe a model k3 does not implement. */
+function checkOtherKeys(root: JsonObject, layout: Layout, config: ModelConfig, problems: Problems): string[] {
+  const warnings: string[] = [];
+  const textConfig = layout.objects.text;
+  const lac = layout.objects.linear;
+  const lacPrefix = layout.prefix.linear;
+  const expectValue = (object: JsonObject, prefix: string, name: string, want: Json) => {
+    if (name in object && object[name] !== want) {
+      problems.other.push(`${prefix}${name} is ${JSON.stringify(object[name])}; k3 implements only ${JSON.stringify(want)}`);
+    }
+  };
+  expectValue(textConfig, layout.prefix.text, "num_nextn_predict_layers", 0);
+  expectValue(textConfig, layout.prefix.text, "num_expert_group", 1);
+  expectValue(textConfig, layout.prefix.text, "topk_group", 1);
+  expectValue(textConfig, layout.prefix.text, "mla_use_nope", true);
+  expectValue(textConfig, layout.prefix.text, "moe_layer_freq", 1);
+  expectValue(lac, lacPrefix, "use_full_rank_gate", true);
+  for (const [name, want] of [["hidden_act", "situ"], ["moe_router_activation_func", "sigmoid"]] as const) {
+    if (name in textConfig && textConfig[name] !== want) {
+      warnings.push(`${layout.prefix.text}${name} is ${JSON.stringify(textConfig[name])}, expected ${JSON.stringify(want)}`);
+    }
+  }
+  for (const [object, prefix] of [[textConfig, layout.prefix.text], [root, ""]] as const) {
+    const quant = object.quantization_config;
+    if (quant === undefined) continue;
+    if (!isObject(quant)) {
+      problems.other.push(`${prefix}quantization_config must be an object`);
+    } else if ("group_size" in quant && quant.group_size !== 32) {
+      problems.other.push(`${prefix}quantization_config.group_size is ${JSON.stringify(quant.group_size)}; MXFP4 groups are 32`);
+    }
+  }
+  if ("tie_word_embeddings" in textConfig && typeof textConfig.tie_word_embeddings !== "boolean") {
+    problems.other.push(`${layout.prefix.text}tie_word_embeddings must be true or false`);
+  }
+  const kdaLayers = lac.kda_layers;
+  const kdaName = layout.shape === "nested" ? `${lacPrefix}kda_layers` : "kda_layers";
+  if (kdaLayers !== undefined && checkType(kdaLayers, "layers", kdaName, problems)) {
+    const kda = new Set(kdaLayers as number[]);
+    const mla = new Set(config.fullAttnLayers);
+    const overlap = [...kda].filter((l) => mla.has(l));
+    const all = new Set([...kda, ...mla]);
+    const complete = all.size === config.numLayers && [...all].every((l) => l >= 1 && l <= config.numLayers);
+    if (overlap.length > 0 || !complete || kda.size !== (kdaLayers as number[]).length) {
+      problems.other.push(`${kdaName} and full_attn_layers must split 1..${config.numLayers} between them without overlap`);
+    }
+  }
+  return warnings;
+}
+
+/** model.md 1.5: refusals that need the whole struct. */
+function checkConsistency(config: ModelConfig, layersName: string, problems: Problems): void {
+  const c = config;
+  const refuse = (message: string) => problems.other.push(message);
+  if (c.numLayers <= 0) refuse(`num_hidden_layers must be positive, got ${c.numLayers}`);
+  if (c.hiddenSize <= 0) refuse(`hidden_size must be positive, got ${c.hiddenSize}`);
+  if (c.vocabSize <= 0) refuse(`vocab_size must be positive, got ${c.vocabSize}`);
+  const layers = c.fullAttnLayers;
+  const outside = layers.filter((l) => l < 1 || l > c.numLayers);
+  if (outside.length > 0) {
+    refuse(`${layersName} has ${outside.join(", ")} outside 1..${c.numLayers} (the list is one-based)`);
+  }
+  const duplicates = layers.filter((l, i) => layers.indexOf(l) !== i);
+  if (duplicates.length > 0) refuse(`${layersName} lists ${[...new Set(duplicates)].join(", ")} more than once`);
+  if (layers.some((l, i) => i > 0 && l < (layers[i - 1] as number))) refuse(`${layersName} must be sorted ascending`);
+  if (layers.length >= c.numLayers) refuse(`${layersName} leaves no KDA layer (${layers.length} of ${c.numLayers} layers)`);
+  if (c.numExpertsPerToken < 1) refuse(`num_experts_per_token must be at least 1, got ${c.numExpertsPerToken}`);
+  if (c.numExpertsPerToken > c.numExperts) {
+    refuse(`num_experts_per_token (${c.numExpertsPerToken}) is larger than num_experts (${c.numExperts})`);
+  }
+  if (c.firstKDenseReplace < 0 || c.firstKDenseReplace > c.numLayers) {
+    refuse(`first_k_dense_replace must be within 0..${c.numLayers}, got ${c.firstKDenseReplace}`);
+  }
+  if (c.attnResBlockSize <= 0) refuse(`attn_res_block_size must be positive, got ${c.attnResBlockSize}`);
+  if (c.shortConvKernel < 1) refuse(`short_conv_kernel_size must be at least 1, got ${c.shortConvKernel}`);
+  if (c.routedExpertHiddenSize % 32 !== 0) {
+    refuse(`routed_expert_hidden_size (${c.routedExpertHiddenSize}) must be a multiple of 32 (MXFP4 groups)`);
+  }
+  if (c.moeIntermediateSize % 32 !== 0) {
+    refuse(`moe_intermediate_size (${c.moeIntermediateSize}) must be a multiple of 32 (MXFP4 groups)`);
+  }
+  const positive: (keyof ModelConfig)[] = [
+    "kdaNumHeads", "kdaHeadDim", "numAttentionHeads", "qLoraRank", "kvLoraRank", "qkNopeHeadDim",
+    "vHeadDim", "numExperts", "routedExpertHiddenSize", "moeIntermediateSize", "intermediateSize",
+  ];
+  for (const key of positive) {
+    const spec = configFields.find((f) => f.key === key);
+    if ((c[key] as number) <= 0) refuse(`${spec?.flat ?? key} must be positive, got ${c[key]}`);
+  }
+  if (c.qkRopeHeadDim < 0) refuse(`qk_rope_head_dim must not be negative, got ${c.qkRopeHeadDim}`);
+  if (c.numSharedExperts < 0) refuse(`num_shared_experts must not be negative, got ${c.numSharedExperts}`);
+  if (c.rmsNormEps <= 0) refuse(`rms_norm_eps must be positive, got ${c.rmsNormEps}`);
+}
+
+export interface LoadedConfig {
+  config: ModelConfig;
+  shape: ConfigShape;
+  warnings: string[];
+}
+
+/** Parses config text already read from `path`; throws K3Error (exit 2) on any problem. */
+export function parseConfig(textContent: string, path: string): LoadedConfig {
+  const fail = (detail: string): never => {
+    throw new K3Error(ExitCode.usage, `${path}: the model config could not be read with confidence: ${detail}`);
+  };
+  let root: Json;
+  try {
+    root = JSON.parse(textContent) as Json;
+  } catch (error) {
+    return fail(`not valid JSON (${(error as Error).message})`);
+  }
+  if (!isObject(root)) return fail("the top level must be a JSON object");
+  const problems = new Problems();
+  const layout = layoutOf(root, problems);
+  const values: Partial<Record<keyof ModelConfig, Json>> = {};
+  for (const spec of configFields) {
+    const read = readField(spec, layout, problems);
+    if (read.status === "ok") values[spec.key] = read.value;
+    else if (read.status === "missing" && spec.fallback !== undefined) values[spec.key] = spec.fallback;
+    else if (read.status === "missing") problems.missing.push(where(spec, layout));
+  }
+  const tie = layout.objects.text.tie_word_embeddings;
+  values.tieWordEmbeddings = typeof tie === "boolean" ? tie : false;
+  if (problems.count > 0) return fail(problems.message());
+  const config = values as unknown as ModelConfig;
+  const warnings = checkOtherKeys(root, layout, config, problems);
+  const layersSpec = configFields.find((f) => f.key === "fullAttnLayers") as FieldSpec;
+  checkConsistency(config, where(layersSpec, layout), problems);
+  if (problems.count > 0) return fail(problems.message());
+  return { config, shape: layout.shape, warnings };
+}
+
+/** Reads and validates the config file at `path`. */
+export function loadConfig(path: string): LoadedConfig {
+  let textContent: string;
+  try {
+    textContent = readFileSync(path, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? "unreadable";
+    throw new K3Error(ExitCode.usage, `${path}: cannot read the model config (${code})`);
+  }
+  return parseConfig(textContent, path);
+}

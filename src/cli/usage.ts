@@ -1,0 +1,27 @@
+/** Usage text, rendered by citty from the same option tables the parser uses. */
+import { defineCommand, renderUsage } from "citty";
+import pkg from "../../package.json" with { type: "json" };
+import { cittyArgs, type OptionDef, type PositionalDef } from "./args.ts";
+
+export const version = pkg.version;
+
+export interface CommandInfo<T> {
+  name: string;
+  description: string;
+  positionals: readonly PositionalDef[];
+  options: readonly OptionDef<T>[];
+}
+
+const ansi = /\u001B\[[0-9;]*m/g;
+
+export async function usageText<T>(command: CommandInfo<T>, subcommands: readonly { name: string; description: string }[] = []): Promise<string> {
+  const definition = defineCommand({
+    meta: { name: command.name, version, description: command.description },
+    args: cittyArgs(command.positionals, command.options),
+    ...(subcommands.length > 0
+      ? { subCommands: Object.fromEntries(subcommands.map((s) => [s.name, defineCommand({ meta: { name: s.name, description: s.description } })])) }
+      : {}),
+  });
+  const text = await renderUsage(definition);
+  return `${process.stdout.isTTY ? text : text.replace(ansi, "")}\n`;
+}

@@ -1,0 +1,87 @@
+/**
+ * `bun run build`: compiles libk3 (Zig, ReleaseFast, x86-64-v3) and then the self-contained
+ * `dist/k3` with the library embedded. `ensureBuilt()` rebuilds only what is missing or older
+ * than its sources; the test preload calls it so `bun test` works on a fresh clone.
+ */
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+export const root = resolve(import.meta.dir, "..");
+export const libraryPath = join(root, "zig-out/lib/libk3.so");
+export const executablePath = join(root, "dist/k3");
+
+/** Toolchain pins from toolchain.env, the one place they are set. */
+export function toolchain(): { zig: string; bun: string } {
+  const text = readFileSync(join(root, "toolchain.env"), "utf8");
+  const pin = (key: string) => {
+    const match = text.match(new RegExp(`^${key}=(\\S+)$`, "m"));
+    if (!match?.[1]) throw new Error(`toolchain.env: ${key} is not set`);
+    return match[1];
+  };
+  return { zig: pin("ZIG_VERSION"), bun: pin("BUN_VERSION") };
+}
+
+function newestMtime(paths: string[]): number {
+  let newest = 0;
+  const visit = (path: string) => {
+    if (!existsSync(path)) return;
+    const stat = statSync(path);
+    if (stat.isDirectory()) for (const entry of readdirSync(path)) visit(join(path, entry));
+    else newest = Math.max(newest, stat.mtimeMs);
+  };
+  for (const path of paths) visit(join(root, path));
+  return newest;
+}
+
+function mtime(path: string): number {
+  return existsSync(path) ? statSync(path).mtimeMs : -1;
+}
+
+function run(command: string[], what: string): void {
+  const started = performance.now();
+  const result = Bun.spawnSync(command, { cwd: root, stdout: "inherit", stderr: "inherit" });
+  if (result.exitCode !== 0) throw new Error(`${what} failed (exit ${result.exitCode}): ${command.join(" ")}`);
+  process.stderr.write(`build: ${what} in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+}
+
+function zigCommand(): string[] {
+  const want = toolchain().zig;
+  const probe = Bun.spawnSync(["python3", "-m", "ziglang", "version"], { stderr: "pipe" });
+  const have = probe.stdout.toString().trim();
+  if (probe.exitCode !== 0) throw new Error(`Zig ${want} is not installed: run 'pip install ziglang==${want}'`);
+  if (have !== want) throw new Error(`Zig ${have} found, k3 pins ${want}: run 'pip install ziglang==${want}'`);
+  return ["python3", "-m", "ziglang"];
+}
+
+export function buildLibrary(): void {
+  run([...zigCommand(), "build", "-Doptimize=ReleaseFast"], "libk3 (zig build -Doptimize=ReleaseFast)");
+}
+
+export function buildExecutable(): void {
+  run([process.execPath, "build", "--compile", "src/main.ts", "--outfile", "dist/k3"], "dist/k3 (bun build --compile)");
+}
+
+const librarySources = ["build.zig", "zig", "toolchain.env"];
+const executableSources = ["src", "presets", "package.json", "bun.lock", "zig-out/lib/libk3.so"];
+
+export function libraryStale(): boolean {
+  return mtime(libraryPath) < newestMtime(librarySources);
+}
+
+export function executableStale(): boolean {
+  return mtime(executablePath) < newestMtime(executableSources);
+}
+
+/** Builds whatever is missing or older than its sources. */
+export function ensureBuilt(): void {
+  if (libraryStale()) buildLibrary();
+  if (executableStale()) buildExecutable();
+}
+
+if (import.meta.main) {
+  const started = performance.now();
+  buildLibrary();
+  buildExecutable();
+  const bytes = statSync(executablePath).size;
+  process.stderr.write(`build: dist/k3 is ${(bytes / 1e6).toFixed(1)} MB; total ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+}
