@@ -120,7 +120,9 @@ function parseEntries(
     }
     tensors.push({ name, shard, dtype, shape: shape as number[], offset: dataStart + begin, nbytes });
   }
-  const byOffset = tensors.slice().sort((a, b) => a.offset - b.offset || a.nbytes - b.nbytes);
+  // Headers are normally written in offset order: check that in one pass, sort only if not.
+  const ordered = tensors.every((t, i) => i === 0 || t.offset >= (tensors[i - 1] as TensorEntry).offset);
+  const byOffset = ordered ? tensors : tensors.slice().sort((a, b) => a.offset - b.offset || a.nbytes - b.nbytes);
   for (let i = 1; i < byOffset.length; i++) {
     const previous = byOffset[i - 1] as TensorEntry;
     const current = byOffset[i] as TensorEntry;
@@ -180,15 +182,19 @@ export function listShards(dir: string): string[] {
 export function indexCheckpoint(dir: string): CheckpointIndex {
   const shards: Shard[] = [];
   const tensors = new Map<string, TensorEntry>();
+  const perShard: TensorEntry[][] = [];
   for (const path of listShards(dir)) {
     const { shard, tensors: entries } = readShardHeader(path, shards.length);
     for (const entry of entries) {
-      const previous = tensors.get(entry.name);
-      if (previous) {
-        throw new K3Error(ExitCode.runtime, `tensor ${entry.name} appears in two shards: ${(shards[previous.shard] as Shard).path} and ${path}`);
-      }
+      const before = tensors.size;
       tensors.set(entry.name, entry);
+      // One hash per name on the common path; the rare duplicate is located afterwards.
+      if (tensors.size === before) {
+        const first = perShard.findIndex((list) => list.some((t) => t.name === entry.name));
+        throw new K3Error(ExitCode.runtime, `tensor ${entry.name} appears in two shards: ${(shards[first] as Shard).path} and ${path}`);
+      }
     }
+    perShard.push(entries);
     shards.push(shard);
   }
   return new CheckpointIndex(dir, shards, tensors);

@@ -1,0 +1,79 @@
+/**
+ * Safetensors index benchmark: the released checkpoint's 497,220 tensor names over 96 shards
+ * (real names, shapes and dtypes; payloads are sparse holes), indexed from the headers.
+ */
+import { closeSync, ftruncateSync, openSync, rmSync, writeSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import type { ModelConfig } from "../src/checkpoint/config.ts";
+import { indexCheckpoint } from "../src/checkpoint/safetensors.ts";
+import { expertTensors, ffnKind, modelTensors, trunkTensors, type TensorSpec } from "../src/checkpoint/tensor-names.ts";
+import { headerFor, shardName, tensorBytes } from "../tools/checkpoint/writer.ts";
+
+export const releasedConfig: ModelConfig = {
+  hiddenSize: 7168, numLayers: 93, vocabSize: 163840, rmsNormEps: 1e-5,
+  kdaNumHeads: 96, kdaHeadDim: 128, shortConvKernel: 4, gateLowerBound: -5,
+  numAttentionHeads: 96, qLoraRank: 1536, kvLoraRank: 512, qkNopeHeadDim: 128, qkRopeHeadDim: 64, vHeadDim: 128,
+  mlaUseOutputGate: true, numExperts: 896, numExpertsPerToken: 16, numSharedExperts: 2,
+  routedExpertHiddenSize: 3584, moeIntermediateSize: 3072, routedScalingFactor: 1, moeRenormalize: true,
+  latentMoeUseNorm: true, firstKDenseReplace: 1, intermediateSize: 33792, attnResBlockSize: 12,
+  situBeta: 4, situLinearBeta: 25,
+  fullAttnLayers: [...Array.from({ length: 23 }, (_, i) => 4 * (i + 1)), 93],
+  tieWordEmbeddings: false,
+};
+
+/** The released shard layout (model.md 3.8): one layer per shard, model level, two vision shards. */
+function releasedShards(config: ModelConfig): TensorSpec[][] {
+  const shards: TensorSpec[][] = [];
+  for (let layer = 0; layer < config.numLayers; layer++) {
+    const specs = trunkTensors(config, layer);
+    if (ffnKind(config, layer) === "moe") {
+      for (let e = 0; e < config.numExperts; e++) specs.push(...expertTensors(config, layer, e));
+    }
+    shards.push(specs);
+  }
+  shards.push(modelTensors(config));
+  for (const [tower, count] of [["vision_tower", 120], ["mm_projector", 48]] as const) {
+    shards.push(Array.from({ length: count }, (_, i) => ({
+      name: `${tower}.blocks.${i}.weight`, shape: [1152, 1152], dtype: "BF16" as const, residency: "model" as const,
+    })));
+  }
+  return shards;
+}
+
+function writeHeaderOnlyShard(path: string, specs: TensorSpec[]): void {
+  const header = Buffer.from(headerFor(specs));
+  const prefix = Buffer.alloc(8);
+  prefix.writeBigUInt64LE(BigInt(header.length));
+  const fd = openSync(path, "w");
+  writeSync(fd, prefix);
+  writeSync(fd, header);
+  const dataBytes = specs.reduce((sum, s) => sum + tensorBytes(s.dtype, s.shape), 0);
+  ftruncateSync(fd, 8 + header.length + dataBytes); // a sparse hole: no payload is written
+  closeSync(fd);
+}
+
+export function benchIndex(): { tensors: number; shards: number; seconds: number; headerBytes: number } {
+  const dir = mkdtempSync(join(tmpdir(), "k3-index-bench-"));
+  try {
+    const shards = releasedShards(releasedConfig);
+    let headerBytes = 0;
+    shards.forEach((specs, i) => {
+      writeHeaderOnlyShard(join(dir, shardName(i, shards.length)), specs);
+      headerBytes += headerFor(specs).length;
+    });
+    indexCheckpoint(dir); // warm the page cache: the benchmark measures parsing, not the disk
+    const runs: number[] = [];
+    let tensors = 0;
+    for (let i = 0; i < 5; i++) {
+      const started = performance.now();
+      tensors = indexCheckpoint(dir).tensorCount;
+      runs.push((performance.now() - started) / 1000);
+    }
+    runs.sort((a, b) => a - b);
+    return { tensors, shards: shards.length, seconds: runs[Math.floor(runs.length / 2)] as number, headerBytes };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,36 @@
+/** Runs the compiled executable, the way users run it. */
+import { copyFileSync } from "node:fs";
+import { join } from "node:path";
+import { executablePath } from "../../tools/build.ts";
+import { tempDir } from "./tmp.ts";
+
+export interface K3Result {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export interface K3RunOptions {
+  cwd?: string;
+  env?: Record<string, string>;
+  stdin?: string | Uint8Array;
+  /** Run a copy of dist/k3 alone in an empty directory with a minimal environment. */
+  isolated?: boolean;
+}
+
+export function k3(args: string[], options: K3RunOptions = {}): K3Result {
+  let binary = executablePath;
+  let cwd = options.cwd;
+  let env: Record<string, string> = { ...process.env, ...options.env } as Record<string, string>;
+  if (options.isolated) {
+    cwd = tempDir("alone");
+    binary = join(cwd, "k3");
+    copyFileSync(executablePath, binary);
+    env = { PATH: "/usr/bin:/bin", ...options.env };
+  }
+  const result = Bun.spawnSync([binary, ...args], {
+    cwd, env, stdin: options.stdin === undefined ? "ignore" : Buffer.from(options.stdin),
+    stdout: "pipe", stderr: "pipe",
+  });
+  return { code: result.exitCode ?? -1, stdout: result.stdout.toString(), stderr: result.stderr.toString() };
+}
