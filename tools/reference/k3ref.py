@@ -446,86 +446,102 @@ def checkpoint_files(ckpt_dir):
     return files
 
 
+def bind_layer(cfg, raw, l, dtype=np.float32):
+    """Bind layer l from raw tensors {name: (dtype_code, array)} in the released layout.
+
+    Checks element counts against the config, widens to f32 exactly, takes the first
+    Hk values of A_log, folds the AttnRes vectors (φ = norm ⊙ proj, once, in f32) and
+    dequantises the routed experts exactly. Returns a dict of arrays.
+    """
+    E, P, D, Hk, Kc = cfg["E"], cfg["P"], cfg["D"], cfg["Hk"], cfg["Kc"]
+    get = _getter(raw)
+    p = PFX.format(l)
+    W = {"in_ln": get(p + "input_layernorm.weight", (E,)),
+         "post_ln": get(p + "post_attention_layernorm.weight", (E,)),
+         "phi_attn": get(p + "self_attention_res_norm.weight", (E,))
+         * get(p + "self_attention_res_proj.weight", (E,)),
+         "phi_mlp": get(p + "mlp_res_norm.weight", (E,)) * get(p + "mlp_res_proj.weight", (E,))}
+    a = p + "self_attn."
+    if cfg["is_mla"][l]:
+        H, dq, dn, dv, dr, Rq, Rkv = (cfg[x] for x in ("H", "dq", "dn", "dv", "dr", "Rq", "Rkv"))
+        shapes = {"q_a_proj.weight": (Rq, E), "q_a_layernorm.weight": (Rq,),
+                  "q_b_proj.weight": (H * dq, Rq), "kv_a_proj_with_mqa.weight": (Rkv + dr, E),
+                  "kv_a_layernorm.weight": (Rkv,), "kv_b_proj.weight": (H * (dn + dv), Rkv),
+                  "o_proj.weight": (E, H * dv)}
+        if cfg["mla_gate"]:
+            shapes["g_proj.weight"] = (H * dv, E)
+    else:
+        shapes = {"q_proj.weight": (P, E), "k_proj.weight": (P, E), "v_proj.weight": (P, E),
+                  "q_conv1d.weight": (P, Kc), "k_conv1d.weight": (P, Kc), "v_conv1d.weight": (P, Kc),
+                  "f_a_proj.weight": (D, E), "f_b_proj.weight": (P, D), "b_proj.weight": (Hk, E),
+                  "dt_bias": (P,), "g_proj.weight": (P, E), "o_norm.weight": (D,),
+                  "o_proj.weight": (E, P)}
+        if a + "A_log" not in raw:
+            raise KeyError(f"missing tensor {a}A_log")
+        alog = to_f32(*raw[a + "A_log"]).reshape(-1)
+        if alog.size < Hk:
+            raise ValueError(f"{a}A_log has {alog.size} < Hk elements")
+        if np.any(alog[Hk:] != 0):
+            print(f"warning: {a}A_log padding is not zero")
+        W["attn.A_log"] = alog[:Hk].copy()
+    for s, shp in shapes.items():
+        W["attn." + s] = get(a + s, shp)
+    if l < cfg["F"]:
+        f = p + "mlp."
+        Id = cfg["Id"]
+        for s, shp in {"gate_proj.weight": (Id, E), "up_proj.weight": (Id, E),
+                       "down_proj.weight": (E, Id)}.items():
+            W["ffn." + s] = get(f + s, shp)
+    else:
+        f = p + "block_sparse_moe."
+        Ne, Lam, I, Is = cfg["Ne"], cfg["Lam"], cfg["I"], cfg["Is"]
+        for s, shp in {"gate.weight": (Ne, E), "gate.e_score_correction_bias": (Ne,),
+                       "routed_expert_down_proj.weight": (Lam, E),
+                       "routed_expert_up_proj.weight": (E, Lam),
+                       "routed_expert_norm.weight": (Lam,),
+                       "shared_experts.gate_proj.weight": (Is, E),
+                       "shared_experts.up_proj.weight": (Is, E),
+                       "shared_experts.down_proj.weight": (E, Is)}.items():
+            W["ffn." + s] = get(f + s, shp)
+        for wn, (rows, cols) in (("w1", (I, Lam)), ("w2", (Lam, I)), ("w3", (I, Lam))):
+            mats = []
+            for e in range(Ne):
+                q = f + f"experts.{e}.{wn}."
+                if q + "weight_packed" not in raw or q + "weight_scale" not in raw:
+                    raise KeyError(f"missing expert tensor {q}weight_packed/_scale")
+                cp, packed = raw[q + "weight_packed"]
+                cs, scale = raw[q + "weight_scale"]
+                if cp != "U8" or cs != "U8" or packed.shape != (rows, cols // 2) \
+                        or scale.shape != (rows, cols // 32):
+                    raise ValueError(f"{q}: bad MXFP4 tensor shapes/dtypes")
+                mats.append(mxfp4.decode(packed, scale))
+            W["ffn.experts." + wn] = np.stack(mats)
+    return {k: v.astype(dtype) for k, v in W.items()}
+
+
+def _getter(raw):
+    def get(name, shape):
+        if name not in raw:
+            raise KeyError(f"missing tensor {name}")
+        code, arr = raw[name]
+        if int(np.prod(arr.shape)) != int(np.prod(shape)):
+            raise ValueError(f"{name}: shape {arr.shape}, expected {shape}")
+        return to_f32(code, arr).reshape(shape)
+    return get
+
+
 class Model:
-    def __init__(self, ckpt_dir, dtype=np.float32, cfg_override=None):
+    def __init__(self, ckpt_dir=None, dtype=np.float32, cfg_override=None):
+        if ckpt_dir is None:   # empty shell, filled in by the caller (op fixtures)
+            return
         self.cfg = cfg = load_config(ckpt_dir)
         if cfg_override:
             cfg.update(cfg_override)
         self.dtype = dtype
         raw = read_checkpoint_dir(checkpoint_files(ckpt_dir))
-        self.raw = raw
-        E, P, D, Hk, Kc = cfg["E"], cfg["P"], cfg["D"], cfg["Hk"], cfg["Kc"]
-
-        def get(name, shape):
-            if name not in raw:
-                raise KeyError(f"missing tensor {name}")
-            code, arr = raw[name]
-            if int(np.prod(arr.shape)) != int(np.prod(shape)):
-                raise ValueError(f"{name}: shape {arr.shape}, expected {shape}")
-            return to_f32(code, arr).reshape(shape)
-
-        def fold(norm_name, proj_name):
-            return get(norm_name, (E,)) * get(proj_name, (E,))   # φ folded once, in f32
-
-        self.layers = []
-        for l in range(cfg["L"]):
-            p = PFX.format(l)
-            W = {"in_ln": get(p + "input_layernorm.weight", (E,)),
-                 "post_ln": get(p + "post_attention_layernorm.weight", (E,)),
-                 "phi_attn": fold(p + "self_attention_res_norm.weight", p + "self_attention_res_proj.weight"),
-                 "phi_mlp": fold(p + "mlp_res_norm.weight", p + "mlp_res_proj.weight")}
-            a = p + "self_attn."
-            if cfg["is_mla"][l]:
-                H, dq, dn, dv, dr, Rq, Rkv = (cfg[x] for x in ("H", "dq", "dn", "dv", "dr", "Rq", "Rkv"))
-                shapes = {"q_a_proj.weight": (Rq, E), "q_a_layernorm.weight": (Rq,),
-                          "q_b_proj.weight": (H * dq, Rq), "kv_a_proj_with_mqa.weight": (Rkv + dr, E),
-                          "kv_a_layernorm.weight": (Rkv,), "kv_b_proj.weight": (H * (dn + dv), Rkv),
-                          "o_proj.weight": (E, H * dv)}
-                if cfg["mla_gate"]:
-                    shapes["g_proj.weight"] = (H * dv, E)
-            else:
-                shapes = {"q_proj.weight": (P, E), "k_proj.weight": (P, E), "v_proj.weight": (P, E),
-                          "q_conv1d.weight": (P, Kc), "k_conv1d.weight": (P, Kc), "v_conv1d.weight": (P, Kc),
-                          "f_a_proj.weight": (D, E), "f_b_proj.weight": (P, D), "b_proj.weight": (Hk, E),
-                          "dt_bias": (P,), "g_proj.weight": (P, E), "o_norm.weight": (D,),
-                          "o_proj.weight": (E, P)}
-                alog = to_f32(*raw[a + "A_log"]).reshape(-1)
-                if alog.size < Hk:
-                    raise ValueError(f"{a}A_log has {alog.size} < Hk elements")
-                if np.any(alog[Hk:] != 0):
-                    print(f"warning: {a}A_log padding is not zero")
-                W["attn.A_log"] = alog[:Hk].copy()
-            for s, shp in shapes.items():
-                W["attn." + s] = get(a + s, shp)
-            f = p + ("mlp." if l < cfg["F"] else "block_sparse_moe.")
-            if l < cfg["F"]:
-                Id = cfg["Id"]
-                for s, shp in {"gate_proj.weight": (Id, E), "up_proj.weight": (Id, E),
-                               "down_proj.weight": (E, Id)}.items():
-                    W["ffn." + s] = get(f + s, shp)
-            else:
-                Ne, Lam, I, Is = cfg["Ne"], cfg["Lam"], cfg["I"], cfg["Is"]
-                for s, shp in {"gate.weight": (Ne, E), "gate.e_score_correction_bias": (Ne,),
-                               "routed_expert_down_proj.weight": (Lam, E),
-                               "routed_expert_up_proj.weight": (E, Lam),
-                               "routed_expert_norm.weight": (Lam,),
-                               "shared_experts.gate_proj.weight": (Is, E),
-                               "shared_experts.up_proj.weight": (Is, E),
-                               "shared_experts.down_proj.weight": (E, Is)}.items():
-                    W["ffn." + s] = get(f + s, shp)
-                for wn, (rows, cols) in (("w1", (I, Lam)), ("w2", (Lam, I)), ("w3", (I, Lam))):
-                    mats = []
-                    for e in range(Ne):
-                        q = f + f"experts.{e}.{wn}."
-                        cp, packed = raw[q + "weight_packed"]
-                        cs, scale = raw[q + "weight_scale"]
-                        if cp != "U8" or cs != "U8" or packed.shape != (rows, cols // 2) \
-                                or scale.shape != (rows, cols // 32):
-                            raise ValueError(f"{q}: bad MXFP4 tensor shapes/dtypes")
-                        mats.append(mxfp4.decode(packed, scale))
-                    W["ffn.experts." + wn] = np.stack(mats)
-            self.layers.append({k: v.astype(dtype) for k, v in W.items()})
-        V = cfg["V"]
+        get = _getter(raw)
+        E, V = cfg["E"], cfg["V"]
+        self.layers = [bind_layer(cfg, raw, l, dtype) for l in range(cfg["L"])]
         self.embed = get("language_model.model.embed_tokens.weight", (V, E)).astype(dtype)
         if "language_model.lm_head.weight" in raw:
             self.lm_head = get("language_model.lm_head.weight", (V, E)).astype(dtype)
@@ -534,8 +550,8 @@ class Model:
         else:
             raise KeyError("missing tensor language_model.lm_head.weight")
         self.norm = get("language_model.model.norm.weight", (E,)).astype(dtype)
-        self.phi_out = fold("language_model.model.output_attn_res_norm.weight",
-                            "language_model.model.output_attn_res_proj.weight").astype(dtype)
+        self.phi_out = (get("language_model.model.output_attn_res_norm.weight", (E,))
+                        * get("language_model.model.output_attn_res_proj.weight", (E,))).astype(dtype)
 
     # ---- per-sequence state (§9) ----
     def new_state(self):
