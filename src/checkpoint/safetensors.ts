@@ -4,6 +4,7 @@
  * payloads go through the O_DIRECT reader.
  */
 import { closeSync, fstatSync, openSync, readdirSync, readSync } from "node:fs";
+import { isUtf8 } from "node:buffer";
 import { join } from "node:path";
 import { K3Error, ExitCode } from "../errors.ts";
 
@@ -75,11 +76,12 @@ export function readShardHeader(path: string, shard: number): { shard: Shard; te
       throw corrupt(path, `header length ${headerLength} runs past the end of the ${fileBytes}-byte file`);
     }
     const headerText = readExactly(fd, Number(headerLength), 8);
+    if (!isUtf8(headerText)) throw corrupt(path, "header is not valid UTF-8");
     let header: unknown;
     try {
-      header = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(headerText));
+      header = JSON.parse(headerText.toString("utf8"));
     } catch (error) {
-      throw corrupt(path, `header is not valid UTF-8 JSON (${(error as Error).message})`);
+      throw corrupt(path, `header is not valid JSON (${(error as Error).message})`);
     }
     if (typeof header !== "object" || header === null || Array.isArray(header)) {
       throw corrupt(path, "header is not a JSON object");

@@ -140,7 +140,14 @@ describe("safetensors index", () => {
       prefix.writeBigUInt64LE(5n);
       writeFileSync(path, Buffer.concat([prefix, Buffer.from("{oops")]));
       return path;
-    }, "header is not valid UTF-8 JSON"],
+    }, "header is not valid JSON"],
+    ["a header that is not UTF-8", (dir) => {
+      const path = join(dir, "s.safetensors");
+      const prefix = Buffer.alloc(8);
+      prefix.writeBigUInt64LE(4n);
+      writeFileSync(path, Buffer.concat([prefix, Buffer.from([0x7b, 0xff, 0xfe, 0x7d])]));
+      return path;
+    }, "header is not valid UTF-8"],
     ["offsets outside the file", (dir) => rawShard(dir, { a: entry("F32", [4], 0, 16) }, 8),
       "tensor a: data_offsets [0, 16) run past the end of the file (data section is 8 bytes)"],
     ["overlapping tensors", (dir) => rawShard(dir, { a: entry("F32", [2], 0, 8), b: entry("F32", [2], 4, 12) }, 12),
