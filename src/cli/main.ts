@@ -1,5 +1,6 @@
 /** Command dispatch and the one place errors become messages and exit codes. */
 import { ExitCode, K3Error } from "../errors.ts";
+import { findSubcommand } from "./commands.ts";
 import { runMain } from "./run.ts";
 
 function printError(error: K3Error): void {
@@ -10,6 +11,8 @@ function printError(error: K3Error): void {
 /** Runs the command line and returns the exit code; never throws. */
 export async function main(argv: readonly string[]): Promise<number> {
   try {
+    const subcommand = findSubcommand(argv[0]);
+    if (subcommand) return await (await subcommand.load()).main(argv.slice(1));
     return await runMain(argv);
   } catch (error) {
     if (error instanceof K3Error) {

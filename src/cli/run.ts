@@ -7,6 +7,7 @@ import { maxPositions, maxPromptIds } from "../plan/limits.ts";
 import { presetListing } from "../plan/presets.ts";
 import { emit, log } from "../report/log.ts";
 import { findInfoFlag, parseOptions } from "./args.ts";
+import { subcommands } from "./commands.ts";
 import { defaultRunOptions, runOptionTable, runPositionals, type RunOptions } from "./run-options.ts";
 import { usageText, version, type CommandInfo } from "./usage.ts";
 
@@ -18,7 +19,7 @@ export const runCommand: CommandInfo<RunOptions> = {
 };
 
 export async function runUsage(): Promise<string> {
-  return usageText(runCommand);
+  return usageText(runCommand, subcommands);
 }
 
 /** Parses and validates everything that needs no model: exit-2 mistakes surface here. */
