@@ -6,7 +6,9 @@ export interface Subcommand {
   load: () => Promise<{ main: (args: readonly string[]) => Promise<number> }>;
 }
 
-export const subcommands: readonly Subcommand[] = [];
+export const subcommands: readonly Subcommand[] = [
+  { name: "pack-trunk", description: "Pack the trunk into one aligned run per layer, for --trunk", load: () => import("./pack-trunk.ts") },
+];
 
 export function findSubcommand(name: string | undefined): Subcommand | undefined {
   return subcommands.find((s) => s.name === name);

@@ -1,0 +1,72 @@
+/** `k3 pack-trunk <model_dir> <trunk_dir>`: write the packed trunk that `--trunk` streams from. */
+import { join } from "node:path";
+import { loadConfig } from "../checkpoint/config.ts";
+import { indexCheckpoint } from "../checkpoint/safetensors.ts";
+import { ExitCode, usageError } from "../errors.ts";
+import { emit, log } from "../report/log.ts";
+import { formatBytes } from "../report/units.ts";
+import { TensorReader } from "../weights/tensor-reader.ts";
+import { trunkBinName, trunkJsonName } from "../weights/trunk-file.ts";
+import { packTrunk } from "../weights/trunk-pack.ts";
+import { findInfoFlag, parseInteger, parseOptions, type OptionDef } from "./args.ts";
+import { usageText, type CommandInfo } from "./usage.ts";
+
+interface PackOptions {
+  configPath: string | undefined;
+  layers: number | undefined;
+  force: boolean;
+}
+
+const options: readonly OptionDef<PackOptions>[] = [
+  { name: "config", value: "PATH", description: "Model config (default <model_dir>/config.json)", apply: (o, raw) => { o.configPath = raw; } },
+  { name: "layers", value: "N", description: "Pack only the first N layers", apply: (o, raw, flag) => { o.layers = parseInteger(raw, flag, 1, 1_000_000); } },
+  { name: "force", description: "Replace a different pack already in <trunk_dir>", apply: (o) => { o.force = true; } },
+  { name: "help", alias: "h", description: "Print this usage and exit", apply: () => {} },
+];
+
+const command: CommandInfo<PackOptions> = {
+  name: "k3 pack-trunk",
+  description: "Pack each layer's trunk tensors into one aligned run per layer (trunk.bin + trunk.json)",
+  positionals: [
+    { name: "model_dir", description: "Checkpoint directory (the .safetensors shards)" },
+    { name: "trunk_dir", description: "Output directory for trunk.bin and trunk.json" },
+  ],
+  options,
+};
+
+export async function main(args: readonly string[]): Promise<number> {
+  if (findInfoFlag(args, options, ["help"])) {
+    emit(await usageText(command));
+    return ExitCode.ok;
+  }
+  const parsed: PackOptions = { configPath: undefined, layers: undefined, force: false };
+  const positionals = parseOptions(args, options, parsed);
+  const [modelDir, trunkDir, extra] = positionals;
+  if (!modelDir || !trunkDir) throw usageError("pack-trunk needs <model_dir> and <trunk_dir>", await usageText(command));
+  if (extra) throw usageError(`unexpected argument ${extra}`);
+  const configPath = parsed.configPath ?? join(modelDir, "config.json");
+  const { config } = loadConfig(configPath);
+  const layerCount = parsed.layers ?? config.numLayers;
+  if (layerCount > config.numLayers) throw usageError(`--layers ${layerCount} exceeds the model's ${config.numLayers} layers`);
+  const index = indexCheckpoint(modelDir);
+  const reader = new TensorReader(index);
+  try {
+    const result = packTrunk(index, reader, config, layerCount, trunkDir, {
+      force: parsed.force,
+      onProgress: (p) => {
+        const rate = p.seconds > 0 ? (p.bytesDone / 1e6 / p.seconds).toFixed(0) : "-";
+        log.info(`packed ${p.layersDone}/${p.layerCount} layers, ${formatBytes(p.bytesDone)}, ${p.seconds.toFixed(1)} s (${rate} MB/s)`);
+      },
+    });
+    if (result.alreadyPacked) {
+      log.info(`${trunkDir} already holds this pack (${layerCount} layers); nothing to do`);
+      return ExitCode.ok;
+    }
+    log.info(`wrote ${trunkBinName}: ${formatBytes(result.payloadBytes)} across ${layerCount} layers, verified`);
+    log.info(`largest layer run: ${formatBytes(result.largestLayerBytes)}  <- the streaming slot size`);
+    log.info(`wrote ${trunkJsonName} in ${result.seconds.toFixed(1)} s`);
+    return ExitCode.ok;
+  } finally {
+    reader.close();
+  }
+}

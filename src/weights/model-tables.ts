@@ -1,0 +1,50 @@
+/** The model-level tensors: embedding, LM head, final norm and the output AttnRes fold. */
+import type { Pointer } from "bun:ffi";
+import type { ModelConfig } from "../checkpoint/config.ts";
+import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
+import { lmHeadName, modelPrefix } from "../checkpoint/tensor-names.ts";
+import type { NativeBuffer } from "../native/memory.ts";
+import type { TensorReader } from "./tensor-reader.ts";
+import type { Matrix, Vector } from "./types.ts";
+import { VectorArena } from "./vector-arena.ts";
+import { foldPhi, widenToF32 } from "./widen.ts";
+
+export interface ModelTables {
+  embed: Matrix;
+  lmHead: Matrix;
+  finalNorm: Vector;
+  phiOut: Vector;
+  bytes: number;
+  close(): void;
+}
+
+export function loadModelTables(index: CheckpointIndex, reader: TensorReader, config: ModelConfig): ModelTables {
+  const owned: NativeBuffer[] = [];
+  let bytes = 0;
+  const matrix = (name: string): Matrix => {
+    const entry = index.get(name)!;
+    const buffer = reader.readToNative(entry);
+    owned.push(buffer);
+    bytes += entry.nbytes;
+    return { name, ptr: buffer.ptr as Pointer, rows: entry.shape[0] as number, cols: entry.shape[1] as number, dtype: entry.dtype as Matrix["dtype"] };
+  };
+  const values = (name: string): Float32Array => {
+    const entry = index.get(name)!;
+    bytes += entry.nbytes;
+    return widenToF32(reader.readRaw(entry), entry.dtype, config.hiddenSize).slice();
+  };
+  const arena = new VectorArena(VectorArena.bytesFor([config.hiddenSize, config.hiddenSize]), "model-level vectors");
+  const embed = matrix(`${modelPrefix}embed_tokens.weight`);
+  const lmHead = config.tieWordEmbeddings ? embed : matrix(lmHeadName);
+  const finalNorm = arena.store("final norm", values(`${modelPrefix}norm.weight`));
+  const phiOut = arena.store("output AttnRes fold", foldPhi(
+    values(`${modelPrefix}output_attn_res_norm.weight`), values(`${modelPrefix}output_attn_res_proj.weight`),
+  ));
+  return {
+    embed, lmHead, finalNorm, phiOut, bytes,
+    close() {
+      for (const b of owned) b.free();
+      arena.free();
+    },
+  };
+}

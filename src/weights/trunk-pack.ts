@@ -1,0 +1,145 @@
+/**
+ * `k3 pack-trunk`: copies each layer's trunk run verbatim into trunk.bin at a 4096-aligned
+ * offset, verifies what it wrote by reading it back, and only then renames the files into
+ * place, trunk.json last: an interrupted pack never leaves a complete-looking pack behind.
+ */
+import { closeSync, existsSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
+import { basename, join } from "node:path";
+import type { ModelConfig } from "../checkpoint/config.ts";
+import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
+import { K3Error, ExitCode } from "../errors.ts";
+import { DirectFile } from "../native/file.ts";
+import { writeAtomically } from "../report/results.ts";
+import type { TensorReader } from "./tensor-reader.ts";
+import {
+  alignUp, hashChunkBytes, readTrunkManifest, trunkBinName, trunkFormatVersion, trunkJsonName,
+  type PackedLayer, type TrunkManifest,
+} from "./trunk-file.ts";
+import { layerLayout, packRefusal, trunkAlignment } from "./trunk-layout.ts";
+
+export interface PackProgress {
+  layersDone: number;
+  layerCount: number;
+  bytesDone: number;
+  seconds: number;
+}
+
+export interface PackResult {
+  manifest: TrunkManifest;
+  payloadBytes: number;
+  largestLayerBytes: number;
+  seconds: number;
+  alreadyPacked: boolean;
+}
+
+/** The manifest a pack of these layers would have, hashes aside. */
+function plannedLayers(index: CheckpointIndex, config: ModelConfig, layerCount: number): PackedLayer[] {
+  const layers: PackedLayer[] = [];
+  let fileOff = 0;
+  for (let layer = 0; layer < layerCount; layer++) {
+    const layout = layerLayout(index, config, layer);
+    const refusal = packRefusal(layout);
+    if (refusal || !layout.run) throw new K3Error(ExitCode.runtime, `${index.dir}: cannot pack: ${refusal}`);
+    const nbytes = alignUp(layout.bytes);
+    layers.push({
+      layer, shard: basename(index.shards[layout.run.shard]!.path), run_start: layout.run.start, nbytes,
+      payload_bytes: layout.bytes, file_off: fileOff, hash: "",
+      tensors: Object.fromEntries(layout.tensors.map((t) => [t.name, { off: t.off, nbytes: t.nbytes, dtype: t.dtype, shape: t.shape }])),
+    });
+    fileOff += nbytes;
+  }
+  return layers;
+}
+
+/** Everything but the hashes, to tell "the same pack" from "a different pack". */
+function sameLayout(a: PackedLayer[], b: PackedLayer[]): boolean {
+  const strip = (layers: PackedLayer[]) => JSON.stringify(layers.map(({ hash: _hash, ...rest }) => rest));
+  return strip(a) === strip(b);
+}
+
+export function packTrunk(
+  index: CheckpointIndex, reader: TensorReader, config: ModelConfig, layerCount: number, outDir: string,
+  options: { force: boolean; onProgress: (p: PackProgress) => void },
+): PackResult {
+  const started = performance.now();
+  const planned = plannedLayers(index, config, layerCount);
+  const jsonPath = join(outDir, trunkJsonName);
+  const binPath = join(outDir, trunkBinName);
+  const largestLayerBytes = Math.max(...planned.map((l) => l.payload_bytes));
+  const payloadBytes = planned.reduce((sum, l) => sum + l.payload_bytes, 0);
+  if (existsSync(jsonPath) || existsSync(binPath)) {
+    let existing: TrunkManifest | undefined;
+    try {
+      existing = readTrunkManifest(outDir);
+    } catch {
+      existing = undefined;
+    }
+    if (existing && sameLayout(existing.layers, planned)) {
+      return { manifest: existing, payloadBytes, largestLayerBytes, seconds: 0, alreadyPacked: true };
+    }
+    if (!options.force) {
+      throw new K3Error(ExitCode.runtime, `${outDir} already holds a different or incomplete packed trunk; pass --force to replace it`);
+    }
+  }
+  mkdirSync(outDir, { recursive: true });
+  removeStaleTemporaries(outDir);
+  const temporaryBin = `${binPath}.${process.pid}.tmp`;
+  const fd = openSync(temporaryBin, "w");
+  let bytesDone = 0;
+  try {
+    const padding = new Uint8Array(trunkAlignment);
+    for (const layer of planned) {
+      const layout = layerLayout(index, config, layer.layer);
+      const run = layout.run!;
+      // Copy in chunks, hashing the same chunks the verifier will hash.
+      let hash = 0n;
+      for (let at = 0; at < layer.payload_bytes; at += hashChunkBytes) {
+        const length = Math.min(hashChunkBytes, layer.payload_bytes - at);
+        const chunk = reader.readRange(run.shard, run.start + at, length);
+        hash = Bun.hash.wyhash(chunk, hash);
+        let written = 0;
+        while (written < length) written += writeSync(fd, chunk, written, length - written, layer.file_off + at + written);
+      }
+      const pad = layer.nbytes - layer.payload_bytes;
+      if (pad > 0) writeSync(fd, padding, 0, pad, layer.file_off + layer.payload_bytes);
+      layer.hash = hash.toString(16).padStart(16, "0");
+      bytesDone += layer.payload_bytes;
+      options.onProgress({ layersDone: layer.layer + 1, layerCount, bytesDone, seconds: (performance.now() - started) / 1000 });
+    }
+  } finally {
+    closeSync(fd);
+  }
+  verifyPack(temporaryBin, planned);
+  const manifest: TrunkManifest = { format: "k3-trunk", version: trunkFormatVersion, n_layers: layerCount, align: trunkAlignment, layers: planned };
+  // The old manifest goes first, so no moment pairs it with the new trunk.bin.
+  rmSync(jsonPath, { force: true });
+  renameSync(temporaryBin, binPath);
+  writeAtomically(jsonPath, `${JSON.stringify(manifest, null, 1)}\n`, "the trunk manifest");
+  return { manifest, payloadBytes, largestLayerBytes, seconds: (performance.now() - started) / 1000, alreadyPacked: false };
+}
+
+/** Reads every layer back from the written file, in hash-sized chunks, and compares its hash. */
+function verifyPack(path: string, layers: PackedLayer[]): void {
+  const file = new DirectFile(path);
+  try {
+    for (const layer of layers) {
+      let hash = 0n;
+      for (let at = 0; at < layer.payload_bytes; at += hashChunkBytes) {
+        hash = Bun.hash.wyhash(file.read(layer.file_off + at, Math.min(hashChunkBytes, layer.payload_bytes - at)), hash);
+      }
+      if (hash.toString(16).padStart(16, "0") !== layer.hash) {
+        throw new K3Error(ExitCode.runtime, `${path}: layer ${layer.layer} read back differently from what was written; the pack is not usable`);
+      }
+    }
+  } finally {
+    file.close();
+  }
+}
+
+/** Temporary files an interrupted pack left behind; they never look like a pack. */
+function removeStaleTemporaries(dir: string): void {
+  if (!existsSync(dir)) return;
+  for (const name of readdirSync(dir)) {
+    if (/^trunk\.(bin|json)\.\d+\.tmp$/.test(name)) rmSync(join(dir, name), { force: true });
+  }
+}

@@ -1,0 +1,116 @@
+/**
+ * The K3-width synthetic checkpoint: Kimi K3's real per-layer widths (hidden 7168, 96 KDA heads
+ * of 128, MLA 96 heads with q_lora 1536 / kv_lora 512, latent 3584, expert intermediate 3072,
+ * dense 33792) but four layers (three KDA, one MLA), 64 experts per MoE layer at top-16, and a
+ * small vocabulary, written in the released layout. About 10 GB; never committed.
+ *
+ *   bun run tools/k3width/generate.ts <dir>
+ */
+import { createConsola } from "consola";
+import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
+import type { ModelConfig } from "../../src/checkpoint/config.ts";
+import { allTensors, type TensorSpec } from "../../src/checkpoint/tensor-names.ts";
+import { configJson, shardName, writeSafetensors } from "../checkpoint/writer.ts";
+import { writeFileSync, renameSync, mkdirSync } from "node:fs";
+
+const log = createConsola({ stdout: process.stderr, stderr: process.stderr });
+
+export const k3WidthConfig: ModelConfig = {
+  hiddenSize: 7168, numLayers: 4, vocabSize: 4096, rmsNormEps: 1e-5,
+  kdaNumHeads: 96, kdaHeadDim: 128, shortConvKernel: 4, gateLowerBound: -5,
+  numAttentionHeads: 96, qLoraRank: 1536, kvLoraRank: 512, qkNopeHeadDim: 128, qkRopeHeadDim: 64, vHeadDim: 128,
+  mlaUseOutputGate: true, numExperts: 64, numExpertsPerToken: 16, numSharedExperts: 2,
+  routedExpertHiddenSize: 3584, moeIntermediateSize: 3072, routedScalingFactor: 1, moeRenormalize: true,
+  latentMoeUseNorm: true, firstKDenseReplace: 1, intermediateSize: 33792, attnResBlockSize: 2,
+  situBeta: 4, situLinearBeta: 25, fullAttnLayers: [4], tieWordEmbeddings: false,
+};
+
+/** xorshift128+ filling whole words: fast enough for gigabytes. */
+function fillRandom(words: Uint32Array, seed: number): void {
+  let a = (seed * 2654435761) >>> 0 || 1;
+  let b = (seed ^ 0x9e3779b9) >>> 0 || 2;
+  for (let i = 0; i < words.length; i++) {
+    let t = a;
+    const s = b;
+    a = s;
+    t ^= t << 11;
+    t ^= t >>> 8;
+    b = (t ^ s ^ (s >>> 19)) >>> 0;
+    words[i] = (a + b) >>> 0;
+  }
+}
+
+/**
+ * Payloads with the magnitudes a trained model has: matrices ~2^-8..2^-5 so activations stay
+ * finite through 7168-wide sums, norm gains near 1, MXFP4 scale bytes 118-123.
+ */
+function payload(spec: TensorSpec, seed: number): Uint8Array {
+  const count = spec.shape.reduce((a, b) => a * b, 1);
+  const bytes = new Uint8Array(count * { BF16: 2, F16: 2, F32: 4, U8: 1 }[spec.dtype]);
+  const words = new Uint32Array(bytes.buffer, 0, Math.floor(bytes.length / 4));
+  fillRandom(words, seed);
+  if (spec.dtype === "U8") {
+    if (spec.name.endsWith("weight_scale")) for (let i = 0; i < bytes.length; i++) bytes[i] = 118 + ((bytes[i] as number) % 6);
+    return bytes;
+  }
+  const isGain = spec.shape.length === 1 || spec.name.endsWith("_res_proj.weight");
+  if (spec.dtype === "BF16") {
+    const bits = new Uint16Array(bytes.buffer);
+    for (let i = 0; i < bits.length; i++) {
+      const r = bits[i] as number;
+      // sign | exponent 119..122 (2^-8..2^-5) | 7 random mantissa bits; gains: 1.0 +- small.
+      bits[i] = isGain ? 0x3f80 | (r & 0x1f) : (r & 0x8000) | ((119 + ((r >> 7) & 3)) << 7) | (r & 0x7f);
+    }
+    return bytes;
+  }
+  const values = new Float32Array(bytes.buffer);
+  for (let i = 0; i < values.length; i++) {
+    const r = words[i] as number;
+    values[i] = isGain || spec.name.endsWith("o_norm.weight") ? 1 + ((r & 0xff) - 128) / 4096 : ((r & 0xffff) - 32768) / 2 ** 20;
+  }
+  if (spec.name.endsWith(".A_log")) for (let h = 0; h < values.length; h++) values[h] = h < 96 ? -0.4 + (1.6 * h) / 95 : 0;
+  return bytes;
+}
+
+export function generateK3Width(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  const config = k3WidthConfig;
+  const specs = allTensors(config);
+  // One shard per layer and one for the model level, like the release.
+  const groups: TensorSpec[][] = [];
+  for (let layer = 0; layer < config.numLayers; layer++) groups.push(specs.filter((s) => s.name.includes(`.layers.${layer}.`)));
+  groups.push(specs.filter((s) => !s.name.includes(".layers.")));
+  let written = 0;
+  const total = specs.reduce((sum, s) => sum + s.shape.reduce((a, b) => a * b, 1) * { BF16: 2, F16: 2, F32: 4, U8: 1 }[s.dtype], 0);
+  const started = performance.now();
+  groups.forEach((group, g) => {
+    const path = join(dir, shardName(g, groups.length));
+    writeSafetensors(path, group.map((spec, i) => ({
+      name: spec.name, dtype: spec.dtype, shape: spec.shape,
+      bytes: () => {
+        const data = payload(spec, g * 1_000_003 + i + 1);
+        written += data.length;
+        return data;
+      },
+    })));
+    const seconds = (performance.now() - started) / 1000;
+    log.info(`wrote ${path} (${(statSync(path).size / 1e9).toFixed(2)} GB); ${(written / 1e9).toFixed(2)} of ${(total / 1e9).toFixed(2)} GB in ${seconds.toFixed(0)} s`);
+  });
+  const configPath = join(dir, "config.json");
+  writeFileSync(`${configPath}.tmp`, configJson(config, "nested"));
+  renameSync(`${configPath}.tmp`, configPath);
+}
+
+if (import.meta.main) {
+  const dir = process.argv[2];
+  if (!dir) {
+    log.error("usage: bun run tools/k3width/generate.ts <dir>");
+    process.exit(2);
+  }
+  if (existsSync(join(dir, "config.json"))) {
+    log.error(`${dir} already holds a checkpoint; k3 does not overwrite it`);
+    process.exit(2);
+  }
+  generateK3Width(dir);
+}
