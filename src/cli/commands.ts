@@ -8,6 +8,7 @@ export interface Subcommand {
 
 export const subcommands: readonly Subcommand[] = [
   { name: "pack-trunk", description: "Pack the trunk into one aligned run per layer, for --trunk", load: () => import("./pack-trunk.ts") },
+  { name: "sim-cache", description: "Replay an expert trace at many cache sizes under LRU, Belady and PIN+LRU", load: () => import("./sim-cache.ts") },
 ];
 
 export function findSubcommand(name: string | undefined): Subcommand | undefined {

@@ -1,8 +1,14 @@
 /** `k3 <model_dir> [options]`: validate the request, read the checkpoint, generate. */
 import { join } from "node:path";
-import { loadConfig } from "../checkpoint/config.ts";
-import { indexCheckpoint } from "../checkpoint/safetensors.ts";
-import { ExitCode, K3Error, usageError } from "../errors.ts";
+import { loadConfig, type ModelConfig } from "../checkpoint/config.ts";
+import { decode } from "../decode/greedy.ts";
+import { loadModel } from "../model/load.ts";
+import { setBufferedFallbackReporter } from "../native/file.ts";
+import { decodeSeconds, stepHeader, stepRow, summaryLine } from "../report/table.ts";
+import { resultsJson, writeAtomically } from "../report/results.ts";
+import { formatBytes } from "../report/units.ts";
+
+import { ExitCode, usageError } from "../errors.ts";
 import { maxPositions, maxPromptIds } from "../plan/limits.ts";
 import { presetListing } from "../plan/presets.ts";
 import { emit, log } from "../report/log.ts";
@@ -58,11 +64,57 @@ export async function runMain(args: readonly string[]): Promise<number> {
   if (outside !== undefined) {
     throw usageError(`--ids: token id ${outside} is outside the vocabulary (size ${config.vocabSize})`);
   }
-  const started = performance.now();
-  const index = indexCheckpoint(options.modelDir);
-  log.info(
-    `checkpoint: ${index.shards.length} shard(s), ${index.tensorCount} tensors indexed in ` +
-      `${((performance.now() - started) / 1000).toFixed(3)} s; config ${shape}, ${config.numLayers} layers`,
-  );
-  throw new K3Error(ExitCode.runtime, "the forward pass is not part of this build yet");
+  const layerCount = options.layers ?? config.numLayers;
+  if (layerCount > config.numLayers) throw usageError(`--layers ${layerCount} exceeds the model's ${config.numLayers} layers`);
+  if (layerCount < config.numLayers) {
+    log.warn(`NOTE: binding only the first ${layerCount} of ${config.numLayers} layers; the output is NOT the full model`);
+  }
+  return generate(options, config, shape, layerCount);
+}
+
+function peakRssBytes(): number {
+  return process.resourceUsage().maxRSS * 1024; // Linux reports kilobytes
+}
+
+async function generate(options: RunOptions, config: ModelConfig, shape: string, layerCount: number): Promise<number> {
+  const wallStarted = performance.now();
+  setBufferedFallbackReporter((path) => log.info(`${path}: the filesystem refuses O_DIRECT; reading through the page cache`));
+  const loaded = loadModel(options.modelDir, config, layerCount, options.ids.length + options.gen + 1);
+  try {
+    const { index } = loaded;
+    log.info(`indexed ${index.tensorCount} tensors from ${index.shards.length} shard(s) in ${loaded.indexSeconds.toFixed(3)} s (config: ${shape})`);
+    for (const warning of loaded.warnings) log.warn(warning);
+    log.info(`resident trunk: ${formatBytes(loaded.trunkBytes)} for ${layerCount} layers, embedding and lm_head ${formatBytes(loaded.tableBytes)}, loaded in ${loaded.loadSeconds.toFixed(2)} s`);
+    log.info(`prompt: ${options.ids.length} tokens, generating ${options.gen} (${options.mode})`);
+    process.stderr.write(`${stepHeader()}\n`);
+    const result = decode(loaded.model, options.ids, options.gen, options.mode, (step) => process.stderr.write(`${stepRow(step)}\n`));
+    process.stderr.write(`${summaryLine(result.steps)}\n`);
+    if (options.dumpLogits) {
+      if (result.firstLogits) {
+        const logits = result.firstLogits;
+        writeAtomically(options.dumpLogits, new Uint8Array(logits.buffer, logits.byteOffset, logits.byteLength), "the logits");
+        log.info(`wrote ${options.dumpLogits} (${logits.length} float32 logits)`);
+      } else {
+        log.warn("--dump-logits: no step ran (--gen 0), nothing written");
+      }
+    }
+    const peak = peakRssBytes();
+    process.stderr.write(`PEAK RSS for the whole run: ${formatBytes(peak)}   <- quote this, not the plan\n`);
+    const seconds = decodeSeconds(result.steps);
+    const json = resultsJson({
+      prompt_ids: options.ids, generated_ids: result.generated, full_ids: [...options.ids, ...result.generated],
+      layers: layerCount, layers_requested: options.layers ?? config.numLayers,
+      seconds_per_token: result.steps.length > 0 ? seconds / result.steps.length : 0,
+      wall_seconds: (performance.now() - wallStarted) / 1000, mode: options.mode, peak_rss_bytes: peak,
+    });
+    if (options.out === "-") {
+      emit(json);
+    } else {
+      writeAtomically(options.out, json, "the JSON results");
+      log.info(`wrote ${options.out}`);
+    }
+    return ExitCode.ok;
+  } finally {
+    loaded.close();
+  }
 }

@@ -1,0 +1,112 @@
+/**
+ * The Kimi K3 forward pass (model.md 6.9): embed → each layer (AttnRes → KDA | MLA → AttnRes →
+ * dense | LatentMoE) → output aggregator → final norm → LM head, over the new tokens of a step,
+ * continuing the sequence state. Reads top to bottom as the model's equations.
+ */
+import { toArrayBuffer } from "bun:ffi";
+import type { ModelConfig } from "../checkpoint/config.ts";
+import type { Forward } from "../decode/greedy.ts";
+import type { ExpertSource } from "../weights/experts.ts";
+import type { ModelTables } from "../weights/model-tables.ts";
+import type { Trunk } from "../weights/trunk.ts";
+import { denseMlp, kda, latentMoe, mla, type BlockContext } from "./blocks.ts";
+import { F32Pool, type F32 } from "./f32.ts";
+import type { Ops } from "./ops.ts";
+import { SequenceState } from "./state.ts";
+
+export class Model implements Forward<SequenceState> {
+  readonly config: ModelConfig;
+  readonly #trunk: Trunk;
+  readonly #tables: ModelTables;
+  readonly #experts: ExpertSource;
+  readonly #ops: Ops;
+  readonly #capacity: number;
+
+  constructor(config: ModelConfig, trunk: Trunk, tables: ModelTables, experts: ExpertSource, ops: Ops, capacity: number) {
+    this.config = config;
+    this.#trunk = trunk;
+    this.#tables = tables;
+    this.#experts = experts;
+    this.#ops = ops;
+    this.#capacity = capacity;
+  }
+
+  newState(): SequenceState {
+    return new SequenceState(this.config, this.#trunk.layerCount, this.#capacity);
+  }
+
+  release(state: SequenceState): void {
+    state.free();
+  }
+
+  /** Token embeddings [tokens][E]: an exact widen of one row each, no scaling. */
+  #embed(ids: readonly number[], out: F32): void {
+    const { embed } = this.#tables;
+    const E = this.config.hiddenSize;
+    ids.forEach((id, t) => {
+      if (embed.dtype === "BF16") {
+        const row = new Uint16Array(toArrayBuffer(embed.ptr, id * E * 2, E * 2));
+        const bits = new Uint32Array(out.a.buffer, out.a.byteOffset + t * E * 4, E);
+        for (let i = 0; i < E; i++) bits[i] = (row[i] as number) << 16;
+      } else {
+        out.a.set(new Float32Array(toArrayBuffer(embed.ptr, id * E * 4, E * 4)), t * E);
+      }
+    });
+  }
+
+  run(state: SequenceState, ids: readonly number[]): Float32Array {
+    const c = this.config;
+    const ops = this.#ops;
+    const T = ids.length;
+    const E = c.hiddenSize;
+    const first = state.position;
+    if (first + T > state.capacity) throw new Error(`sequence of ${first + T} positions exceeds the state's ${state.capacity}`);
+    const pool = new F32Pool();
+    try {
+      const ctx: BlockContext = { config: c, ops, pool, tokens: T };
+      const embedded = pool.alloc(T * E, "embeddings");
+      this.#embed(ids, embedded);
+      const blocks: F32[] = []; // B: completed block representations, the embedding first
+      let partial: F32 | undefined = embedded; // r: the running sum of the current block
+      for (let layer = 0; layer < this.#trunk.layerCount; layer++) {
+        const w = this.#trunk.layer(layer);
+        const r = partial as F32;
+        let a = r;
+        if (blocks.length > 0) {
+          a = pool.alloc(T * E, "attnres pre-attention");
+          ops.attnRes([...blocks, r], w.phiAttn, a, E, T, c.rmsNormEps);
+        }
+        if (layer % c.attnResBlockSize === 0) {
+          blocks.push(r); // boundary: snapshot after aggregating, then start a new block
+          partial = undefined;
+        }
+        const normed = pool.alloc(T * E, "input norm");
+        ops.rmsnorm(a, w.inputNorm, normed, E, T, c.rmsNormEps);
+        const attended = w.attention.kind === "kda"
+          ? kda(ctx, w.attention, state.kda.get(layer)!, normed)
+          : mla(ctx, w.attention, state.mla.get(layer)!, first, normed);
+        // Layer 0 is always a boundary, so `partial` is never the embedding snapshot here.
+        if (partial) ops.add(partial, attended, T * E);
+        else partial = attended;
+        const m = pool.alloc(T * E, "attnres pre-ffn");
+        ops.attnRes([...blocks, partial], w.phiMlp, m, E, T, c.rmsNormEps);
+        const ffnIn = pool.alloc(T * E, "post-attention norm");
+        ops.rmsnorm(m, w.postNorm, ffnIn, E, T, c.rmsNormEps);
+        const ffnOut = w.ffn.kind === "dense" ? denseMlp(ctx, w.ffn, ffnIn, T) : latentMoe(ctx, w.ffn, this.#experts, layer, ffnIn);
+        ops.add(partial, ffnOut, T * E);
+      }
+      // Only the last position's logits are needed: aggregate, normalise and project one row.
+      const last = (x: F32) => x.row(T - 1, E);
+      const out = pool.alloc(E, "output aggregate");
+      ops.attnRes([...blocks, partial as F32].map(last), this.#tables.phiOut, out, E, 1, c.rmsNormEps);
+      const normed = pool.alloc(E, "final norm");
+      ops.rmsnorm(out, this.#tables.finalNorm, normed, E, 1, c.rmsNormEps);
+      const logits = pool.alloc(c.vocabSize, "logits");
+      ops.matmul(this.#tables.lmHead, normed, logits, 1);
+      state.position += T;
+      return logits.a.slice();
+    } finally {
+      pool.free();
+    }
+  }
+}

@@ -1,0 +1,462 @@
+/**
+ * Typed wrappers over libk3's numeric kernels (zig/abi.zig, kernels section, documents every
+ * contract: shapes, layouts, in-place rules, summation order). One call per operator covers all
+ * the tokens of a step. Arguments are checked here; a failed check is a programming error and
+ * throws a plain Error. A native allocation failure becomes a K3Error (exit 1).
+ *
+ * Memory is referenced structurally so callers can pass their own types: anything with a
+ * `ptr` and a `length` in floats is an `F32Ref` (src/model's F32 and the bound `Vector`s are);
+ * matrices carry their dtype.
+ *
+ * Threads: the compute pool is sized on first use from the K3_THREADS environment variable
+ * (a positive integer), else one thread per CPU this process may use. Results do not depend on
+ * the count (model.md §8.4).
+ */
+import type { Pointer } from "bun:ffi";
+import { K3Error, ExitCode, usageError } from "../errors.ts";
+import { native, type Native } from "./library.ts";
+import type { NativeBuffer } from "./memory.ts";
+import { NativeStatus } from "./symbols.ts";
+
+/** f32 values in native memory: `length` floats at `ptr`. */
+export interface F32Ref {
+  readonly ptr: Pointer;
+  readonly length: number;
+}
+
+/** A row-major W[rows][cols] in native memory, bf16 bit patterns or f32. */
+export interface MatrixRef {
+  readonly ptr: Pointer;
+  readonly rows: number;
+  readonly cols: number;
+  readonly dtype: "BF16" | "F32";
+}
+
+/** An MXFP4 matrix: packed [rows][cols/2] (low nibble = even element), scales [rows][cols/32]. */
+export interface Mxfp4Ref {
+  readonly packed: Pointer;
+  readonly scales: Pointer;
+  readonly rows: number;
+  readonly cols: number;
+}
+
+/** One routed expert's tensors: w1 = gate [I][Λ], w3 = up [I][Λ], w2 = down [Λ][I]. */
+export interface ExpertRef {
+  readonly w1Packed: Pointer;
+  readonly w1Scale: Pointer;
+  readonly w3Packed: Pointer;
+  readonly w3Scale: Pointer;
+  readonly w2Packed: Pointer;
+  readonly w2Scale: Pointer;
+}
+
+export interface MlaShape {
+  readonly heads: number;
+  readonly dn: number;
+  readonly dr: number;
+  readonly dv: number;
+}
+
+/** Router outputs, filled in place: [tokens][k] each; `scores` optional [tokens][experts]. */
+export interface RouteOut {
+  readonly experts: Uint32Array | Int32Array;
+  readonly weights: Float32Array;
+  readonly scores?: F32Ref;
+}
+
+/** Implementation switch: "simd" (default) or the plain-loop "scalar" reference. */
+export type KernelPath = "simd" | "scalar";
+
+/** Elementwise operator codes of `k3_elementwise` (zig/kernels/situ.zig `Op`). */
+export const ElementwiseOp = {
+  exp: 0,
+  sigmoid: 1,
+  tanh: 2,
+  silu: 3,
+  softplus: 4,
+  gate: 5,
+  add: 6,
+  axpy: 7,
+  situ: 8,
+} as const;
+export type ElementwiseOpName = keyof typeof ElementwiseOp;
+
+/** Largest thread count libk3 accepts (zig/pool.zig `max_threads`). */
+export const maxThreads = 256;
+const maxU32 = 0xffff_ffff;
+const maxAttnResSources = 64;
+const maxRouterK = 256;
+const maxConvTaps = 16;
+const maxKdaHeadDim = 512;
+const maxMlaQueryWidth = 512;
+
+let poolReady = false;
+
+function lib(): Native {
+  const l = native();
+  if (!poolReady) {
+    poolReady = true;
+    initPool();
+  }
+  return l;
+}
+
+/** The thread count K3_THREADS asks for, or undefined when unset. Refuses anything else. */
+export function threadsFromEnv(env: Record<string, string | undefined> = process.env): number | undefined {
+  const raw = env.K3_THREADS;
+  if (raw === undefined || raw.trim() === "") return undefined;
+  const value = Number(raw.trim());
+  if (!Number.isInteger(value) || value < 1 || value > maxThreads) {
+    throw usageError(`K3_THREADS must be an integer from 1 to ${maxThreads} (got '${raw}')`);
+  }
+  return value;
+}
+
+/**
+ * Starts or resizes the compute pool and returns its thread count. Without an argument:
+ * K3_THREADS if set, else one thread per CPU.
+ */
+export function initPool(threads?: number): number {
+  const count = threads ?? threadsFromEnv() ?? 0;
+  if (!Number.isInteger(count) || count < 0 || count > maxThreads) {
+    throw new Error(`initPool: thread count ${count} is not an integer from 0 to ${maxThreads}`);
+  }
+  const l = native();
+  poolReady = true;
+  check(l.k3_pool_init(count), "k3_pool_init");
+  return l.k3_pool_threads();
+}
+
+/** Current compute thread count. */
+export function poolThreads(): number {
+  return lib().k3_pool_threads();
+}
+
+/**
+ * Test hook: split every parallel job into one-item chunks, so small inputs spread over all
+ * threads in an interleaved order. Results must not change; off by default.
+ */
+export function setFineGrain(on: boolean): void {
+  lib().k3_pool_fine_grain(on ? 1 : 0);
+}
+
+/** Selects the SIMD kernels (default) or the scalar reference, process-wide (tests, benches). */
+export function setKernelPath(path: KernelPath): void {
+  check(lib().k3_kernel_path(path === "scalar" ? 1 : 0), "k3_kernel_path");
+}
+
+// ---------------------------------------------------------------------------------------------
+// Argument checks
+
+function check(status: number, what: string): void {
+  if (status === NativeStatus.ok) return;
+  if (status === NativeStatus.outOfMemory) throw new K3Error(ExitCode.runtime, `${what}: out of memory for kernel scratch`);
+  throw new Error(`${what}: libk3 refused the arguments (status ${status})`);
+}
+
+function dim(value: number, name: string, what: string): number {
+  if (!Number.isInteger(value) || value < 1 || value > maxU32) {
+    throw new Error(`${what}: ${name} must be a positive 32-bit integer (got ${value})`);
+  }
+  return value;
+}
+
+function count(value: number, name: string, what: string): number {
+  if (!Number.isInteger(value) || value < 0 || value > maxU32) {
+    throw new Error(`${what}: ${name} must be a non-negative 32-bit integer (got ${value})`);
+  }
+  return value;
+}
+
+function aligned(ptr: Pointer, bytes: number, name: string, what: string): void {
+  if ((ptr as number) % bytes !== 0) throw new Error(`${what}: ${name} is not ${bytes}-byte aligned`);
+}
+
+/** Checks that `ref` holds at least `floats` floats and is 4-byte aligned. */
+function f32(ref: F32Ref, floats: number, name: string, what: string): Pointer {
+  if (ref.length < floats) throw new Error(`${what}: ${name} holds ${ref.length} floats, needs ${floats}`);
+  aligned(ref.ptr, 4, name, what);
+  return ref.ptr;
+}
+
+function finite(value: number, name: string, what: string): number {
+  if (!Number.isFinite(value)) throw new Error(`${what}: ${name} must be a finite number (got ${value})`);
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Linear maps
+
+/** y[t][o] = Σ_i W[o][i]·x[t][i] for t < tokens (bf16 or f32 W; 16-lane f64 order). */
+export function matmul(w: MatrixRef, x: F32Ref, y: F32Ref, tokens: number): void {
+  const what = `matmul ${w.rows}x${w.cols}`;
+  const rows = dim(w.rows, "rows", what);
+  const cols = dim(w.cols, "cols", what);
+  const T = dim(tokens, "tokens", what);
+  const xp = f32(x, T * cols, "x", what);
+  const yp = f32(y, T * rows, "y", what);
+  const l = lib();
+  if (w.dtype === "BF16") {
+    aligned(w.ptr, 2, "W", what);
+    check(l.k3_matmul_bf16(w.ptr, rows, cols, xp, yp, T), what);
+  } else {
+    aligned(w.ptr, 4, "W", what);
+    check(l.k3_matmul_f32(w.ptr, rows, cols, xp, yp, T), what);
+  }
+}
+
+const badScales = new BigUint64Array(1);
+
+/**
+ * y[t][r] = Σ_c W[r][c]·x[t][c] straight from MXFP4. Returns how many scale bytes were 255
+ * (each such group contributed zero; the caller reports them).
+ */
+export function matmulMxfp4(w: Mxfp4Ref, x: F32Ref, y: F32Ref, tokens: number): number {
+  const what = `matmulMxfp4 ${w.rows}x${w.cols}`;
+  const rows = dim(w.rows, "rows", what);
+  const cols = dim(w.cols, "cols", what);
+  if (cols % 32 !== 0) throw new Error(`${what}: cols must be a multiple of 32`);
+  const T = dim(tokens, "tokens", what);
+  check(lib().k3_matmul_mxfp4(w.packed, w.scales, rows, cols, f32(x, T * cols, "x", what), f32(y, T * rows, "y", what), T, badScales), what);
+  return Number(badScales[0]);
+}
+
+/** Decodes one MXFP4 row exactly (E2M1 × 2^(s−127)) into `out`; returns the 255-scale count. */
+export function mxfp4DecodeRow(packed: Pointer, scales: Pointer, cols: number, out: F32Ref): number {
+  const what = "mxfp4DecodeRow";
+  dim(cols, "cols", what);
+  if (cols % 32 !== 0) throw new Error(`${what}: cols must be a multiple of 32`);
+  check(lib().k3_mxfp4_decode_row(packed, scales, cols, f32(out, cols, "out", what), badScales), what);
+  return Number(badScales[0]);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Norms and elementwise operators
+
+/** RMSNorm of `rows` rows of `width` (gain optional, eps inside the root). In place allowed. */
+export function rmsnorm(x: F32Ref, gain: F32Ref | undefined, y: F32Ref, width: number, rows: number, eps: number): void {
+  const what = "rmsnorm";
+  const n = dim(width, "width", what);
+  const r = dim(rows, "rows", what);
+  const g = gain ? f32(gain, n, "gain", what) : null;
+  check(lib().k3_rmsnorm(f32(x, r * n, "x", what), g, f32(y, r * n, "y", what), r, n, finite(eps, "eps", what)), what);
+}
+
+/** L2Norm (sum of squares, eps 1e-6) of `rows` rows of `width`. In place allowed. */
+export function l2norm(x: F32Ref, y: F32Ref, width: number, rows: number): void {
+  const what = "l2norm";
+  const n = dim(width, "width", what);
+  const r = dim(rows, "rows", what);
+  check(lib().k3_l2norm(f32(x, r * n, "x", what), f32(y, r * n, "y", what), r, n), what);
+}
+
+/**
+ * y[i] = op(x[i], g[i]) over `length` elements; `g` only for gate, add, axpy, situ; `a`, `b`
+ * are the scalars of axpy (a) and situ (β1, β2). In place allowed.
+ */
+export function elementwise(op: ElementwiseOpName, x: F32Ref, g: F32Ref | undefined, y: F32Ref, length: number, a = 0, b = 0): void {
+  const what = `elementwise ${op}`;
+  const n = dim(length, "length", what);
+  const needsG = op === "gate" || op === "add" || op === "axpy" || op === "situ";
+  if (needsG && !g) throw new Error(`${what}: needs a second operand`);
+  const gp = needsG && g ? f32(g, n, "g", what) : null;
+  check(lib().k3_elementwise(ElementwiseOp[op], f32(x, n, "x", what), gp, f32(y, n, "y", what), n, finite(a, "a", what), finite(b, "b", what)), what);
+}
+
+/** out = SiTU-GLU(gate, up) over `length` elements (σ of the uncapped gate; caps β1, β2). */
+export function situGlu(gate: F32Ref, up: F32Ref, out: F32Ref, length: number, beta1: number, beta2: number): void {
+  elementwise("situ", gate, up, out, length, beta1, beta2);
+}
+
+/** y = σ(x). */
+export function sigmoid(x: F32Ref, y: F32Ref, length: number): void {
+  elementwise("sigmoid", x, undefined, y, length);
+}
+
+/** y = x·σ(g): an output gate without a norm (MLA). */
+export function sigmoidGate(x: F32Ref, g: F32Ref, y: F32Ref, length: number): void {
+  elementwise("gate", x, g, y, length);
+}
+
+/** y = a + b. */
+export function add(a: F32Ref, b: F32Ref, y: F32Ref, length: number): void {
+  elementwise("add", a, b, y, length);
+}
+
+/** acc = acc + f32(w·d) (the MoE aggregate; product rounded before the add). */
+export function axpy(acc: F32Ref, d: F32Ref, w: number, length: number): void {
+  elementwise("axpy", acc, d, acc, length, w);
+}
+
+/** dst[i] = f32(bf16 bits at src[i]) for `length` elements (exact shift). */
+export function widenBf16(src: Pointer, dst: F32Ref, length: number): void {
+  const what = "widenBf16";
+  const n = dim(length, "length", what);
+  aligned(src, 2, "src", what);
+  check(lib().k3_widen_bf16(src, f32(dst, n, "dst", what), n), what);
+}
+
+// ---------------------------------------------------------------------------------------------
+// KDA
+
+/** Depthwise causal conv + SiLU over `tokens` steps; `history` [channels][kernel−1] carried. */
+export function shortConv(x: F32Ref, taps: F32Ref, history: F32Ref | undefined, y: F32Ref, tokens: number, channels: number, kernel: number): void {
+  const what = "shortConv";
+  const T = dim(tokens, "tokens", what);
+  const C = dim(channels, "channels", what);
+  const K = dim(kernel, "kernel", what);
+  if (K > maxConvTaps) throw new Error(`${what}: at most ${maxConvTaps} taps`);
+  if (K > 1 && !history) throw new Error(`${what}: history is required when kernel > 1`);
+  const h = K > 1 && history ? f32(history, C * (K - 1), "history", what) : null;
+  check(lib().k3_shortconv(f32(x, T * C, "x", what), f32(taps, C * K, "taps", what), h, f32(y, T * C, "y", what), T, C, K), what);
+}
+
+/** α = exp(gmin·σ(e^A_log[h]·(z + dt_bias))) per (token, head, channel); g optional. */
+export function kdaDecay(z: F32Ref, aLog: F32Ref, dtBias: F32Ref, alpha: F32Ref, g: F32Ref | undefined, tokens: number, heads: number, dim_: number, gmin: number): void {
+  const what = "kdaDecay";
+  const T = dim(tokens, "tokens", what);
+  const H = dim(heads, "heads", what);
+  const D = dim(dim_, "dim", what);
+  const P = H * D;
+  const gp = g ? f32(g, T * P, "g", what) : null;
+  check(lib().k3_kda_decay(f32(z, T * P, "z", what), f32(aLog, H, "aLog", what), f32(dtBias, P, "dtBias", what), f32(alpha, T * P, "alpha", what), gp, T, H, D, finite(gmin, "gmin", what)), what);
+}
+
+/** f32(D^−1/2): the KDA query scale. */
+export function kdaQueryScale(dim_: number): number {
+  return Math.fround(1 / Math.sqrt(dim_));
+}
+
+/**
+ * The delta-rule recurrence over `tokens` steps for every head; `state` [heads][dim][dim]
+ * carried. q, k L2-normalised; q is multiplied by `qScale` (default f32(dim^−1/2)) first.
+ */
+export function kdaRecurrence(q: F32Ref, k: F32Ref, v: F32Ref, alpha: F32Ref, beta: F32Ref, state: F32Ref, out: F32Ref, tokens: number, heads: number, dim_: number, qScale = kdaQueryScale(dim_)): void {
+  const what = "kdaRecurrence";
+  const T = dim(tokens, "tokens", what);
+  const H = dim(heads, "heads", what);
+  const D = dim(dim_, "dim", what);
+  if (D > maxKdaHeadDim) throw new Error(`${what}: dim at most ${maxKdaHeadDim}`);
+  const P = H * D;
+  check(
+    lib().k3_kda_recurrence(
+      f32(q, T * P, "q", what), f32(k, T * P, "k", what), f32(v, T * P, "v", what), f32(alpha, T * P, "alpha", what),
+      f32(beta, T * H, "beta", what), f32(state, H * D * D, "state", what), f32(out, T * P, "out", what), T, H, D, finite(qScale, "qScale", what),
+    ),
+    what,
+  );
+}
+
+/** y = RMSNorm per head of o (gain [dim] shared by all heads), then ⊙ σ(gate). In place allowed. */
+export function kdaGatedNorm(o: F32Ref, gain: F32Ref, gate: F32Ref, y: F32Ref, tokens: number, heads: number, dim_: number, eps: number): void {
+  const what = "kdaGatedNorm";
+  const T = dim(tokens, "tokens", what);
+  const H = dim(heads, "heads", what);
+  const D = dim(dim_, "dim", what);
+  const n = T * H * D;
+  check(lib().k3_kda_gated_norm(f32(o, n, "o", what), f32(gain, D, "gain", what), f32(gate, n, "gate", what), f32(y, n, "y", what), T, H, D, finite(eps, "eps", what)), what);
+}
+
+// ---------------------------------------------------------------------------------------------
+// MLA, AttnRes, router, routed experts
+
+/**
+ * Causal NoPE attention for `tokens` queries at positions first … first+tokens−1 over the
+ * cache: q [tokens][heads][dn+dr], kv [first+tokens][heads][dn+dv] (new positions already
+ * appended), kr [first+tokens][dr] shared by all heads; out [tokens][heads][dv].
+ */
+export function mlaAttention(q: F32Ref, kv: F32Ref, kr: F32Ref, out: F32Ref, first: number, tokens: number, shape: MlaShape): void {
+  const what = "mlaAttention";
+  const T = dim(tokens, "tokens", what);
+  const p0 = count(first, "first", what);
+  const H = dim(shape.heads, "heads", what);
+  const dn = dim(shape.dn, "dn", what);
+  const dr = count(shape.dr, "dr", what);
+  const dv = dim(shape.dv, "dv", what);
+  const N = p0 + T;
+  if (N > maxU32) throw new Error(`${what}: position ${N} exceeds 32 bits`);
+  if (dn + dr > maxMlaQueryWidth) throw new Error(`${what}: dn + dr at most ${maxMlaQueryWidth}`);
+  const krp = dr > 0 ? f32(kr, N * dr, "kr", what) : null;
+  check(lib().k3_mla_attention(f32(q, T * H * (dn + dr), "q", what), f32(kv, N * H * (dn + dv), "kv", what), krp, f32(out, T * H * dv, "out", what), T, p0, H, dn, dr, dv), what);
+}
+
+const sourceList = new BigUint64Array(maxAttnResSources);
+
+/**
+ * out[t] = AttnRes over sources[i][t] (each [tokens][width]) with the fold φ: keys normalised,
+ * values raw, softmax over sources in list order. `probs` optional [tokens][sources].
+ */
+export function attnRes(sources: readonly F32Ref[], phi: F32Ref, out: F32Ref, width: number, tokens: number, eps: number, probs?: F32Ref): void {
+  const what = "attnRes";
+  const n = sources.length;
+  if (n < 1 || n > maxAttnResSources) throw new Error(`${what}: 1 to ${maxAttnResSources} sources (got ${n})`);
+  const E = dim(width, "width", what);
+  const T = dim(tokens, "tokens", what);
+  sources.forEach((s, i) => {
+    sourceList[i] = BigInt(f32(s, T * E, `sources[${i}]`, what));
+  });
+  const pp = probs ? f32(probs, T * n, "probs", what) : null;
+  check(lib().k3_attnres(sourceList, n, f32(phi, E, "phi", what), f32(out, T * E, "out", what), pp, T, E, finite(eps, "eps", what)), what);
+}
+
+/**
+ * Router for `tokens` tokens: sequential f64 logits, σ scores, biased top-k selection (ties to
+ * the lowest index), unbiased weights, renormalised (if asked) and times ρ. Fills `out`.
+ */
+export function route(w: MatrixRef, bias: F32Ref, x: F32Ref, tokens: number, k: number, renormalize: boolean, rho: number, out: RouteOut): void {
+  const what = `route ${w.rows}x${w.cols}`;
+  const Ne = dim(w.rows, "experts", what);
+  const E = dim(w.cols, "cols", what);
+  const T = dim(tokens, "tokens", what);
+  const K = dim(k, "k", what);
+  if (K > Ne || K > maxRouterK) throw new Error(`${what}: k = ${K} exceeds the experts or ${maxRouterK}`);
+  if (out.experts.length < T * K || out.weights.length < T * K) throw new Error(`${what}: outputs need ${T * K} entries`);
+  aligned(w.ptr, w.dtype === "BF16" ? 2 : 4, "W", what);
+  const sp = out.scores ? f32(out.scores, T * Ne, "scores", what) : null;
+  check(
+    lib().k3_router(
+      w.ptr, w.dtype === "BF16" ? 0 : 1, f32(bias, Ne, "bias", what), f32(x, T * E, "x", what), T, Ne, E, K,
+      renormalize ? 1 : 0, finite(rho, "rho", what), out.experts, out.weights, sp,
+    ),
+    what,
+  );
+}
+
+let expertList = new BigUint64Array(6 * 64);
+
+/**
+ * The routed experts of one LatentMoE block: acc[t] = Σ_j weights[t][j] · W2(SiTU(W1 z, W3 z))
+ * for the experts in `experts` ([tokens][k], top-k order), f32 accumulation in that order.
+ * Returns the number of 255 scale bytes met.
+ */
+export function moeRouted(z: F32Ref, experts: readonly ExpertRef[], weights: Float32Array, acc: F32Ref, tokens: number, k: number, latent: number, inter: number, beta1: number, beta2: number): number {
+  const what = "moeRouted";
+  const T = dim(tokens, "tokens", what);
+  const K = dim(k, "k", what);
+  const lam = dim(latent, "latent", what);
+  const I = dim(inter, "inter", what);
+  if (lam % 32 !== 0 || I % 32 !== 0) throw new Error(`${what}: latent and inter must be multiples of 32`);
+  if (experts.length < T * K || weights.length < T * K) throw new Error(`${what}: need ${T * K} experts and weights`);
+  if (expertList.length < 6 * T * K) expertList = new BigUint64Array(6 * T * K);
+  for (let i = 0; i < T * K; i++) {
+    const e = experts[i] as ExpertRef;
+    const base = 6 * i;
+    expertList[base] = BigInt(e.w1Packed);
+    expertList[base + 1] = BigInt(e.w1Scale);
+    expertList[base + 2] = BigInt(e.w3Packed);
+    expertList[base + 3] = BigInt(e.w3Scale);
+    expertList[base + 4] = BigInt(e.w2Packed);
+    expertList[base + 5] = BigInt(e.w2Scale);
+  }
+  check(
+    lib().k3_moe_routed(f32(z, T * lam, "z", what), expertList, weights, f32(acc, T * lam, "acc", what), T, K, lam, I, finite(beta1, "beta1", what), finite(beta2, "beta2", what), badScales),
+    what,
+  );
+  return Number(badScales[0]);
+}
+
+/** Reads every byte of `buffer` once on all pool threads (bench/kernels.ts); returns a checksum. */
+export function memReadSum(buffer: NativeBuffer): bigint {
+  if (buffer.bytes < 8) throw new Error("memReadSum: buffer shorter than 8 bytes");
+  return lib().k3_mem_read_sum(buffer.ptr, buffer.bytes) as bigint;
+}

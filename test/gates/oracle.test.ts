@@ -1,0 +1,112 @@
+/**
+ * The oracle gates of issue 3: the engine against the independent numpy reference
+ * (tools/reference) on two tiny models in the released layout. Token ids must be exact; the
+ * reference chose prompts whose top-2 logit gaps are far above the engine-vs-reference error.
+ */
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { loadConfig } from "../../src/checkpoint/config.ts";
+import { argmax } from "../../src/decode/greedy.ts";
+import { loadModel } from "../../src/model/load.ts";
+import { expectation, modelDir, oracleModels, readF32 } from "../support/fixtures.ts";
+import { k3, type K3Result } from "../support/k3.ts";
+import { tempDir } from "../support/tmp.ts";
+
+function generated(r: K3Result, outPath: string): number[] {
+  if (r.code !== 0) throw new Error(`k3 exited ${r.code}: ${r.stderr}`);
+  return JSON.parse(readFileSync(outPath, "utf8")).generated_ids as number[];
+}
+
+function runIds(model: string, ids: number[], gen: number, extra: string[] = [], env?: Record<string, string>): number[] {
+  const out = join(tempDir("gate"), "run.json");
+  return generated(k3([modelDir(model), "--ids", ids.join(","), "--gen", String(gen), "--out", out, ...extra], env ? { env } : {}), out);
+}
+
+for (const name of oracleModels) {
+  const want = expectation(name);
+  const dir = modelDir(name);
+
+  describe(`${name}: gates`, () => {
+    test("GATE 1, teacher forcing: the argmax at every one of 32 positions matches the reference", () => {
+      const { config } = loadConfig(join(dir, "config.json"));
+      const loaded = loadModel(dir, config, config.numLayers, want.tf.ids.length + 1);
+      try {
+        const state = loaded.model.newState();
+        const got = want.tf.ids.map((id) => argmax(loaded.model.run(state, [id])));
+        loaded.model.release(state);
+        expect(got).toEqual(want.tf.argmax);
+      } finally {
+        loaded.close();
+      }
+    });
+
+    test("GATE 2, greedy decode: 20 tokens through dist/k3 equal the reference", () => {
+      expect(runIds(name, want.prompt_ids, 20)).toEqual(want.generated_ids);
+    });
+
+    test("GATE 3, incremental = recompute = reference, 12-id prompt", () => {
+      expect(runIds(name, want.prompt_ids, 20, ["--recompute"])).toEqual(want.generated_ids);
+      expect(runIds(name, want.prompt_ids, 20, ["--incremental"])).toEqual(want.generated_ids);
+    }, 60_000);
+
+    test(`GATE 3, a ${want.long.prompt_ids.length}-id prompt: incremental = recompute = reference`, () => {
+      expect(want.long.prompt_ids.length).toBeGreaterThanOrEqual(300);
+      expect(runIds(name, want.long.prompt_ids, 20)).toEqual(want.long.generated_ids);
+      expect(runIds(name, want.long.prompt_ids, 20, ["--recompute"])).toEqual(want.long.generated_ids);
+    }, 180_000);
+
+    test("logits: --dump-logits within the model.md 8.5 tolerance of the reference", () => {
+      const path = join(tempDir("logits"), "logits.f32");
+      runIds(name, want.logits_prompt_ids, 1, ["--dump-logits", path]);
+      const got = readF32(path);
+      const ref = readF32(join(dir, want.logits_file));
+      expect(got.length).toBe(ref.length);
+      let maxDiff = 0;
+      for (let i = 0; i < ref.length; i++) maxDiff = Math.max(maxDiff, Math.abs((got[i] as number) - (ref[i] as number)));
+      // Budget: 1.2e-7 * sqrt(w) * 50 relative to max|ref| (w = E, the accumulation width).
+      const budget = want.tolerance.rel * want.max_abs_logit;
+      console.log(`${name}: logits max |engine - reference| = ${maxDiff.toExponential(3)} (budget ${budget.toExponential(3)}, ${(budget / Math.max(maxDiff, 1e-30)).toFixed(0)}x inside)`);
+      expect(maxDiff).toBeLessThanOrEqual(budget);
+      expect(argmax(got)).toBe(want.logits_argmax);
+    });
+
+    test("thread invariance: K3_THREADS=1 and the default give bit-identical logits", () => {
+      const dumps = ["1", "2", "3"].map((threads) => {
+        const path = join(tempDir("threads"), "logits.f32");
+        runIds(name, want.prompt_ids, 1, ["--dump-logits", path], { K3_THREADS: threads });
+        return readFileSync(path);
+      });
+      const path = join(tempDir("threads"), "logits.f32");
+      runIds(name, want.prompt_ids, 1, ["--dump-logits", path]);
+      const defaultDump = readFileSync(path);
+      for (const dump of dumps) expect(Buffer.compare(dump, defaultDump)).toBe(0);
+    }, 60_000);
+  });
+}
+
+describe("engine paths are bit-identical (model.md 8.4)", () => {
+  test("prefill in one call, in chunks, and token by token give the same logits", () => {
+    const want = expectation("nested14");
+    const dir = modelDir("nested14");
+    const { config } = loadConfig(join(dir, "config.json"));
+    const ids = want.tf.ids;
+    const loaded = loadModel(dir, config, config.numLayers, ids.length + 1);
+    try {
+      const model = loaded.model;
+      const whole = model.newState();
+      const a = model.run(whole, ids);
+      const chunked = model.newState();
+      model.run(chunked, ids.slice(0, 7));
+      const b = model.run(chunked, ids.slice(7));
+      const single = model.newState();
+      let c: Float32Array = new Float32Array();
+      for (const id of ids) c = model.run(single, [id]);
+      for (const s of [whole, chunked, single]) model.release(s);
+      expect(Buffer.compare(Buffer.from(a.buffer), Buffer.from(b.buffer))).toBe(0);
+      expect(Buffer.compare(Buffer.from(a.buffer), Buffer.from(c.buffer))).toBe(0);
+    } finally {
+      loaded.close();
+    }
+  });
+});

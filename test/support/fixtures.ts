@@ -1,0 +1,35 @@
+/** The reference fixtures of tools/reference (see its README for the formats). */
+import { readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+
+export const fixturesDir = resolve(import.meta.dir, "../fixtures");
+
+export interface ModelExpectation {
+  model: string;
+  prompt_ids: number[];
+  generated_ids: number[];
+  generated_ids_recompute: number[];
+  tf: { ids: number[]; argmax: number[] };
+  long: { prompt_ids: number[]; generated_ids: number[] };
+  logits_prompt_ids: number[];
+  logits_file: string;
+  logits_argmax: number;
+  max_abs_logit: number;
+  min_top2_gap: number;
+  tolerance: { rule: string; w: number; rel: number; abs_for_logits_step0: number };
+}
+
+export const oracleModels = ["tiny13", "nested14"] as const;
+
+export function modelDir(name: string): string {
+  return join(fixturesDir, name);
+}
+
+export function expectation(name: string): ModelExpectation {
+  return JSON.parse(readFileSync(join(modelDir(name), "expected.json"), "utf8")) as ModelExpectation;
+}
+
+export function readF32(path: string): Float32Array {
+  const bytes = readFileSync(path);
+  return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
+}

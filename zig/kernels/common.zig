@@ -1,0 +1,48 @@
+//! Shared by every kernel: the error set, the scalar/SIMD path switch, exact widening.
+const std = @import("std");
+
+pub const Error = error{
+    /// A size, count or pointer is out of range (the ABI layer maps it to `bad_argument`).
+    BadArgument,
+    /// Scratch memory could not be grown.
+    OutOfMemory,
+};
+
+/// Which implementation the kernels with a separate scalar reference run.
+/// `.simd` is the default and the fast path; `.scalar` is the plain-loop reference that exists
+/// to prove the SIMD path reproduces the canonical order bit for bit (model.md §8.4). Both are
+/// always compiled; the switch is process-wide (set through `k3_kernel_path`).
+pub const Path = enum(u32) { simd = 0, scalar = 1 };
+
+var path_setting = std.atomic.Value(u32).init(@intFromEnum(Path.simd));
+
+pub fn setPath(p: Path) void {
+    path_setting.store(@intFromEnum(p), .seq_cst);
+}
+
+pub fn path() Path {
+    return @enumFromInt(path_setting.load(.monotonic));
+}
+
+/// bf16 bits -> f32: a 16-bit left shift into the high half (exact; model.md §4).
+pub inline fn bf16ToF32(bits: u16) f32 {
+    return @bitCast(@as(u32, bits) << 16);
+}
+
+/// The same widening on a vector of bf16 bits.
+pub inline fn bf16ToF32V(comptime N: comptime_int, bits: @Vector(N, u16)) @Vector(N, f32) {
+    const wide: @Vector(N, u32) = bits;
+    return @bitCast(wide << @as(@Vector(N, u5), @splat(16)));
+}
+
+/// Overflow-checked product of sizes (element counts) for argument checks.
+pub fn mulSize(a: usize, b: usize) Error!usize {
+    return std.math.mul(usize, a, b) catch error.BadArgument;
+}
+
+/// dst[i] = f32(src[i]) for bf16 bits (embedding rows, small vectors at load time).
+pub fn widenBf16(src: [*]const u16, dst: [*]f32, count: usize) void {
+    var i: usize = 0;
+    while (i + 8 <= count) : (i += 8) dst[i..][0..8].* = bf16ToF32V(8, src[i..][0..8].*);
+    while (i < count) : (i += 1) dst[i] = bf16ToF32(src[i]);
+}

@@ -1,0 +1,387 @@
+//! Linear maps straight from MXFP4 (routed experts, model.md §5): y[t][r] = Σ_c W[r][c]·x[t][c]
+//! with W never dequantised as a whole.
+//!
+//! Layout (§5.3): packed U8 [rows][cols/2], byte b of a row holds element 2b in the LOW nibble
+//! and 2b+1 in the HIGH nibble; scales U8 [rows][cols/32], byte g scales elements 32g … 32g+31
+//! by 2^(s−127). E2M1 code: bit 3 sign, bits 2-1 exponent, bit 0 mantissa (§5.1).
+//!
+//! Canonical order (§8.3), identical on every path:
+//!   * per group of 32: every product E2M1·x is exact in f64; 8 f64 lanes, lane l receiving
+//!     elements l, l+8, l+16, l+24 of the group in that order (starting at +0);
+//!     b = (l0+l4, l1+l5, l2+l6, l3+l7), group sum = (b0+b1) + (b2+b3);
+//!   * the group sum is multiplied by 2^(s−127) (exact in f64) and added to the row total,
+//!     groups in increasing order, in f64; one rounding to f32 at the end;
+//!   * a scale byte of 255 (NaN under OCP MX) makes its group contribute nothing, and is counted
+//!     (once per matrix element group per call, not per token) for the caller to report.
+//! The SIMD path multiplies doubled codes (integers 0 … ±12) and halves the scale instead
+//! (2^(s−128)): every intermediate is then exactly twice the canonical one, so after the
+//! power-of-two scale the bits are identical (no f64 overflow or underflow is reachable from
+//! f32 activations). Threads split output rows.
+const std = @import("std");
+const common = @import("common.zig");
+const matvec = @import("matvec_bf16.zig");
+const pool = @import("../pool.zig");
+
+pub const Error = common.Error;
+
+/// Elements per scale (the MXFP4 group size; §5.2).
+pub const group = 32;
+
+/// E2M1 code → value (code 8 is −0).
+pub const e2m1 = [16]f64{ 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0 };
+
+/// E2M1 code → twice its value, as i8 (what the SIMD path multiplies). −0 becomes 0: the
+/// product with a finite x is then +0 instead of ±0, which cannot change a sum that starts at +0.
+const e2m1_doubled = [16]i8{ 0, 1, 2, 3, 4, 6, 8, 12, 0, -1, -2, -3, -4, -6, -8, -12 };
+
+/// 2^(s−127) exactly (s = 0 … 254).
+pub fn scaleMultiplier(s: u8) f64 {
+    std.debug.assert(s != 255);
+    return @bitCast(@as(u64, @as(u64, s) + (1023 - 127)) << 52);
+}
+
+/// 2^(s−128) exactly (s = 0 … 254): the scale for doubled codes.
+inline fn halfScale(s: u8) f64 {
+    return @bitCast(@as(u64, @as(u64, s) + (1023 - 128)) << 52);
+}
+
+/// Decodes one row exactly: out[c] = E2M1(code) × 2^(s−127), rounded to f32 (exact for every
+/// scale byte up to 252; larger ones overflow to ±inf as the true values do). A group with
+/// scale byte 255 decodes to zeros carrying the code's sign. Returns the number of such groups.
+pub fn decodeRow(packed_row: []const u8, scales_row: []const u8, out: []f32) usize {
+    std.debug.assert(out.len == packed_row.len * 2 and out.len == scales_row.len * group);
+    var bad: usize = 0;
+    for (scales_row, 0..) |s, g| {
+        if (s == 255) bad += 1;
+        const m: f64 = if (s == 255) 0.0 else scaleMultiplier(s);
+        for (0..group) |k| {
+            const c = g * group + k;
+            const byte = packed_row[c / 2];
+            const code = if (c % 2 == 0) byte & 0x0F else byte >> 4;
+            out[c] = @floatCast(e2m1[code] * m);
+        }
+    }
+    return bad;
+}
+
+/// The scalar reference for one row and one token: plain loops, true E2M1 values, separate
+/// multiply and add, the canonical order.
+pub fn dotScalar(packed_row: []const u8, scales_row: []const u8, x: []const f32, bad: *usize) f32 {
+    var total: f64 = 0;
+    for (scales_row, 0..) |s, g| {
+        if (s == 255) {
+            bad.* += 1;
+            continue;
+        }
+        var l = [_]f64{0} ** 8;
+        for (0..group) |k| {
+            const c = g * group + k;
+            const byte = packed_row[c / 2];
+            const code = if (c % 2 == 0) byte & 0x0F else byte >> 4;
+            l[k % 8] = l[k % 8] + e2m1[code] * @as(f64, x[c]);
+        }
+        const b = [4]f64{ l[0] + l[4], l[1] + l[5], l[2] + l[6], l[3] + l[7] };
+        const gsum = (b[0] + b[1]) + (b[2] + b[3]);
+        total = total + gsum * scaleMultiplier(s);
+    }
+    return @floatCast(total);
+}
+
+extern fn @"llvm.x86.avx2.pshuf.b"(table: @Vector(32, u8), index: @Vector(32, u8)) @Vector(32, u8);
+
+const lut: @Vector(32, u8) = blk: {
+    var t: [32]u8 = undefined;
+    for (0..32) |i| t[i] = @bitCast(e2m1_doubled[i % 16]);
+    break :blk t;
+};
+
+const V4 = @Vector(4, f64);
+const mask_lo: @Vector(32, u8) = @splat(0x0F);
+
+/// Two consecutive groups (32 packed bytes) as doubled code values in f64, element order:
+/// out[g][k] holds elements 4k … 4k+3 of group g (k = 0 … 7). One 256-bit load, one nibble
+/// split, one interleave per 128-bit half (low nibble = even element) and one table lookup
+/// per 32 elements.
+inline fn pairWeights(bytes: *const [32]u8) [2][8]V4 {
+    const b: @Vector(32, u8) = bytes.*;
+    const lo = b & mask_lo;
+    const hi = (b >> @as(@Vector(32, u3), @splat(4))) & mask_lo;
+    // Per 128-bit half (vpunpcklbw / vpunpckhbw): n0 = {g0 elements 0-15 | g1 elements 0-15},
+    // n1 = {g0 elements 16-31 | g1 elements 16-31}.
+    const n0 = @shuffle(u8, lo, hi, interleave(0));
+    const n1 = @shuffle(u8, lo, hi, interleave(8));
+    const v0: @Vector(32, i8) = @bitCast(@"llvm.x86.avx2.pshuf.b"(lut, n0));
+    const v1: @Vector(32, i8) = @bitCast(@"llvm.x86.avx2.pshuf.b"(lut, n1));
+    var out: [2][8]V4 = undefined;
+    inline for (0..2) |g| {
+        inline for (0..2) |k| {
+            // eight codes -> eight i32 (one vpmovsxbd) -> two f64 quads (two vcvtdq2pd)
+            const a: @Vector(8, i32) = @as(@Vector(8, i8), @shuffle(i8, v0, undefined, octet(16 * g + 8 * k)));
+            const c: @Vector(8, i32) = @as(@Vector(8, i8), @shuffle(i8, v1, undefined, octet(16 * g + 8 * k)));
+            out[g][2 * k] = @floatFromInt(@as(@Vector(4, i32), @shuffle(i32, a, undefined, [4]i32{ 0, 1, 2, 3 })));
+            out[g][2 * k + 1] = @floatFromInt(@as(@Vector(4, i32), @shuffle(i32, a, undefined, [4]i32{ 4, 5, 6, 7 })));
+            out[g][4 + 2 * k] = @floatFromInt(@as(@Vector(4, i32), @shuffle(i32, c, undefined, [4]i32{ 0, 1, 2, 3 })));
+            out[g][4 + 2 * k + 1] = @floatFromInt(@as(@Vector(4, i32), @shuffle(i32, c, undefined, [4]i32{ 4, 5, 6, 7 })));
+        }
+    }
+    return out;
+}
+
+fn octet(comptime first: i32) [8]i32 {
+    @setEvalBranchQuota(10_000);
+    var m: [8]i32 = undefined;
+    for (0..8) |j| m[j] = first + @as(i32, @intCast(j));
+    return m;
+}
+
+/// Byte interleave of lo and hi within each 128-bit half, starting at byte `base` of the half
+/// (0: the unpcklbw pattern, 8: unpckhbw).
+fn interleave(comptime base: usize) [32]i32 {
+    @setEvalBranchQuota(10_000);
+    var m: [32]i32 = undefined;
+    for (0..2) |half| {
+        for (0..8) |j| {
+            const src: i32 = @intCast(16 * half + base + j);
+            m[16 * half + 2 * j] = src;
+            m[16 * half + 2 * j + 1] = ~src;
+        }
+    }
+    return m;
+}
+
+/// The canonical group sum (b0+b1)+(b2+b3) of doubled products, lanes reduced to b = l_lo + l_hi.
+inline fn groupLanes(w: [8]V4, xg: [*]const f64) V4 {
+    var a: V4 = @splat(0);
+    var b: V4 = @splat(0);
+    inline for (0..4) |k| {
+        a = @mulAdd(V4, w[2 * k], xg[8 * k ..][0..4].*, a);
+        b = @mulAdd(V4, w[2 * k + 1], xg[8 * k + 4 ..][0..4].*, b);
+    }
+    return a + b;
+}
+
+/// 2^(s−128) for four scale bytes (none of them 255).
+inline fn halfScales(s: *const [4]u8) V4 {
+    const wide: @Vector(4, u64) = @as(@Vector(4, u8), s.*);
+    return @bitCast((wide + @as(@Vector(4, u64), @splat(1023 - 128))) << @as(@Vector(4, u6), @splat(52)));
+}
+
+/// One group on its own (leftover groups, and blocks that contain a 255 scale).
+inline fn singleGroup(packed_row: [*]const u8, s: u8, g: usize, x64: [*]const f64, total: *f64) void {
+    var pair: [32]u8 = undefined;
+    pair[0..16].* = packed_row[g * 16 ..][0..16].*;
+    @memset(pair[16..], 0);
+    const w = pairWeights(&pair)[0];
+    const b = groupLanes(w, x64 + g * group);
+    const gsum = (b[0] + b[1]) + (b[2] + b[3]);
+    total.* = total.* + gsum * halfScale(s);
+}
+
+/// One row against TT tokens at once: each 4-group block of the row is decoded once and used
+/// for every token; each token's arithmetic is exactly the single-token sequence.
+inline fn dotRowSimd(comptime TT: usize, packed_row: [*]const u8, scales_row: [*]const u8, groups: usize, x64: [TT][*]const f64, bad: *usize) [TT]f32 {
+    var total = [_]f64{0} ** TT;
+    var g: usize = 0;
+    while (g + 4 <= groups) : (g += 4) {
+        const sc = scales_row[g..][0..4];
+        if (sc[0] == 255 or sc[1] == 255 or sc[2] == 255 or sc[3] == 255) {
+            for (g..g + 4) |h| {
+                if (scales_row[h] == 255) {
+                    bad.* += 1;
+                } else {
+                    inline for (0..TT) |t| singleGroup(packed_row, scales_row[h], h, x64[t], &total[t]);
+                }
+            }
+            continue;
+        }
+        const w01 = pairWeights(packed_row[g * 16 ..][0..32]);
+        const w23 = pairWeights(packed_row[g * 16 + 32 ..][0..32]);
+        const mult = halfScales(sc);
+        inline for (0..TT) |t| {
+            const xg = x64[t] + g * group;
+            const b0 = groupLanes(w01[0], xg);
+            const b1 = groupLanes(w01[1], xg + group);
+            const b2 = groupLanes(w23[0], xg + 2 * group);
+            const b3 = groupLanes(w23[1], xg + 3 * group);
+            // Group sums (b0+b1)+(b2+b3) of four groups at once: h01 = (b0₀+b0₁, b1₀+b1₁,
+            // b0₂+b0₃, b1₂+b1₃), h23 likewise, then the two halves added per group.
+            const h01 = @shuffle(f64, b0, b1, [4]i32{ 0, ~@as(i32, 0), 2, ~@as(i32, 2) }) + @shuffle(f64, b0, b1, [4]i32{ 1, ~@as(i32, 1), 3, ~@as(i32, 3) });
+            const h23 = @shuffle(f64, b2, b3, [4]i32{ 0, ~@as(i32, 0), 2, ~@as(i32, 2) }) + @shuffle(f64, b2, b3, [4]i32{ 1, ~@as(i32, 1), 3, ~@as(i32, 3) });
+            const sums = @shuffle(f64, h01, h23, [4]i32{ 0, 1, ~@as(i32, 0), ~@as(i32, 1) }) + @shuffle(f64, h01, h23, [4]i32{ 2, 3, ~@as(i32, 2), ~@as(i32, 3) });
+            const scaled = sums * mult;
+            total[t] = total[t] + scaled[0];
+            total[t] = total[t] + scaled[1];
+            total[t] = total[t] + scaled[2];
+            total[t] = total[t] + scaled[3];
+        }
+    }
+    while (g < groups) : (g += 1) {
+        if (scales_row[g] == 255) {
+            bad.* += 1;
+        } else {
+            inline for (0..TT) |t| singleGroup(packed_row, scales_row[g], g, x64[t], &total[t]);
+        }
+    }
+    var out: [TT]f32 = undefined;
+    inline for (0..TT) |t| out[t] = @floatCast(total[t]);
+    return out;
+}
+
+/// Tokens decoded together per row on the SIMD path.
+const block_tokens = 4;
+
+fn rowTokens(comptime TT: usize, self: *const Job, r: usize, t0: usize, prow: [*]const u8, srow: [*]const u8, groups: usize) usize {
+    var xs: [TT][*]const f64 = undefined;
+    inline for (0..TT) |t| xs[t] = self.x64 + (t0 + t) * self.cols;
+    var bad: usize = 0;
+    const out = dotRowSimd(TT, prow, srow, groups, xs, &bad);
+    inline for (0..TT) |t| self.y[(t0 + t) * self.rows + r] = out[t];
+    return bad;
+}
+
+const Job = struct {
+    packed_w: [*]const u8,
+    scales: [*]const u8,
+    rows: usize,
+    cols: usize,
+    x: [*]const f32,
+    x64: [*]const f64,
+    y: [*]f32,
+    tokens: usize,
+    scalar: bool,
+    bad: *std.atomic.Value(u64),
+
+    fn run(self: *const Job, begin: usize, end: usize, worker: usize) void {
+        _ = worker;
+        const n = self.cols;
+        const half = n / 2;
+        const groups = n / group;
+        var bad: usize = 0;
+        for (begin..end) |r| {
+            const prow = self.packed_w + r * half;
+            const srow = self.scales + r * groups;
+            if (self.scalar) {
+                for (0..self.tokens) |t| {
+                    var bad_row: usize = 0;
+                    self.y[t * self.rows + r] = dotScalar(prow[0..half], srow[0..groups], self.x[t * n ..][0..n], &bad_row);
+                    if (t == 0) bad += bad_row;
+                }
+                continue;
+            }
+            // 255 scales are counted once per row: by the first token block only
+            var t: usize = 0;
+            while (t + block_tokens <= self.tokens) : (t += block_tokens) {
+                const b = rowTokens(block_tokens, self, r, t, prow, srow, groups);
+                if (t == 0) bad += b;
+            }
+            const b = switch (self.tokens - t) {
+                0 => 0,
+                1 => rowTokens(1, self, r, t, prow, srow, groups),
+                2 => rowTokens(2, self, r, t, prow, srow, groups),
+                3 => rowTokens(3, self, r, t, prow, srow, groups),
+                else => unreachable,
+            };
+            if (t == 0) bad += b;
+        }
+        if (bad != 0) _ = self.bad.fetchAdd(bad, .monotonic);
+    }
+};
+
+/// y[t][r] = Σ_c W[r][c]·x[t][c] for t < tokens, W the rows × cols MXFP4 matrix (cols a
+/// multiple of 32). x is tokens × cols, y tokens × rows, contiguous; y must not overlap the
+/// inputs. Returns the number of scale bytes equal to 255 in the matrix (each such group
+/// contributed zero).
+pub fn matmul(packed_w: [*]const u8, scales: [*]const u8, rows: usize, cols: usize, x: [*]const f32, y: [*]f32, tokens: usize) Error!u64 {
+    if (rows == 0 or cols == 0 or tokens == 0 or cols % group != 0) return error.BadArgument;
+    _ = try common.mulSize(rows, cols);
+    const scalar = common.path() == .scalar;
+    const x64: [*]const f64 = if (scalar) undefined else try matvec.widenShared(x, try common.mulSize(tokens, cols));
+    var bad = std.atomic.Value(u64).init(0);
+    const job = Job{ .packed_w = packed_w, .scales = scales, .rows = rows, .cols = cols, .x = x, .x64 = x64, .y = y, .tokens = tokens, .scalar = scalar, .bad = &bad };
+    pool.parallelFor(rows, matvec.grainRows(cols, tokens), &job, Job.run);
+    return bad.load(.monotonic);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Tests
+
+const testing = std.testing;
+
+test "worked bytes of model.md §5.4 decode exactly; swapped nibbles do not" {
+    // Row 0 of layers.1 experts.0 w1: bytes 0-4 and 63 of group 0-1 (scale 121), 112-113 (scale 120).
+    var packed_row = [_]u8{0} ** 128; // 256 columns = 8 groups
+    var scales_row = [_]u8{121} ** 8;
+    packed_row[0] = 0x16;
+    packed_row[1] = 0xB9;
+    packed_row[2] = 0xCE;
+    packed_row[3] = 0x23;
+    packed_row[4] = 0x85;
+    packed_row[63] = 0xFA;
+    packed_row[112] = 0x4C;
+    packed_row[113] = 0xB1;
+    scales_row[7] = 120;
+    var out: [256]f32 = undefined;
+    try testing.expectEqual(@as(usize, 0), decodeRow(&packed_row, &scales_row, &out));
+    const want = [_]struct { c: usize, v: f32 }{
+        .{ .c = 0, .v = 0.0625 },      .{ .c = 1, .v = 0.0078125 },
+        .{ .c = 2, .v = -0.0078125 },  .{ .c = 3, .v = -0.0234375 },
+        .{ .c = 4, .v = -0.0625 },     .{ .c = 5, .v = -0.03125 },
+        .{ .c = 6, .v = 0.0234375 },   .{ .c = 7, .v = 0.015625 },
+        .{ .c = 8, .v = 0.046875 },    .{ .c = 9, .v = -0.0 },
+        .{ .c = 126, .v = -0.015625 }, .{ .c = 127, .v = -0.09375 },
+        .{ .c = 224, .v = -0.015625 }, .{ .c = 225, .v = 0.015625 },
+        .{ .c = 226, .v = 0.00390625 }, .{ .c = 227, .v = -0.01171875 },
+    };
+    for (want) |e| try testing.expectEqual(@as(u32, @bitCast(e.v)), @as(u32, @bitCast(out[e.c])));
+    try testing.expect(std.math.signbit(out[9]));
+    // The reversed-nibble reading gives the documented wrong start: 0.0078125, 0.0625, ...
+    var swapped: [128]u8 = undefined;
+    for (packed_row, 0..) |b, i| swapped[i] = (b << 4) | (b >> 4);
+    var wrong: [256]f32 = undefined;
+    _ = decodeRow(&swapped, &scales_row, &wrong);
+    try testing.expectEqual(@as(f32, 0.0078125), wrong[0]);
+    try testing.expectEqual(@as(f32, 0.0625), wrong[1]);
+    try testing.expect(wrong[0] != out[0]);
+}
+
+test "SIMD equals scalar bit for bit, equals decode-then-dot within one f64 rounding; 255 counted" {
+    var prng = std.Random.DefaultPrng.init(5);
+    const rnd = prng.random();
+    const alloc = testing.allocator;
+    const rows = 37;
+    const cols = 224; // 7 groups
+    const tokens = 6; // one block of four tokens and a remainder of two
+    const pk = try alloc.alloc(u8, rows * cols / 2);
+    defer alloc.free(pk);
+    const sc = try alloc.alloc(u8, rows * cols / group);
+    defer alloc.free(sc);
+    const x = try alloc.alloc(f32, tokens * cols);
+    defer alloc.free(x);
+    for (pk) |*b| b.* = rnd.int(u8);
+    for (sc) |*s| s.* = rnd.intRangeAtMost(u8, 100, 140);
+    sc[5] = 255;
+    sc[77] = 255;
+    for (x) |*v| v.* = (rnd.float(f32) * 2 - 1) * std.math.pow(f32, 2, @floatFromInt(rnd.intRangeAtMost(i32, -12, 12)));
+    var ys: [tokens * rows]f32 = undefined;
+    var yr: [tokens * rows]f32 = undefined;
+    var y1: [rows]f32 = undefined;
+    common.setPath(.simd);
+    try testing.expectEqual(@as(u64, 2), try matmul(pk.ptr, sc.ptr, rows, cols, x.ptr, &ys, tokens));
+    common.setPath(.scalar);
+    try testing.expectEqual(@as(u64, 2), try matmul(pk.ptr, sc.ptr, rows, cols, x.ptr, &yr, tokens));
+    common.setPath(.simd);
+    try testing.expectEqualSlices(u32, @ptrCast(&ys), @ptrCast(&yr));
+    for (0..tokens) |t| {
+        _ = try matmul(pk.ptr, sc.ptr, rows, cols, x.ptr + t * cols, &y1, 1);
+        try testing.expectEqualSlices(u32, @ptrCast(&y1), @ptrCast(ys[t * rows ..][0..rows]));
+    }
+    // decode-then-dot (f64 sequential) agrees to f32 rounding except in rare ties
+    var row: [cols]f32 = undefined;
+    for (0..rows) |r| {
+        _ = decodeRow(pk[r * cols / 2 ..][0 .. cols / 2], sc[r * cols / group ..][0 .. cols / group], &row);
+        var s: f64 = 0;
+        for (0..cols) |c| s += @as(f64, row[c]) * x[c];
+        const want: f32 = @floatCast(s);
+        try testing.expectApproxEqAbs(want, ys[r], 1e-6 * @max(1.0, @abs(want)));
+    }
+}
