@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # From a fresh clone to a working dist/k3: install the pinned Bun and Zig if missing
-# (toolchain.env), install the locked packages, build, and run the executable once.
+# (toolchain.env), install the locked packages, build, and generate with the shipped tiny model.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # shellcheck source=../toolchain.env
@@ -18,3 +18,5 @@ fi
 bun install --frozen-lockfile >&2
 bun run build
 ./dist/k3 --version
+# A first real generation: the 13-layer tiny Kimi K3 checkpoint shipped in test/fixtures.
+./dist/k3 test/fixtures/tiny13 --ids 96,45,40,46,120,109,153,214,145,211,39,75 --gen 8 --out -

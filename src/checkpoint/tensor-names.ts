@@ -150,3 +150,13 @@ export function allTensors(config: ModelConfig): TensorSpec[] {
   specs.push(...modelTensors(config));
   return specs;
 }
+
+export type NameClass = "routed_expert" | "trunk" | "model" | "non_text";
+
+/** Residency class of a checkpoint tensor by name alone (model.md 3.7). */
+export function classifyName(name: string): NameClass {
+  if (name.startsWith("vision_tower.") || name.startsWith("mm_projector.")) return "non_text";
+  if (routedExpertPattern.test(name)) return "routed_expert";
+  if (name.startsWith(`${modelPrefix}layers.`)) return "trunk";
+  return "model";
+}

@@ -92,8 +92,13 @@ async function generate(options: RunOptions, config: ModelConfig, shape: string,
     if (options.dumpLogits) {
       if (result.firstLogits) {
         const logits = result.firstLogits;
-        writeAtomically(options.dumpLogits, new Uint8Array(logits.buffer, logits.byteOffset, logits.byteLength), "the logits");
-        log.info(`wrote ${options.dumpLogits} (${logits.length} float32 logits)`);
+        try {
+          writeAtomically(options.dumpLogits, new Uint8Array(logits.buffer, logits.byteOffset, logits.byteLength), "the logits");
+          log.info(`wrote ${options.dumpLogits} (${logits.length} float32 logits)`);
+        } catch (error) {
+          // As the original: the tokens are still good, so say so and go on to the results.
+          log.error(`--dump-logits: ${(error as Error).message}; continuing without it`);
+        }
       } else {
         log.warn("--dump-logits: no step ran (--gen 0), nothing written");
       }

@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { loadConfig } from "../../src/checkpoint/config.ts";
 import { argmax } from "../../src/decode/greedy.ts";
 import { loadModel } from "../../src/model/load.ts";
-import { expectation, modelDir, oracleModels, readF32 } from "../support/fixtures.ts";
+import { expectation, fixturesDir, modelDir, oracleModels, readF32 } from "../support/fixtures.ts";
 import { k3, type K3Result } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -69,6 +69,17 @@ for (const name of oracleModels) {
       console.log(`${name}: logits max |engine - reference| = ${maxDiff.toExponential(3)} (budget ${budget.toExponential(3)}, ${(budget / Math.max(maxDiff, 1e-30)).toFixed(0)}x inside)`);
       expect(maxDiff).toBeLessThanOrEqual(budget);
       expect(argmax(got)).toBe(want.logits_argmax);
+      // Each AttnRes wiring trap (push before aggregate, no clear at a boundary, embedding not a
+      // source, values normalised, no output aggregator, ...) moves these logits far outside
+      // the budget, so this comparison would catch it.
+      const wiring = JSON.parse(readFileSync(join(fixturesDir, "ops", `attnres_model_${name}.json`), "utf8")) as
+        Record<string, { logits?: { data: number[] } }> & { traps: { key: string }[] };
+      expect(wiring.traps.length).toBeGreaterThanOrEqual(7);
+      for (const { key } of wiring.traps) {
+        const wrong = wiring[key]!.logits!.data;
+        const distance = Math.max(...wrong.map((v, i) => Math.abs(v - (got[i] as number))));
+        expect(`${key}: ${distance > budget}`).toBe(`${key}: true`);
+      }
     });
 
     test("thread invariance: K3_THREADS=1 and the default give bit-identical logits", () => {
