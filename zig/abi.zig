@@ -10,8 +10,9 @@
 //!   `k3_alloc` (aligned for O_DIRECT) and freed with `k3_free`.
 const std = @import("std");
 const aligned_read = @import("io/aligned_read.zig");
+const reader_pool = @import("io/reader_pool.zig");
 
-pub const abi_version: u32 = 2;
+pub const abi_version: u32 = 3;
 
 pub const Status = enum(i32) {
     ok = 0,
@@ -23,6 +24,8 @@ pub const Status = enum(i32) {
     bad_argument = -10003,
     /// An allocation failed.
     out_of_memory = -10004,
+    /// The background reader's job table is full.
+    queue_full = -10005,
 };
 
 fn code(status: Status) i32 {
@@ -86,6 +89,36 @@ export fn k3_file_read(fd: i32, direct_io: *u32, offset: u64, len: u64, buf: ?[*
     direct_io.* = @intFromBool(file.direct);
     payload_out.* = payload;
     return code(.ok);
+}
+
+/// Starts the background I/O threads (0 = the default count); returns how many run.
+/// Idempotent: the first call decides the count.
+export fn k3_io_init(threads: u32) i32 {
+    const n = reader_pool.init(threads) catch return code(.out_of_memory);
+    return @intCast(n);
+}
+
+/// Queues a background read with the semantics of `k3_file_read`. Returns a job handle (>= 0)
+/// or a negative status (-10005: the job table is full). `buf` must stay untouched until
+/// `k3_io_wait` returns for the handle.
+export fn k3_io_submit(fd: i32, direct_io: u32, offset: u64, len: u64, buf: ?[*]u8, cap: u64) i32 {
+    return reader_pool.submit(fd, direct_io != 0, offset, len, buf orelse return code(.bad_argument), cap);
+}
+
+/// Waits for a background read. Returns its status (0, a negated errno, or a k3 status) and
+/// sets the payload offset in the buffer, the device time in nanoseconds, and whether the file
+/// still reads with O_DIRECT (0 after a fallback).
+export fn k3_io_wait(handle: i32, payload_out: *u64, nanos_out: *u64, direct_out: *u32) i32 {
+    const result = reader_pool.wait(handle) orelse return code(.bad_argument);
+    payload_out.* = result.payload;
+    nanos_out.* = result.nanos;
+    direct_out.* = @intFromBool(result.still_direct);
+    return result.status;
+}
+
+/// 1 once a background read has finished (collect it with `k3_io_wait`), else 0.
+export fn k3_io_done(handle: i32) u32 {
+    return @intFromBool(reader_pool.isDone(handle));
 }
 
 test {
@@ -267,7 +300,7 @@ export fn k3_kda_gated_norm(o: ?[*]const f32, w: ?[*]const f32, gate: ?[*]const 
 ///   q [T][H][dn+dr] (q_b_proj output), kv [pos0+T][H][dn+dv] (kv_b_proj outputs of every
 ///   position, the new ones already appended), kr [pos0+T][dr] (shared rope-slot keys, raw),
 ///   out [T][H][dv]. Causal: query t attends to positions ≤ pos0+t. Scale (dn+dr)^−1/2.
-///   dn + dr ≤ 512. Scratch: 8·(pos0+T) f32 per thread.
+///   dn + dr ≤ 512. Scratch (pool-owned, grows to the high-water mark): H·(pos0+T) f32.
 export fn k3_mla_attention(q: ?[*]const f32, kv: ?[*]const f32, kr: ?[*]const f32, out: ?[*]f32, tokens: u32, pos0: u32, heads: u32, dn: u32, dr: u32, dv: u32) i32 {
     if (dr > 0 and kr == null) return code(.bad_argument);
     var none: [1]f32 = undefined;
@@ -320,6 +353,8 @@ export fn k3_mem_read_sum(ptr: ?[*]const u8, bytes: u64) u64 {
 }
 
 test {
+    _ = aligned_read;
+    _ = reader_pool;
     _ = pool;
     _ = numerics;
     _ = matvec_bf16;

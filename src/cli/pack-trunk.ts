@@ -51,8 +51,10 @@ export async function main(args: readonly string[]): Promise<number> {
   const index = indexCheckpoint(modelDir);
   const reader = new TensorReader(index);
   try {
+    const killAfter = process.env.K3_PACK_KILL_AFTER_LAYERS;
     const result = packTrunk(index, reader, config, layerCount, trunkDir, {
       force: parsed.force,
+      killAfterLayers: killAfter ? parseInteger(killAfter, "K3_PACK_KILL_AFTER_LAYERS", 1, layerCount) : undefined,
       onProgress: (p) => {
         const rate = p.seconds > 0 ? (p.bytesDone / 1e6 / p.seconds).toFixed(0) : "-";
         log.info(`packed ${p.layersDone}/${p.layerCount} layers, ${formatBytes(p.bytesDone)}, ${p.seconds.toFixed(1)} s (${rate} MB/s)`);

@@ -2,6 +2,8 @@
 import { usageError } from "../errors.ts";
 import { defaultGeneratedTokens, maxGeneratedTokens } from "../plan/limits.ts";
 import type { DecodeMode } from "../decode/greedy.ts";
+import { defaultCacheGb, defaultTrunkGb, presetNames, type BudgetAction } from "../plan/budget.ts";
+import { findPreset, presetListing } from "../plan/presets.ts";
 import { parseIdList, parseInteger, type OptionDef, type PositionalDef } from "./args.ts";
 
 export interface RunOptions {
@@ -16,12 +18,17 @@ export interface RunOptions {
   out: string;
   dumpLogits: string | undefined;
   layers: number | undefined;
+  /** Budget options in argv order: a later one wins (runtime.md 1.4). */
+  budgets: BudgetAction[];
+  trunkDir: string | undefined;
+  dumpCacheTrace: string | undefined;
 }
 
 export function defaultRunOptions(): RunOptions {
   return {
     modelDir: "", promptSources: [], ids: [], gen: defaultGeneratedTokens, configPath: undefined,
     mode: "incremental", out: "k3_run.json", dumpLogits: undefined, layers: undefined,
+    budgets: [], trunkDir: undefined, dumpCacheTrace: undefined,
   };
 }
 
@@ -29,6 +36,15 @@ const requirePath = (raw: string, flag: string) => {
   if (raw.length === 0) throw usageError(`${flag} needs a path`);
   return raw;
 };
+
+/** A size in GB: a non-negative decimal number. */
+function parseGb(raw: string, flag: string): number {
+  const value = Number(raw);
+  if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !Number.isFinite(value)) {
+    throw usageError(`${flag} expects a size in GB (a number such as 16 or 0.5), got '${raw}'`);
+  }
+  return value;
+}
 
 export const runPositionals: readonly PositionalDef[] = [
   { name: "model_dir", description: "Directory holding the .safetensors shards and config.json (first argument)" },
@@ -61,6 +77,35 @@ export const runOptionTable: readonly OptionDef<RunOptions>[] = [
     name: "recompute",
     description: "Recompute the whole prefix every step (the O(T^2) validation path)",
     apply: (o) => { o.mode = "recompute"; },
+  },
+  {
+    name: "preset", value: "NAME",
+    description: `Memory preset, sets --trunk-gb and --cache-gb: ${presetNames().join(", ")} (see --list-presets)`,
+    apply: (o, raw, flag) => {
+      if (raw === "auto") o.budgets.push({ kind: "auto" });
+      else if (findPreset(raw)) o.budgets.push({ kind: "preset", name: raw });
+      else throw usageError(`${flag}: unknown preset '${raw}'`, presetListing());
+    },
+  },
+  {
+    name: "trunk", value: "DIR",
+    description: "Packed trunk directory (k3 pack-trunk): streams the trunk instead of holding it resident",
+    apply: (o, raw, flag) => { o.trunkDir = requirePath(raw, flag); },
+  },
+  {
+    name: "trunk-gb", value: "X|auto",
+    description: `Trunk budget in GB for pinned layers plus the streaming ring (default ${defaultTrunkGb}; needs --trunk)`,
+    apply: (o, raw, flag) => { o.budgets.push(raw === "auto" ? { kind: "auto" } : { kind: "trunk", gb: parseGb(raw, flag) }); },
+  },
+  {
+    name: "cache-gb", value: "X",
+    description: `Routed-expert cache budget in GB (default ${defaultCacheGb}, at most what all experts need)`,
+    apply: (o, raw, flag) => { o.budgets.push({ kind: "cache", gb: parseGb(raw, flag) }); },
+  },
+  {
+    name: "dump-cache-trace", value: "DIR",
+    description: "Write the expert request trace and histogram into DIR (which must exist) at the end",
+    apply: (o, raw, flag) => { o.dumpCacheTrace = requirePath(raw, flag); },
   },
   {
     name: "out", value: "FILE",

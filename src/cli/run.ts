@@ -2,7 +2,11 @@
 import { join } from "node:path";
 import { loadConfig, type ModelConfig } from "../checkpoint/config.ts";
 import { decode } from "../decode/greedy.ts";
-import { loadModel } from "../model/load.ts";
+import { prepareEngine } from "../model/load.ts";
+import { checkPlanFits, planText } from "../plan/memory-plan.ts";
+import { cacheReport, expertCacheLine, ioShareReport, runInvalidReport, trunkBanner, trunkReport } from "../report/run-report.ts";
+import { dumpCacheTrace, traceWrittenLine } from "../weights/expert-trace.ts";
+import { existsSync } from "node:fs";
 import { setBufferedFallbackReporter } from "../native/file.ts";
 import { decodeSeconds, stepHeader, stepRow, summaryLine } from "../report/table.ts";
 import { resultsJson, writeAtomically } from "../report/results.ts";
@@ -76,18 +80,61 @@ function peakRssBytes(): number {
   return process.resourceUsage().maxRSS * 1024; // Linux reports kilobytes
 }
 
+/** Fault injection for tests of the dropped-expert path: K3_INJECT_EXPERT_FAULT=layer:expert[,…]. */
+function injectedFaults(): Set<string> | undefined {
+  const raw = process.env.K3_INJECT_EXPERT_FAULT;
+  if (!raw) return undefined;
+  const keys = raw.split(",").map((k) => k.trim());
+  for (const key of keys) {
+    if (!/^\d+:\d+$/.test(key)) throw usageError(`K3_INJECT_EXPERT_FAULT: '${key}' is not layer:expert`);
+  }
+  return new Set(keys);
+}
+
 async function generate(options: RunOptions, config: ModelConfig, shape: string, layerCount: number): Promise<number> {
   const wallStarted = performance.now();
   setBufferedFallbackReporter((path) => log.info(`${path}: the filesystem refuses O_DIRECT; reading through the page cache`));
-  const loaded = loadModel(options.modelDir, config, layerCount, options.ids.length + options.gen + 1);
+  if (options.dumpCacheTrace && !existsSync(options.dumpCacheTrace)) {
+    throw usageError(`--dump-cache-trace: directory ${options.dumpCacheTrace} does not exist`);
+  }
+  if (!options.trunkDir && options.budgets.some((b) => b.kind !== "cache")) {
+    log.warn("--preset/--trunk-gb without --trunk: the trunk is held resident, so the trunk budget does not apply");
+  }
+  const prepared = prepareEngine({
+    modelDir: options.modelDir, config, layerCount, positions: options.ids.length + options.gen + 1,
+    promptTokens: options.ids.length, budgets: options.budgets, trunkDir: options.trunkDir,
+    faults: injectedFaults(), trace: options.dumpCacheTrace !== undefined,
+    onDrop: (drop) => process.stderr.write(`EXPERT DROP: layer ${drop.layer} expert ${drop.expert} failed to load; this token is CORRUPT (${drop.reason})\n`),
+  });
   try {
-    const { index } = loaded;
-    log.info(`indexed ${index.tensorCount} tensors from ${index.shards.length} shard(s) in ${loaded.indexSeconds.toFixed(3)} s (config: ${shape})`);
+    const { index, budgets } = prepared;
+    if (budgets.auto) {
+      const a = budgets.auto;
+      log.info(`auto budget: ${a.availableGb.toFixed(2)} GB available, ${a.reserveGb.toFixed(2)} GB reserved -> trunk ${a.trunkGb.toFixed(2)} GB / expert cache ${a.cacheGb.toFixed(2)} GB`);
+    }
+    log.info(`model ${options.modelDir}: ${layerCount} layers, prompt ${options.ids.length} tokens, generating ${options.gen} (${options.mode})` +
+      (budgets.preset ? `; preset ${budgets.preset} (trunk ${budgets.trunkGb} GB / expert cache ${budgets.cacheGb} GB)` : ""));
+    log.info(`indexed ${index.tensorCount} tensors from ${index.shards.length} shard(s) in ${prepared.indexSeconds.toFixed(3)} s (config: ${shape})`);
+    process.stderr.write(`${planText(prepared.plan, prepared.availableBytes)}\n`);
+    checkPlanFits(prepared.plan, prepared.availableBytes);
+    if (prepared.streamed) {
+      process.stderr.write(`${trunkBanner(prepared.streamed.plan, prepared.streamed.packedBytes, layerCount, true)}\n`);
+    }
+    const loaded = prepared.materialize();
     for (const warning of loaded.warnings) log.warn(warning);
-    log.info(`resident trunk: ${formatBytes(loaded.trunkBytes)} for ${layerCount} layers, embedding and lm_head ${formatBytes(loaded.tableBytes)}, loaded in ${loaded.loadSeconds.toFixed(2)} s`);
-    log.info(`prompt: ${options.ids.length} tokens, generating ${options.gen} (${options.mode})`);
+    if (!prepared.streamed) log.info(`resident trunk: ${formatBytes(prepared.residentTrunkBytes)} for ${layerCount} layers, loaded in ${loaded.loadSeconds.toFixed(2)} s`);
+    log.info(`peak RSS after loading weights: ${formatBytes(peakRssBytes())}  (the plan above is a forecast, this is measured)`);
+    log.info(expertCacheLine(prepared.expertPlan));
+    const experts = loaded.experts;
     process.stderr.write(`${stepHeader()}\n`);
-    const result = decode(loaded.model, options.ids, options.gen, options.mode, (step) => process.stderr.write(`${stepRow(step)}\n`));
+    const result = decode(loaded.model, options.ids, options.gen, options.mode, {
+      beforeStep: () => experts.beginStep(),
+      afterStep: (step) => {
+        experts.endStep();
+        process.stderr.write(`${stepRow(step, experts.step)}\n`);
+      },
+    });
+    const seconds = decodeSeconds(result.steps);
     process.stderr.write(`${summaryLine(result.steps)}\n`);
     if (options.dumpLogits) {
       if (result.firstLogits) {
@@ -105,12 +152,16 @@ async function generate(options: RunOptions, config: ModelConfig, shape: string,
     }
     const peak = peakRssBytes();
     process.stderr.write(`PEAK RSS for the whole run: ${formatBytes(peak)}   <- quote this, not the plan\n`);
-    const seconds = decodeSeconds(result.steps);
+    process.stderr.write(`layers completed: ${layerCount}/${config.numLayers}; routed expert drops: ${experts.drops.length}\n`);
+    if (result.steps.length > 0) process.stderr.write(`${cacheReport(prepared.expertPlan, experts.step, experts.residentSlots)}\n`);
+    if (loaded.ops.badScaleBytes > 0) log.warn(`${loaded.ops.badScaleBytes} MXFP4 scale bytes of 255 (NaN in OCP MX) were met and treated as a zero multiplier`);
     const json = resultsJson({
       prompt_ids: options.ids, generated_ids: result.generated, full_ids: [...options.ids, ...result.generated],
       layers: layerCount, layers_requested: options.layers ?? config.numLayers,
       seconds_per_token: result.steps.length > 0 ? seconds / result.steps.length : 0,
       wall_seconds: (performance.now() - wallStarted) / 1000, mode: options.mode, peak_rss_bytes: peak,
+      expert_drops: experts.drops.length, expert_bytes_read: experts.total.bytesRead,
+      trunk_bytes_read: prepared.streamed?.stats.bytesRead ?? prepared.residentTrunkBytes,
     });
     if (options.out === "-") {
       emit(json);
@@ -118,8 +169,19 @@ async function generate(options: RunOptions, config: ModelConfig, shape: string,
       writeAtomically(options.out, json, "the JSON results");
       log.info(`wrote ${options.out}`);
     }
+    if (options.dumpCacheTrace && experts.trace) {
+      const dump = dumpCacheTrace(options.dumpCacheTrace, experts.trace);
+      if (dump.trace) log.info(traceWrittenLine(dump.trace));
+      log.info(`wrote ${dump.histogramPath}`);
+    }
+    process.stderr.write(`${ioShareReport(prepared.streamed?.stats, experts.total, seconds, result.steps.length)}\n`);
+    if (prepared.streamed) process.stderr.write(`${trunkReport(prepared.streamed.plan, prepared.streamed.stats, layerCount)}\n`);
+    if (experts.drops.length > 0) {
+      process.stderr.write(`${runInvalidReport(experts.drops)}\n`);
+      return ExitCode.corruptTokens;
+    }
     return ExitCode.ok;
   } finally {
-    loaded.close();
+    prepared.close();
   }
 }

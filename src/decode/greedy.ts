@@ -40,9 +40,15 @@ export function argmax(logits: Float32Array): number {
   return best;
 }
 
+export interface StepHooks {
+  /** Before a step's forward pass (per-step counters reset here). */
+  beforeStep?: (step: number) => void;
+  /** After a step, with its token and wall time. */
+  afterStep?: (record: StepRecord) => void;
+}
+
 export function decode<State>(
-  model: Forward<State>, prompt: readonly number[], gen: number, mode: DecodeMode,
-  onStep: (record: StepRecord) => void = () => {},
+  model: Forward<State>, prompt: readonly number[], gen: number, mode: DecodeMode, hooks: StepHooks = {},
 ): DecodeResult {
   const generated: number[] = [];
   const steps: StepRecord[] = [];
@@ -50,6 +56,7 @@ export function decode<State>(
   const carried = mode === "incremental" ? model.newState() : undefined;
   try {
     for (let step = 0; step < gen; step++) {
+      hooks.beforeStep?.(step);
       const started = performance.now();
       let logits: Float32Array;
       if (carried) {
@@ -67,7 +74,7 @@ export function decode<State>(
       generated.push(token);
       const record = { step, token, seconds: (performance.now() - started) / 1000 };
       steps.push(record);
-      onStep(record);
+      hooks.afterStep?.(record);
     }
   } finally {
     if (carried) model.release(carried);

@@ -121,12 +121,24 @@ export function latentMoe(ctx: BlockContext, w: MoeWeights, experts: ExpertSourc
   const z = pool.alloc(T * latentWidth, "moe latent");
   ops.matmul(w.latentDown, x, z, T);
   const acc = pool.alloc(T * latentWidth, "moe aggregate");
+  const one = pool.alloc(latentWidth, "one expert's weighted output");
   for (let t = 0; t < T; t++) {
-    // One token at a time: the cache only has to hold one token's top-k.
+    // One token at a time: the cache only has to hold one token's top-k. The whole top-k is
+    // announced first so its reads run together; each expert is computed as soon as it is in.
     const chosen = Array.from(routing.experts.subarray(t * k, (t + 1) * k));
-    const loaded = experts.acquire(layer, chosen);
-    ops.expertMix(z.row(t, latentWidth), loaded, routing.weights.subarray(t * k, (t + 1) * k), acc.row(t, latentWidth),
-      latentWidth, I, c.situBeta, c.situLinearBeta);
+    experts.prefetch(layer, chosen);
+    const accT = acc.row(t, latentWidth);
+    let started = false;
+    chosen.forEach((expert, j) => {
+      const weights = experts.get(layer, expert);
+      if (!weights) return; // dropped: counted by the source, the run is reported invalid
+      const weight = routing.weights.subarray(t * k + j, t * k + j + 1);
+      // acc accumulates w_j·d_j in top-k order (f32), the same code on every path.
+      ops.expertMix(z.row(t, latentWidth), [weights], weight, started ? one : accT, latentWidth, I, c.situBeta, c.situLinearBeta);
+      if (started) ops.add(accT, one, latentWidth);
+      started = true;
+    });
+    if (!started) accT.fill(0);
   }
   let normed = acc;
   if (c.latentMoeUseNorm) {

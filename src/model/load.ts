@@ -1,61 +1,111 @@
 /**
- * Opens a checkpoint for generation: index, bind-time checks, resident trunk, model tables,
- * expert source and the native operators, composed into a Model. The caller closes it.
+ * Opening a checkpoint for generation, in two steps so the memory plan is printed and checked
+ * before anything large is allocated: `prepareEngine` indexes the shards, checks every tensor
+ * by name, resolves the budgets and plans the trunk and the expert cache; `materialize` then
+ * loads (or opens for streaming) the trunk, the model tables and the expert cache, and composes
+ * the Model. The caller closes it.
  */
 import type { ModelConfig } from "../checkpoint/config.ts";
 import { indexCheckpoint, type CheckpointIndex } from "../checkpoint/safetensors.ts";
+import { lmHeadName, modelTensors } from "../checkpoint/tensor-names.ts";
+import { readMemory, resolveBudgets, type BudgetAction, type Budgets } from "../plan/budget.ts";
+import { memoryPlan, type MemoryPlan } from "../plan/memory-plan.ts";
 import { checkBindable } from "../weights/bind.ts";
-import { LruExpertCache } from "../weights/experts.ts";
+import { ExpertCache, planExpertCache, type ExpertCachePlan, type ExpertDrop } from "../weights/expert-cache.ts";
 import { loadModelTables } from "../weights/model-tables.ts";
 import { ResidentTrunk } from "../weights/resident-trunk.ts";
+import { StreamedTrunk } from "../weights/streamed-trunk.ts";
 import { TensorReader } from "../weights/tensor-reader.ts";
+import type { Trunk } from "../weights/trunk.ts";
+import { layerLayout } from "../weights/trunk-layout.ts";
 import { Model } from "./forward.ts";
-import { nativeOps } from "./native-ops.ts";
+import { nativeOps, type NativeOps } from "./native-ops.ts";
 
-export interface LoadedModel {
-  model: Model;
+export interface EngineRequest {
+  modelDir: string;
+  config: ModelConfig;
+  layerCount: number;
+  /** Positions the sequence state must hold: prompt + gen + 1. */
+  positions: number;
+  promptTokens: number;
+  budgets: readonly BudgetAction[];
+  trunkDir: string | undefined;
+  /** "layer:expert" keys whose reads are made to fail (tests of the dropped-expert path). */
+  faults?: ReadonlySet<string>;
+  trace?: boolean;
+  onDrop?: (drop: ExpertDrop) => void;
+}
+
+export interface PreparedEngine {
   index: CheckpointIndex;
-  trunkBytes: number;
-  tableBytes: number;
   indexSeconds: number;
-  loadSeconds: number;
-  warnings: string[];
-  experts: LruExpertCache;
+  budgets: Budgets;
+  residentTrunkBytes: number;
+  streamed: StreamedTrunk | undefined;
+  expertPlan: ExpertCachePlan;
+  plan: MemoryPlan;
+  availableBytes: number | undefined;
+  materialize(onLayer?: (loaded: number) => void): LoadedModel;
   close(): void;
 }
 
-/** A bounded expert cache until the budgeted one lands: two layers' worth of selections. */
-export function defaultExpertSlots(config: ModelConfig): number {
-  return Math.max(config.numExpertsPerToken + 1, 2 * config.numExpertsPerToken);
+export interface LoadedModel {
+  model: Model;
+  trunk: Trunk;
+  experts: ExpertCache;
+  ops: NativeOps;
+  loadSeconds: number;
+  warnings: string[];
 }
 
-export function loadModel(modelDir: string, config: ModelConfig, layerCount: number, capacity: number): LoadedModel {
+/** Bytes of the model-level tensors (embedding, LM head, norms). */
+function tableBytes(index: CheckpointIndex, config: ModelConfig): number {
+  return modelTensors(config).reduce((sum, spec) => sum + (spec.name === lmHeadName && config.tieWordEmbeddings ? 0 : index.get(spec.name)?.nbytes ?? 0), 0);
+}
+
+export function prepareEngine(request: EngineRequest): PreparedEngine {
+  const { config, layerCount } = request;
   const indexStarted = performance.now();
-  const index = indexCheckpoint(modelDir);
+  const index = indexCheckpoint(request.modelDir);
   const indexSeconds = (performance.now() - indexStarted) / 1000;
   checkBindable(index, config, layerCount);
+  const residentTrunkBytes = Array.from({ length: layerCount }, (_, l) => layerLayout(index, config, l).bytes).reduce((a, b) => a + b, 0);
+  const tablesBytes = tableBytes(index, config);
+  const memory = readMemory();
+  const budgets = resolveBudgets(request.budgets, memory, { trunkGb: residentTrunkBytes / 1e9, tablesGb: tablesBytes / 1e9 });
+  const warnings: string[] = [];
+  const streamed = request.trunkDir
+    ? new StreamedTrunk(request.trunkDir, index, config, layerCount, budgets.trunkGb * 1e9, warnings)
+    : undefined;
+  const expertPlan = planExpertCache(index, config, layerCount, budgets.cacheGb * 1e9);
+  const plan = memoryPlan({
+    config, layerCount, positions: request.positions, promptTokens: request.promptTokens,
+    trunk: streamed ? { mode: "streamed", bytes: streamed.plan.bytes } : { mode: "resident", bytes: residentTrunkBytes },
+    tablesBytes, expertCacheBytes: expertPlan.slots * expertPlan.slotBytes,
+  });
   const reader = new TensorReader(index);
   const closers: (() => void)[] = [() => reader.close()];
+  if (streamed) closers.push(() => streamed.close());
   const close = () => {
     for (const fn of closers.reverse()) fn();
     closers.length = 0;
   };
-  try {
+  const materialize = (onLayer?: (loaded: number) => void): LoadedModel => {
     const loadStarted = performance.now();
-    const warnings: string[] = [];
-    const trunk = new ResidentTrunk(index, reader, config, layerCount, warnings);
-    closers.push(() => trunk.close());
+    const trunk: Trunk = streamed ?? new ResidentTrunk(index, reader, config, layerCount, warnings, onLayer);
+    if (!streamed) closers.push(() => trunk.close());
     const tables = loadModelTables(index, reader, config);
     closers.push(() => tables.close());
-    const experts = new LruExpertCache(index, reader, config, defaultExpertSlots(config));
+    const experts = new ExpertCache(index, config, layerCount, {
+      budgetBytes: budgets.cacheGb * 1e9, faults: request.faults, trace: request.trace, onDrop: request.onDrop,
+    });
     closers.push(() => experts.close());
-    const model = new Model(config, trunk, tables, experts, nativeOps(), capacity);
-    return {
-      model, index, trunkBytes: trunk.bytes, tableBytes: tables.bytes, indexSeconds,
-      loadSeconds: (performance.now() - loadStarted) / 1000, warnings, experts, close,
-    };
-  } catch (error) {
-    close();
-    throw error;
-  }
+    const ops = nativeOps();
+    const model = new Model(config, trunk, tables, experts, ops, request.positions);
+    return { model, trunk, experts, ops, loadSeconds: (performance.now() - loadStarted) / 1000, warnings };
+  };
+  return {
+    index, indexSeconds, budgets, residentTrunkBytes, streamed, expertPlan, plan,
+    availableBytes: memory ? memory.availableGb * 1e9 : undefined, materialize, close,
+  };
 }

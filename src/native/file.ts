@@ -2,6 +2,7 @@
  * A checkpoint file read through libk3's O_DIRECT reader. Reads are widened to aligned
  * windows in native scratch memory; callers get a view of exactly the bytes they asked for.
  */
+import type { Pointer } from "bun:ffi";
 import { K3Error, ExitCode } from "../errors.ts";
 import { native } from "./library.ts";
 import { NativeBuffer } from "./memory.ts";
@@ -21,8 +22,15 @@ function errnoName(errno: number): string {
   return entry ? entry[0] : `errno ${errno}`;
 }
 
+/** Bytes a buffer needs to receive `length` bytes read at any offset (the aligned window). */
+export function readCapacity(length: number): number {
+  return Number(native().k3_read_capacity(length));
+}
+
 export function describeStatus(status: number, path: string): string {
   switch (status) {
+    case NativeStatus.queueFull:
+      return `${path}: too many background reads in flight`;
     case NativeStatus.shortRead:
       return `${path}: file ends before the requested bytes (truncated?)`;
     case NativeStatus.capacity:
@@ -31,6 +39,41 @@ export function describeStatus(status: number, path: string): string {
       return `${path}: invalid read request`;
     default:
       return `${path}: read failed (${errnoName(-status)})`;
+  }
+}
+
+/** A background read in flight; `wait` collects it exactly once. */
+export class PendingRead {
+  readonly #file: DirectFile;
+  readonly #handle: number;
+  readonly offset: number;
+  readonly length: number;
+  #result: { payload: number; seconds: number } | undefined;
+
+  constructor(file: DirectFile, handle: number, offset: number, length: number) {
+    this.#file = file;
+    this.#handle = handle;
+    this.offset = offset;
+    this.length = length;
+  }
+
+  get done(): boolean {
+    return this.#result !== undefined || native().k3_io_done(this.#handle) === 1;
+  }
+
+  /**
+   * Blocks until the bytes are in the buffer; returns where the payload starts in it and the
+   * device seconds the read took. A failed read throws K3Error naming the file.
+   */
+  wait(): { payload: number; seconds: number } {
+    if (this.#result) return this.#result;
+    const out = new BigUint64Array(2);
+    const direct = new Uint32Array(1);
+    const status = native().k3_io_wait(this.#handle, out.subarray(0, 1), out.subarray(1, 2), direct);
+    this.#file.noteDirect(direct[0] === 1);
+    if (status !== NativeStatus.ok) throw new K3Error(ExitCode.runtime, describeStatus(status, this.#file.path));
+    this.#result = { payload: Number(out[0]), seconds: Number(out[1]) / 1e9 };
+    return this.#result;
   }
 }
 
@@ -62,7 +105,7 @@ export class DirectFile {
    */
   read(offset: number, length: number): Uint8Array {
     const lib = native();
-    const capacity = Number(lib.k3_read_capacity(length));
+    const capacity = readCapacity(length);
     if (!this.#scratch || this.#scratch.bytes < capacity) {
       this.#scratch?.free();
       this.#scratch = NativeBuffer.allocate(capacity, `reading ${this.path}`);
@@ -73,6 +116,28 @@ export class DirectFile {
     this.#noteFallback();
     if (status !== NativeStatus.ok) throw new K3Error(ExitCode.runtime, describeStatus(status, this.path));
     return this.#scratch.u8(Number(this.#payload[0]), length);
+  }
+
+  /**
+   * Starts reading [offset, offset + length) into `buffer` at `bufferOffset` on the background
+   * I/O threads. The buffer region must hold `readCapacity(length)` bytes and stay untouched
+   * until the read is collected.
+   */
+  submit(offset: number, length: number, buffer: NativeBuffer, bufferOffset = 0): PendingRead {
+    const capacity = readCapacity(length);
+    if (bufferOffset + capacity > buffer.bytes || bufferOffset % 4096 !== 0) {
+      throw new Error(`${this.path}: read target too small or misaligned for ${length} bytes`);
+    }
+    const target = (buffer.ptr + bufferOffset) as Pointer;
+    const handle = native().k3_io_submit(this.#fd, this.#direct[0] as number, offset, length, target, capacity);
+    if (handle < 0) throw new K3Error(ExitCode.runtime, describeStatus(handle, this.path));
+    return new PendingRead(this, handle, offset, length);
+  }
+
+  /** Background reads report whether the file still reads with O_DIRECT. */
+  noteDirect(direct: boolean): void {
+    if (!direct) this.#direct[0] = 0;
+    this.#noteFallback();
   }
 
   close(): void {

@@ -21,6 +21,10 @@ export const symbols = {
   k3_file_open: { args: [cstring, ptr], returns: i32 },
   k3_file_close: { args: [i32], returns: none },
   k3_file_read: { args: [i32, ptr, u64, u64, ptr, u64, ptr], returns: i32 },
+  k3_io_init: { args: [u32], returns: i32 },
+  k3_io_submit: { args: [i32, u32, u64, u64, ptr, u64], returns: i32 },
+  k3_io_wait: { args: [i32, ptr, ptr, ptr], returns: i32 },
+  k3_io_done: { args: [i32], returns: u32 },
   // Kernels (zig/abi.zig, kernels section; contracts documented there).
   k3_pool_init: { args: [u32], returns: i32 },
   k3_pool_threads: { args: [], returns: u32 },
@@ -46,7 +50,7 @@ export const symbols = {
 } as const;
 
 /** The ABI version this binding was written against (zig/abi.zig `abi_version`). */
-export const expectedAbiVersion = 2;
+export const expectedAbiVersion = 3;
 
 /** k3's own status codes (zig/abi.zig `Status`); -1 .. -4095 are negated errno values. */
 export const NativeStatus = {
@@ -55,4 +59,5 @@ export const NativeStatus = {
   capacity: -10002,
   badArgument: -10003,
   outOfMemory: -10004,
+  queueFull: -10005,
 } as const;

@@ -4,7 +4,10 @@
  */
 import { createConsola } from "consola";
 
+// The level is fixed: consola would otherwise go quiet under NODE_ENV=test or CI, and what k3
+// tells people must not depend on the environment it runs in.
 export const log = createConsola({
+  level: 3,
   stdout: process.stderr,
   stderr: process.stderr,
   formatOptions: { date: false },

@@ -12,6 +12,9 @@ export interface RunResults {
   wall_seconds: number;
   mode: "incremental" | "recompute";
   peak_rss_bytes: number;
+  expert_drops: number;
+  expert_bytes_read: number;
+  trunk_bytes_read: number;
 }
 
 export function resultsJson(results: RunResults): string {

@@ -59,7 +59,12 @@ function sameLayout(a: PackedLayer[], b: PackedLayer[]): boolean {
 
 export function packTrunk(
   index: CheckpointIndex, reader: TensorReader, config: ModelConfig, layerCount: number, outDir: string,
-  options: { force: boolean; onProgress: (p: PackProgress) => void },
+  options: {
+    force: boolean;
+    onProgress: (p: PackProgress) => void;
+    /** Fault injection for tests: die (SIGKILL) after this many layers, as a power cut would. */
+    killAfterLayers?: number;
+  },
 ): PackResult {
   const started = performance.now();
   const planned = plannedLayers(index, config, layerCount);
@@ -105,6 +110,7 @@ export function packTrunk(
       layer.hash = hash.toString(16).padStart(16, "0");
       bytesDone += layer.payload_bytes;
       options.onProgress({ layersDone: layer.layer + 1, layerCount, bytesDone, seconds: (performance.now() - started) / 1000 });
+      if (layer.layer + 1 === options.killAfterLayers) process.kill(process.pid, "SIGKILL"); // fault injection
     }
   } finally {
     closeSync(fd);

@@ -20,7 +20,7 @@ describe("k3 <model_dir> through the binary", () => {
     expect(results.full_ids).toEqual([...want.prompt_ids, ...want.generated_ids.slice(0, 4)]);
     expect(results.layers).toBe(13);
     expect(typeof results.seconds_per_token).toBe("number");
-    expect(r.stderr).toContain("STEP  TOKEN     SECONDS     TOK/S");
+    expect(r.stderr).toContain("STEP  TOKEN     SECONDS     CACHE HIT READ GB   TOK/S");
     expect(r.stderr).toMatch(/4 tokens in [\d.]+ s, [\d.]+ s\/token average/);
     expect(r.stderr).toContain("PEAK RSS for the whole run:");
   });

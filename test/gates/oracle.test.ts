@@ -6,10 +6,8 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { loadConfig } from "../../src/checkpoint/config.ts";
 import { argmax } from "../../src/decode/greedy.ts";
-import { loadModel } from "../../src/model/load.ts";
-import { expectation, fixturesDir, modelDir, oracleModels, readF32 } from "../support/fixtures.ts";
+import { expectation, fixturesDir, modelDir, openModel, oracleModels, readF32 } from "../support/fixtures.ts";
 import { k3, type K3Result } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -29,8 +27,7 @@ for (const name of oracleModels) {
 
   describe(`${name}: gates`, () => {
     test("GATE 1, teacher forcing: the argmax at every one of 32 positions matches the reference", () => {
-      const { config } = loadConfig(join(dir, "config.json"));
-      const loaded = loadModel(dir, config, config.numLayers, want.tf.ids.length + 1);
+      const loaded = openModel(name, want.tf.ids.length + 1);
       try {
         const state = loaded.model.newState();
         const got = want.tf.ids.map((id) => argmax(loaded.model.run(state, [id])));
@@ -99,10 +96,8 @@ for (const name of oracleModels) {
 describe("engine paths are bit-identical (model.md 8.4)", () => {
   test("prefill in one call, in chunks, and token by token give the same logits", () => {
     const want = expectation("nested14");
-    const dir = modelDir("nested14");
-    const { config } = loadConfig(join(dir, "config.json"));
     const ids = want.tf.ids;
-    const loaded = loadModel(dir, config, config.numLayers, ids.length + 1);
+    const loaded = openModel("nested14", ids.length + 1);
     try {
       const model = loaded.model;
       const whole = model.newState();

@@ -33,3 +33,23 @@ export function readF32(path: string): Float32Array {
   const bytes = readFileSync(path);
   return new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
 }
+
+import { loadConfig } from "../../src/checkpoint/config.ts";
+import type { Model } from "../../src/model/forward.ts";
+import { prepareEngine } from "../../src/model/load.ts";
+
+/** A fixture model opened in-process (resident trunk, every expert cacheable). */
+export function openModel(name: string, positions: number): { model: Model; close: () => void } {
+  const dir = modelDir(name);
+  const { config } = loadConfig(join(dir, "config.json"));
+  const prepared = prepareEngine({
+    modelDir: dir, config, layerCount: config.numLayers, positions, promptTokens: positions,
+    budgets: [{ kind: "cache", gb: 1 }], trunkDir: undefined,
+  });
+  try {
+    return { model: prepared.materialize().model, close: () => prepared.close() };
+  } catch (error) {
+    prepared.close();
+    throw error;
+  }
+}

@@ -702,7 +702,7 @@ describe("KDA", () => {
 
 describe("MLA attention", () => {
   const r = rng(7);
-  const shape = { heads: 3, dn: 24, dr: 8, dv: 16 };
+  const shape = { heads: 10, dn: 24, dr: 8, dv: 20 }; // a block of 8 heads and one of 2; dv = 2 vectors + 4
   const { heads: H, dn, dr, dv } = shape;
   const dq = dn + dr;
   const N = 13;

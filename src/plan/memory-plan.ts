@@ -1,0 +1,73 @@
+/**
+ * The memory plan (runtime.md section 3): what the run will hold, printed before anything
+ * large is allocated, and a refusal with both numbers when it cannot fit. It is a forecast;
+ * the measured peak RSS is reported at the end.
+ */
+import type { ModelConfig } from "../checkpoint/config.ts";
+import { attentionKind } from "../checkpoint/tensor-names.ts";
+import { K3Error, ExitCode } from "../errors.ts";
+import { formatBytes } from "../report/units.ts";
+
+export interface PlanInputs {
+  config: ModelConfig;
+  layerCount: number;
+  /** prompt + gen + 1 */
+  positions: number;
+  promptTokens: number;
+  trunk: { mode: "resident" | "streamed"; bytes: number };
+  tablesBytes: number;
+  expertCacheBytes: number;
+}
+
+export interface MemoryPlan {
+  terms: [string, number][];
+  totalBytes: number;
+}
+
+/** Activations of the largest step (the prompt's prefill): a forecast of the kernels' buffers. */
+function bufferBytes(c: ModelConfig, tokens: number, layerCount: number): number {
+  const P = c.kdaNumHeads * c.kdaHeadDim;
+  const blocks = Math.floor(layerCount / c.attnResBlockSize) + 2;
+  const mlaWidth = c.numAttentionHeads * (c.qkNopeHeadDim + c.qkRopeHeadDim + 2 * c.vHeadDim);
+  const ffnWidth = Math.max(c.intermediateSize, c.numSharedExperts * c.moeIntermediateSize);
+  const perLayer = 12 * P + 3 * ffnWidth + mlaWidth + 4 * c.routedExpertHiddenSize;
+  return 4 * (tokens * (c.hiddenSize * (blocks + 8) + perLayer) + c.vocabSize);
+}
+
+export function memoryPlan(p: PlanInputs): MemoryPlan {
+  const c = p.config;
+  const layers = Array.from({ length: p.layerCount }, (_, l) => l);
+  const kdaLayers = layers.filter((l) => attentionKind(c, l) === "kda").length;
+  const mlaLayers = p.layerCount - kdaLayers;
+  const P = c.kdaNumHeads * c.kdaHeadDim;
+  const recurrent = kdaLayers * (c.kdaNumHeads * c.kdaHeadDim * c.kdaHeadDim + 3 * P * (c.shortConvKernel - 1)) * 4;
+  const kv = mlaLayers * p.positions * (c.numAttentionHeads * (c.qkNopeHeadDim + c.vHeadDim) + c.qkRopeHeadDim) * 4;
+  const terms: [string, number][] = [
+    [p.trunk.mode === "streamed" ? "trunk (STREAMED)" : "trunk (resident)", p.trunk.bytes],
+    ["embed + lm_head", p.tablesBytes],
+    ["expert cache", p.expertCacheBytes],
+    ["recurrent state", recurrent],
+    ["buffers", bufferBytes(c, p.promptTokens, p.layerCount)],
+    ["KV cache", kv],
+  ];
+  return { terms, totalBytes: terms.reduce((sum, [, bytes]) => sum + bytes, 0) };
+}
+
+export function planText(plan: MemoryPlan, availableBytes: number | undefined): string {
+  const lines = ["memory plan"];
+  for (const [name, bytes] of plan.terms) lines.push(`  ${name.padEnd(17)}${formatBytes(bytes)}`);
+  lines.push(`  ${"TOTAL".padEnd(17)}${formatBytes(plan.totalBytes)}`);
+  lines.push(`  ${"available".padEnd(17)}${availableBytes === undefined ? "unknown (no /proc/meminfo)" : formatBytes(availableBytes)}`);
+  return lines.join("\n");
+}
+
+/** Refuses (exit 1) when the plan exceeds 95% of MemAvailable, naming what to change. */
+export function checkPlanFits(plan: MemoryPlan, availableBytes: number | undefined): void {
+  if (availableBytes === undefined || plan.totalBytes <= 0.95 * availableBytes) return;
+  const shortfall = plan.totalBytes - 0.95 * availableBytes;
+  throw new K3Error(
+    ExitCode.runtime,
+    `REFUSING TO START: the plan needs ${formatBytes(plan.totalBytes)} but only ${formatBytes(availableBytes)} is available ` +
+      `(95% usable, short by ${formatBytes(shortfall)}); lower --cache-gb or --trunk-gb (with --trunk), use a smaller --preset, or fewer --layers`,
+  );
+}

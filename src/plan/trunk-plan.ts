@@ -1,0 +1,45 @@
+/**
+ * How a trunk budget is spent (runtime.md 5.1): a pinned prefix of whole layers, read once and
+ * kept, plus R ring slots for the rest, each as large as the largest unpinned layer. Pinning
+ * layer 0 (the largest) shrinks the slot, which frees budget to pin more, so every prefix length
+ * is tried with its own slot size. A cyclic scan defeats LRU; a pinned prefix gives a
+ * deterministic hit rate of P/L.
+ */
+export interface TrunkPlan {
+  pinned: number;
+  ringSlots: number;
+  slotBytes: number;
+  pinnedBytes: number;
+  /** Total bytes the plan allocates (pinned + ring). */
+  bytes: number;
+  /** The budget could not hold one ring slot and was raised to it. */
+  raised: boolean;
+  /** With one slot, the budget that would grant a second (and read-ahead). */
+  twoSlotBudget: number | undefined;
+}
+
+/** `layerBytes[l]` is what layer l costs in memory (its run plus its widened vectors). */
+export function planTrunk(layerBytes: readonly number[], budgetBytes: number): TrunkPlan {
+  const L = layerBytes.length;
+  const prefix = [0];
+  for (const bytes of layerBytes) prefix.push((prefix.at(-1) as number) + bytes);
+  const largestFrom = [0];
+  for (let p = L - 1; p >= 0; p--) largestFrom.unshift(Math.max(largestFrom[0] as number, layerBytes[p] as number));
+  // The most layers that can be pinned next to `slots` ring slots of the largest unpinned layer.
+  const mostPinned = (slots: number) => {
+    let best = -1;
+    for (let p = 0; p <= L; p++) if (slots * (largestFrom[p] as number) + (prefix[p] as number) <= budgetBytes) best = p;
+    return best;
+  };
+  // The second slot (read-ahead) is granted only when it fits; otherwise one, raised if need be.
+  const withTwo = mostPinned(2);
+  const withOne = mostPinned(1);
+  const pinned = withTwo >= 0 ? withTwo : Math.max(withOne, 0);
+  const ringSlots = pinned === L ? 0 : withTwo >= 0 ? 2 : 1;
+  const slotBytes = pinned === L ? 0 : (largestFrom[pinned] as number);
+  const pinnedBytes = prefix[pinned] as number;
+  return {
+    pinned, ringSlots, slotBytes, pinnedBytes, bytes: pinnedBytes + ringSlots * slotBytes,
+    raised: withOne < 0, twoSlotBudget: ringSlots === 1 ? pinnedBytes + 2 * slotBytes : undefined,
+  };
+}

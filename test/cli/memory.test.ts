@@ -1,0 +1,101 @@
+/** Budgets, presets, the memory plan, dropped experts and cache traces, through dist/k3. */
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { readTraceFile } from "../../src/weights/expert-trace.ts";
+import { expectation, modelDir } from "../support/fixtures.ts";
+import { k3 } from "../support/k3.ts";
+import { tempDir } from "../support/tmp.ts";
+
+const tiny = modelDir("tiny13");
+const want = expectation("tiny13");
+const prompt = ["--ids", want.prompt_ids.join(",")];
+
+describe("presets and budgets", () => {
+  test("a later option wins: --preset server --cache-gb 40, and the reverse", () => {
+    const a = k3([tiny, ...prompt, "--gen", "1", "--out", "-", "--preset", "server", "--cache-gb", "40"]);
+    expect(a.code).toBe(0);
+    expect(a.stderr).toContain("preset server (trunk 110 GB / expert cache 40 GB)");
+    const b = k3([tiny, ...prompt, "--gen", "1", "--out", "-", "--cache-gb", "40", "--preset", "server"]);
+    expect(b.stderr).toContain("preset server (trunk 110 GB / expert cache 13 GB)");
+  });
+
+  test("an unknown preset is a usage error that lists the presets", () => {
+    const r = k3([tiny, ...prompt, "--preset", "huge"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr.split("\n")[0]).toBe("k3: --preset: unknown preset 'huge'");
+    expect(r.stderr).toContain("presets (trunk / expert-cache, in GB):");
+  });
+
+  test("malformed budgets are usage errors naming the flag", () => {
+    for (const [flag, value] of [["--trunk-gb", "x"], ["--cache-gb", "-1"], ["--cache-gb", "1e3"]] as const) {
+      const r = k3([tiny, ...prompt, flag, value]);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toBe(`k3: ${flag} expects a size in GB (a number such as 16 or 0.5), got '${value}'\n`);
+    }
+  });
+
+  test("--preset auto sizes both budgets from MemAvailable and prints them", () => {
+    const r = k3([tiny, ...prompt, "--gen", "2", "--out", "-", "--preset", "auto"]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/auto budget: [\d.]+ GB available, [\d.]+ GB reserved -> trunk [\d.]+ GB \/ expert cache [\d.]+ GB/);
+    expect(JSON.parse(r.stdout).generated_ids).toEqual(want.generated_ids.slice(0, 2));
+  });
+
+  test("the memory plan is printed before the run, with every term", () => {
+    const r = k3([tiny, ...prompt, "--gen", "1", "--out", "-"]);
+    for (const term of ["memory plan", "trunk (resident)", "embed + lm_head", "expert cache", "recurrent state", "buffers", "KV cache", "TOTAL", "available"]) {
+      expect(r.stderr).toContain(term);
+    }
+    expect(r.stderr.indexOf("memory plan")).toBeLessThan(r.stderr.indexOf("STEP"));
+    expect(r.stderr).toContain("PEAK RSS for the whole run:");
+    expect(r.stderr).toContain("I/O share of wall clock:");
+  });
+});
+
+describe("a routed expert that cannot be loaded", () => {
+  test("makes the run invalid: EXPERT DROP lines, the RUN INVALID block, exit 4", () => {
+    // Every expert of layer 1 fails, so whichever the router picks is dropped.
+    const faults = Array.from({ length: 8 }, (_, e) => `1:${e}`).join(",");
+    const r = k3([tiny, ...prompt, "--gen", "2", "--out", "-"], { env: { K3_INJECT_EXPERT_FAULT: faults } });
+    expect(r.code).toBe(4);
+    expect(r.stderr).toMatch(/EXPERT DROP: layer 1 expert \d failed to load; this token is CORRUPT \(.*file ends before the requested bytes/);
+    expect(r.stderr).toContain("RUN INVALID");
+    expect(r.stderr).toContain("The token ids above are CORRUPT.");
+    const results = JSON.parse(r.stdout);
+    expect(results.expert_drops).toBeGreaterThan(0);
+  });
+
+  test("a malformed fault specification is refused", () => {
+    const r = k3([tiny, ...prompt], { env: { K3_INJECT_EXPERT_FAULT: "one" } });
+    expect(r.code).toBe(2);
+  });
+});
+
+describe("--dump-cache-trace and k3 sim-cache", () => {
+  test("a recorded trace replays at many capacities, Belady never below LRU", () => {
+    const dir = tempDir("trace");
+    const r = k3([tiny, ...prompt, "--gen", "6", "--recompute", "--out", "-", "--dump-cache-trace", dir]);
+    expect(r.code).toBe(0);
+    const trace = readTraceFile(join(dir, "expert_trace.bin"));
+    // Full recompute: 12+13+...+17 positions x 12 MoE layers x top-2 requests.
+    expect(trace.layers.length).toBe((12 + 13 + 14 + 15 + 16 + 17) * 12 * 2);
+    expect(existsSync(join(dir, "expert_hist.json"))).toBe(true);
+    const hist = JSON.parse(readFileSync(join(dir, "expert_hist.json"), "utf8"));
+    expect(Object.values(hist.counts as Record<string, number>).reduce((a, b) => a + b, 0)).toBe(trace.layers.length);
+    const sim = k3(["sim-cache", join(dir, "expert_trace.bin"), "--slots", "17,24,32,48,64", "--expert-bytes", "16384"]);
+    expect(sim.code).toBe(0);
+    const rows = sim.stdout.split("\n").filter((l) => /^[\d.]+ GB\s+\d+\s+[\d.]+%\s+[\d.]+%/.test(l));
+    expect(rows.length).toBe(5);
+    for (const row of rows) {
+      const [lru, belady] = [...row.matchAll(/([\d.]+)%/g)].map((m) => Number(m[1]));
+      expect(belady!).toBeGreaterThanOrEqual(lru!);
+    }
+  });
+
+  test("--dump-cache-trace into a missing directory is refused", () => {
+    const r = k3([tiny, ...prompt, "--dump-cache-trace", "/nonexistent/k3-trace"]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe("k3: --dump-cache-trace: directory /nonexistent/k3-trace does not exist\n");
+  });
+});

@@ -1,0 +1,80 @@
+import { describe, expect, test } from "bun:test";
+import { autoBudget, readMemory, resolveBudgets } from "../../src/plan/budget.ts";
+import { checkPlanFits, memoryPlan } from "../../src/plan/memory-plan.ts";
+import { planTrunk } from "../../src/plan/trunk-plan.ts";
+import { K3Error } from "../../src/errors.ts";
+import { tinyConfig } from "../support/configs.ts";
+
+const released = { trunkGb: 108.81, tablesGb: 4.7 };
+
+describe("auto budget (runtime.md 2.3 worked examples)", () => {
+  test("the reference machine: 239.6 GB available -> trunk 111, cache 115.4", () => {
+    const a = autoBudget({ availableGb: 239.6, totalGb: 256 }, released);
+    expect(a.reserveGb).toBeCloseTo(13.192, 3);
+    expect(a.trunkGb).toBeCloseTo(111.0, 6);
+    expect(a.cacheGb).toBeCloseTo(115.4, 1);
+  });
+
+  test("a 64 GB machine with 60 GB available: trunk 25.1, cache 0.5", () => {
+    const a = autoBudget({ availableGb: 60, totalGb: 64 }, released);
+    expect(a.reserveGb).toBeCloseTo(9.6, 6);
+    expect(a.trunkGb).toBeCloseTo(25.1, 6);
+    expect(a.cacheGb).toBe(0.5);
+  });
+
+  test("too little memory is refused with the numbers", () => {
+    expect(() => autoBudget({ availableGb: 9, totalGb: 16 }, released)).toThrow(/below the 3\.0 GB floor/);
+  });
+
+  test("auto follows later-wins like every budget option", () => {
+    const memory = { availableGb: 60, totalGb: 64 };
+    expect(resolveBudgets([{ kind: "auto" }, { kind: "cache", gb: 7 }], memory, released)).toMatchObject({ trunkGb: 25.1, cacheGb: 7 });
+    expect(resolveBudgets([{ kind: "cache", gb: 7 }, { kind: "auto" }], memory, released).cacheGb).toBe(0.5);
+    expect(resolveBudgets([{ kind: "preset", name: "laptop" }, { kind: "trunk", gb: 5 }], memory, released)).toMatchObject({ trunkGb: 5, cacheGb: 1, preset: "laptop" });
+  });
+
+  test("MemAvailable is read from /proc/meminfo text", () => {
+    expect(readMemory("MemTotal:       25165824 kB\nMemFree: 1 kB\nMemAvailable:   20000000 kB\n")).toEqual({ availableGb: 20.48, totalGb: 25165824 * 1024 / 1e9 });
+    expect(readMemory("MemTotal: 1 kB\n")).toBeUndefined();
+  });
+});
+
+describe("trunk plan (runtime.md 5.1)", () => {
+  const k3Layers = [2.341, ...Array.from({ length: 92 }, (_, i) => ([3, 7, 11, 15, 19, 23, 27, 31, 35, 39, 43, 47, 51, 55, 59, 63, 67, 71, 75, 79, 83, 87, 91, 92].includes(i + 1) ? 0.844 : 1.268))].map((g) => g * 1e9);
+
+  test("pinning layer 0 shrinks the slot, which pins more", () => {
+    const p = planTrunk(k3Layers, 16e9);
+    expect(p.pinned).toBe(10);
+    expect(p.ringSlots).toBe(2);
+    expect(p.slotBytes).toBe(1.268e9);
+    expect(p.bytes).toBeLessThanOrEqual(16e9);
+  });
+
+  test("a budget under one slot is raised to one slot and says so; the whole trunk needs no ring", () => {
+    const small = planTrunk(k3Layers, 1e9);
+    expect(small).toMatchObject({ pinned: 0, ringSlots: 1, raised: true });
+    expect(small.twoSlotBudget).toBe(2 * 2.341e9);
+    expect(planTrunk(k3Layers, 120e9)).toMatchObject({ pinned: 93, ringSlots: 0 });
+  });
+
+  test("the plan never exceeds a budget that holds at least one slot", () => {
+    for (let budget = 2.4e9; budget < 115e9; budget += 0.37e9) {
+      const p = planTrunk(k3Layers, budget);
+      expect(p.bytes).toBeLessThanOrEqual(budget);
+    }
+  });
+});
+
+describe("memory plan", () => {
+  test("sums its terms and refuses past 95% of MemAvailable with both numbers", () => {
+    const plan = memoryPlan({
+      config: tinyConfig(), layerCount: 13, positions: 100, promptTokens: 10,
+      trunk: { mode: "resident", bytes: 5e9 }, tablesBytes: 1e9, expertCacheBytes: 2e9,
+    });
+    expect(plan.totalBytes).toBe(plan.terms.reduce((s, [, b]) => s + b, 0));
+    expect(() => checkPlanFits(plan, 10e9)).not.toThrow();
+    expect(() => checkPlanFits(plan, 8e9)).toThrow(K3Error);
+    expect(() => checkPlanFits(plan, 8e9)).toThrow(/REFUSING TO START: the plan needs 8\.\d\d GB but only 8\.00 GB is available/);
+    expect(() => checkPlanFits(plan, undefined)).not.toThrow();
+  });
+});
