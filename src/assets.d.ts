@@ -3,3 +3,11 @@ declare module "*.so" {
   const path: string;
   export default path;
 }
+declare module "*.safetensors" {
+  const path: string;
+  export default path;
+}
+declare module "*.model" {
+  const path: string;
+  export default path;
+}

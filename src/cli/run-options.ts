@@ -10,6 +10,9 @@ export interface RunOptions {
   modelDir: string;
   /** Prompt sources in the order given; exactly one is allowed. */
   promptSources: string[];
+  /** The prompt option's raw value (ids text, "-", text or path); resolved after the config. */
+  promptValue: string;
+  tokDir: string | undefined;
   ids: number[];
   gen: number;
   configPath: string | undefined;
@@ -26,7 +29,7 @@ export interface RunOptions {
 
 export function defaultRunOptions(): RunOptions {
   return {
-    modelDir: "", promptSources: [], ids: [], gen: defaultGeneratedTokens, configPath: undefined,
+    modelDir: "", promptSources: [], promptValue: "", tokDir: undefined, ids: [], gen: defaultGeneratedTokens, configPath: undefined,
     mode: "incremental", out: "k3_run.json", dumpLogits: undefined, layers: undefined,
     budgets: [], trunkDir: undefined, dumpCacheTrace: undefined,
   };
@@ -55,11 +58,33 @@ const noop = () => {};
 export const runOptionTable: readonly OptionDef<RunOptions>[] = [
   {
     name: "ids", value: "1,2,3",
-    description: "Prompt as raw token ids, separated by commas and/or spaces",
+    description: "Prompt as raw token ids, separated by commas and/or spaces; '-' reads them from stdin",
     apply: (o, raw, flag) => {
       o.promptSources.push(flag);
-      o.ids = parseIdList(raw, flag);
+      o.promptValue = raw;
+      if (raw !== "-") o.ids = parseIdList(raw, flag);
     },
+  },
+  {
+    name: "prompt", value: "TEXT",
+    description: "Prompt as text, tokenized with --tok (a raw prompt gets a raw continuation)",
+    apply: (o, raw, flag) => {
+      o.promptSources.push(flag);
+      o.promptValue = raw;
+    },
+  },
+  {
+    name: "prompt-file", value: "PATH",
+    description: "Prompt text read verbatim from PATH (best for anything non-ASCII), tokenized with --tok",
+    apply: (o, raw, flag) => {
+      o.promptSources.push(flag);
+      o.promptValue = requirePath(raw, flag);
+    },
+  },
+  {
+    name: "tok", value: "DIR",
+    description: "Tokenizer directory (tiktoken.model + tokenizer_config.json), normally the model directory",
+    apply: (o, raw, flag) => { o.tokDir = requirePath(raw, flag); },
   },
   {
     name: "gen", value: "N",

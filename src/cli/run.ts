@@ -17,6 +17,8 @@ import { maxPositions, maxPromptIds } from "../plan/limits.ts";
 import { presetListing } from "../plan/presets.ts";
 import { emit, log } from "../report/log.ts";
 import { findInfoFlag, parseOptions } from "./args.ts";
+import { decodeText, resolvePrompt, tokMissingMessage } from "./prompt.ts";
+import type { Tokenizer } from "../tokenizer/index.ts";
 import { subcommands } from "./commands.ts";
 import { defaultRunOptions, runOptionTable, runPositionals, type RunOptions } from "./run-options.ts";
 import { usageText, version, type CommandInfo } from "./usage.ts";
@@ -41,14 +43,20 @@ export function parseRunArgs(args: readonly string[]): RunOptions {
   options.modelDir = first;
   const extra = parseOptions(args.slice(1), runOptionTable, options);
   if (extra.length > 0) throw usageError(`unexpected argument ${extra[0]} (options start with --)`);
-  if (options.promptSources.length === 0) throw usageError("a prompt is required: give --ids");
+  if (options.promptSources.length === 0) throw usageError("a prompt is required: give one of --ids, --prompt, --prompt-file");
   const sources = [...new Set(options.promptSources)];
   if (sources.length > 1) throw usageError(`${sources.join(" and ")} are mutually exclusive: give exactly one prompt source`);
-  if (options.ids.length > maxPromptIds) throw usageError(`the prompt has ${options.ids.length} ids; the ceiling is ${maxPromptIds}`);
-  if (options.ids.length + options.gen + 1 > maxPositions) {
-    throw usageError(`prompt (${options.ids.length}) + --gen (${options.gen}) + 1 exceeds the ${maxPositions}-position ceiling`);
-  }
+  if (options.promptSources[0] !== "--ids" && !options.tokDir) throw usageError(tokMissingMessage(options.promptSources[0] as string));
+  if (options.promptSources[0] === "--ids" && options.promptValue !== "-") checkRequest(options.ids, options.gen);
   return options;
+}
+
+/** Request limits (runtime.md 1.6): refused, never truncated. */
+function checkRequest(ids: readonly number[], gen: number): void {
+  if (ids.length > maxPromptIds) throw usageError(`the prompt has ${ids.length} ids; the ceiling is ${maxPromptIds}`);
+  if (ids.length + gen + 1 > maxPositions) {
+    throw usageError(`prompt (${ids.length}) + --gen (${gen}) + 1 exceeds the ${maxPositions}-position ceiling`);
+  }
 }
 
 /** Returns the process exit code. */
@@ -64,16 +72,19 @@ export async function runMain(args: readonly string[]): Promise<number> {
   const configPath = options.configPath ?? join(options.modelDir, "config.json");
   const { config, shape, warnings } = loadConfig(configPath);
   for (const warning of warnings) log.warn(`${configPath}: ${warning}`);
+  const prompt = resolvePrompt({ source: options.promptSources[0] as string, value: options.promptValue, tokDir: options.tokDir });
+  options.ids = prompt.ids;
+  checkRequest(options.ids, options.gen);
   const outside = options.ids.find((id) => id >= config.vocabSize);
   if (outside !== undefined) {
-    throw usageError(`--ids: token id ${outside} is outside the vocabulary (size ${config.vocabSize})`);
+    throw usageError(`${options.promptSources[0]}: token id ${outside} is outside the vocabulary (size ${config.vocabSize})`);
   }
   const layerCount = options.layers ?? config.numLayers;
   if (layerCount > config.numLayers) throw usageError(`--layers ${layerCount} exceeds the model's ${config.numLayers} layers`);
   if (layerCount < config.numLayers) {
     log.warn(`NOTE: binding only the first ${layerCount} of ${config.numLayers} layers; the output is NOT the full model`);
   }
-  return generate(options, config, shape, layerCount);
+  return generate(options, config, shape, layerCount, prompt.tokenizer);
 }
 
 function peakRssBytes(): number {
@@ -91,7 +102,7 @@ function injectedFaults(): Set<string> | undefined {
   return new Set(keys);
 }
 
-async function generate(options: RunOptions, config: ModelConfig, shape: string, layerCount: number): Promise<number> {
+async function generate(options: RunOptions, config: ModelConfig, shape: string, layerCount: number, tokenizer: Tokenizer | undefined): Promise<number> {
   const wallStarted = performance.now();
   setBufferedFallbackReporter((path) => log.info(`${path}: the filesystem refuses O_DIRECT; reading through the page cache`));
   if (options.dumpCacheTrace && !existsSync(options.dumpCacheTrace)) {
@@ -150,6 +161,8 @@ async function generate(options: RunOptions, config: ModelConfig, shape: string,
         log.warn("--dump-logits: no step ran (--gen 0), nothing written");
       }
     }
+    const text = tokenizer && result.generated.length > 0 ? decodeText(tokenizer, result.generated) : null;
+    if (text !== null) process.stderr.write(`\n--- generated text ---\n${text}\n----------------------\n\n`);
     const peak = peakRssBytes();
     process.stderr.write(`PEAK RSS for the whole run: ${formatBytes(peak)}   <- quote this, not the plan\n`);
     process.stderr.write(`layers completed: ${layerCount}/${config.numLayers}; routed expert drops: ${experts.drops.length}\n`);
@@ -162,6 +175,7 @@ async function generate(options: RunOptions, config: ModelConfig, shape: string,
       wall_seconds: (performance.now() - wallStarted) / 1000, mode: options.mode, peak_rss_bytes: peak,
       expert_drops: experts.drops.length, expert_bytes_read: experts.total.bytesRead,
       trunk_bytes_read: prepared.streamed?.stats.bytesRead ?? prepared.residentTrunkBytes,
+      generated_text: text,
     });
     if (options.out === "-") {
       emit(json);

@@ -15,6 +15,8 @@ export interface RunResults {
   expert_drops: number;
   expert_bytes_read: number;
   trunk_bytes_read: number;
+  /** The generated ids decoded once, for text prompts; null for --ids runs. */
+  generated_text: string | null;
 }
 
 export function resultsJson(results: RunResults): string {

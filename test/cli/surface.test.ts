@@ -66,7 +66,9 @@ describe("usage errors exit 2 with a one-line message naming the flag", () => {
     ["a malformed id", ["m", "--ids", "1,x,3"], "k3: --ids: 'x' is not a token id (ids are whole numbers >= 0)"],
     ["a negative id", ["m", "--ids", "1,-3"], "k3: --ids: '-3' is not a token id (ids are whole numbers >= 0)"],
     ["an empty id list", ["m", "--ids", " , "], "k3: --ids: no prompt ids parsed"],
-    ["no prompt source", ["m", "--gen", "3"], "k3: a prompt is required: give --ids"],
+    ["no prompt source", ["m", "--gen", "3"], "k3: a prompt is required: give one of --ids, --prompt, --prompt-file"],
+    ["two prompt sources", ["m", "--ids", "1", "--prompt", "hi"], "k3: --ids and --prompt are mutually exclusive: give exactly one prompt source"],
+    ["a text prompt without --tok", ["m", "--prompt", "hi"], "k3: --prompt needs --tok DIR: a directory holding tiktoken.model and tokenizer_config.json (normally the model directory)"],
     ["a stray argument", ["m", "--ids", "1", "extra"], "k3: unexpected argument extra (options start with --)"],
     ["a value on a flag", ["m", "--ids", "1", "--version=3"], "k3: --version takes no value"],
   ];

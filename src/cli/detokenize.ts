@@ -1,0 +1,35 @@
+/** `k3 detokenize --tok DIR`: ids on stdin (comma/space separated, or {"ids":[...]}) to bytes on stdout. */
+import { ExitCode, usageError } from "../errors.ts";
+import { emit } from "../report/log.ts";
+import { loadTokenizer } from "../tokenizer/index.ts";
+import { findInfoFlag, parseOptions, type OptionDef } from "./args.ts";
+import { parseIdsText, readStdin } from "./prompt.ts";
+import { usageText, type CommandInfo } from "./usage.ts";
+
+interface DetokenizeOptions {
+  tokDir: string | undefined;
+}
+
+const options: readonly OptionDef<DetokenizeOptions>[] = [
+  { name: "tok", value: "DIR", description: "Tokenizer directory (tiktoken.model + tokenizer_config.json)", apply: (o, raw) => { o.tokDir = raw; } },
+  { name: "help", alias: "h", description: "Print this usage and exit", apply: () => {} },
+];
+
+const command: CommandInfo<DetokenizeOptions> = {
+  name: "k3 detokenize", description: "Decode Kimi token ids from stdin to exactly their bytes on stdout", positionals: [], options,
+};
+
+export async function main(args: readonly string[]): Promise<number> {
+  if (findInfoFlag(args, options, ["help"])) {
+    emit(await usageText(command));
+    return ExitCode.ok;
+  }
+  const o: DetokenizeOptions = { tokDir: undefined };
+  const extra = parseOptions(args, options, o);
+  if (extra.length > 0) throw usageError(`unexpected argument ${extra[0]}`);
+  if (!o.tokDir) throw usageError("detokenize needs --tok DIR: a directory holding tiktoken.model and tokenizer_config.json");
+  const ids = parseIdsText(new TextDecoder().decode(readStdin()), "stdin");
+  const bytes = loadTokenizer(o.tokDir).decode(ids);
+  process.stdout.write(bytes);
+  return ExitCode.ok;
+}
