@@ -18,5 +18,5 @@ fi
 bun install --frozen-lockfile >&2
 bun run build
 ./dist/k3 --version
-# A first real generation: the 13-layer tiny Kimi K3 checkpoint shipped in test/fixtures.
-./dist/k3 test/fixtures/tiny13 --ids 96,45,40,46,120,109,153,214,145,211,39,75 --gen 8 --out -
+# A first real generation: the tiny 13-layer Kimi K3 model built into the executable.
+./dist/k3 demo
