@@ -9,19 +9,9 @@ import { join } from "node:path";
 import type { ModelConfig } from "../src/checkpoint/config.ts";
 import { indexCheckpoint } from "../src/checkpoint/safetensors.ts";
 import { expertTensors, ffnKind, modelTensors, trunkTensors, type TensorSpec } from "../src/checkpoint/tensor-names.ts";
+import { releasedConfig } from "../tools/checkpoint/released-config.ts";
 import { headerFor, shardName, tensorBytes } from "../tools/checkpoint/writer.ts";
 
-export const releasedConfig: ModelConfig = {
-  hiddenSize: 7168, numLayers: 93, vocabSize: 163840, rmsNormEps: 1e-5,
-  kdaNumHeads: 96, kdaHeadDim: 128, shortConvKernel: 4, gateLowerBound: -5,
-  numAttentionHeads: 96, qLoraRank: 1536, kvLoraRank: 512, qkNopeHeadDim: 128, qkRopeHeadDim: 64, vHeadDim: 128,
-  mlaUseOutputGate: true, numExperts: 896, numExpertsPerToken: 16, numSharedExperts: 2,
-  routedExpertHiddenSize: 3584, moeIntermediateSize: 3072, routedScalingFactor: 1, moeRenormalize: true,
-  latentMoeUseNorm: true, firstKDenseReplace: 1, intermediateSize: 33792, attnResBlockSize: 12,
-  situBeta: 4, situLinearBeta: 25,
-  fullAttnLayers: [...Array.from({ length: 23 }, (_, i) => 4 * (i + 1)), 93],
-  tieWordEmbeddings: false,
-};
 
 /** The released shard layout (model.md 3.8): one layer per shard, model level, two vision shards. */
 function releasedShards(config: ModelConfig): TensorSpec[][] {

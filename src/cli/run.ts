@@ -131,7 +131,10 @@ async function generate(options: RunOptions, config: ModelConfig, shape: string,
     if (prepared.streamed) {
       process.stderr.write(`${trunkBanner(prepared.streamed.plan, prepared.streamed.packedBytes, layerCount, true)}\n`);
     }
-    const loaded = prepared.materialize();
+    const loadStarted = performance.now();
+    const loaded = prepared.materialize((bound) => {
+      if (bound % 10 === 0) log.info(`  bound ${bound}/${layerCount} layers, ${((performance.now() - loadStarted) / 1000).toFixed(1)} s elapsed`);
+    });
     for (const warning of loaded.warnings) log.warn(warning);
     if (!prepared.streamed) log.info(`resident trunk: ${formatBytes(prepared.residentTrunkBytes)} for ${layerCount} layers, loaded in ${loaded.loadSeconds.toFixed(2)} s`);
     log.info(`peak RSS after loading weights: ${formatBytes(peakRssBytes())}  (the plan above is a forecast, this is measured)`);

@@ -11,19 +11,16 @@ import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { ModelConfig } from "../../src/checkpoint/config.ts";
 import { allTensors, type TensorSpec } from "../../src/checkpoint/tensor-names.ts";
+import { releasedConfig } from "../checkpoint/released-config.ts";
 import { configJson, shardName, writeSafetensors } from "../checkpoint/writer.ts";
 import { writeFileSync, renameSync, mkdirSync } from "node:fs";
 
 const log = createConsola({ stdout: process.stderr, stderr: process.stderr });
 
+/** The released widths; only the depth, the expert count, the vocabulary and the block size shrink. */
 export const k3WidthConfig: ModelConfig = {
-  hiddenSize: 7168, numLayers: 4, vocabSize: 4096, rmsNormEps: 1e-5,
-  kdaNumHeads: 96, kdaHeadDim: 128, shortConvKernel: 4, gateLowerBound: -5,
-  numAttentionHeads: 96, qLoraRank: 1536, kvLoraRank: 512, qkNopeHeadDim: 128, qkRopeHeadDim: 64, vHeadDim: 128,
-  mlaUseOutputGate: true, numExperts: 64, numExpertsPerToken: 16, numSharedExperts: 2,
-  routedExpertHiddenSize: 3584, moeIntermediateSize: 3072, routedScalingFactor: 1, moeRenormalize: true,
-  latentMoeUseNorm: true, firstKDenseReplace: 1, intermediateSize: 33792, attnResBlockSize: 2,
-  situBeta: 4, situLinearBeta: 25, fullAttnLayers: [4], tieWordEmbeddings: false,
+  ...releasedConfig,
+  numLayers: 4, vocabSize: 4096, numExperts: 64, attnResBlockSize: 2, fullAttnLayers: [4],
 };
 
 /** xorshift128+ filling whole words: fast enough for gigabytes. */

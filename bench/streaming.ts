@@ -1,0 +1,482 @@
+/**
+ * Streaming benchmark: the compiled `dist/k3` on a K3-width checkpoint (real per-layer widths,
+ * 4 layers = 3 KDA + 1 MLA, 64 experts top-16, ~9 GB), three ways on the same prompt:
+ *
+ *   resident trunk | --trunk <dir> --trunk-gb 1.5 | --trunk <dir> --trunk-gb 8
+ *
+ * each with the same --cache-gb, each a child process so its peak RSS is its own. The
+ * generated ids must be identical across the three (a loud FAIL and a non-zero exit if not).
+ * The trunk read rate the engine reports is set next to this machine's O_DIRECT sequential
+ * read bandwidth on the same trunk.bin, and the 1.5 GB run's measured peak RSS is set against
+ * the memory plan's forecast TOTAL.
+ *
+ * The checkpoint lives in $K3_BENCH_DIR (default /var/tmp/k3-bench/k3width), never inside the
+ * repository; it is generated with tools/k3width/generate.ts only when absent (config.json is
+ * written last, so its presence means a complete checkpoint), and packed next to it
+ * (<dir>-trunk, `k3 pack-trunk`, which reuses a matching pack). Run alone with
+ * `bun run bench/streaming.ts`; progress goes to stderr, figures to stdout.
+ */
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, relative, resolve } from "node:path";
+import { allTensors, trunkTensors } from "../src/checkpoint/tensor-names.ts";
+import { DirectFile } from "../src/native/file.ts";
+import { k3WidthConfig } from "../tools/k3width/generate.ts";
+import { tensorBytes } from "../tools/checkpoint/writer.ts";
+import { ensureBuilt, executablePath, root } from "../tools/build.ts";
+
+export const defaultBenchDir = "/var/tmp/k3-bench/k3width";
+const promptIds = "1,2,3,4,5";
+const genTokens = 4;
+/** One expert-cache budget for all three runs: 113 of the 192 routed experts, fits 24 GB. */
+const cacheGb = 2;
+const directChunkBytes = 64 << 20;
+const directPasses = 2;
+/** Free space kept beyond what the checkpoint and the pack need. */
+const diskMarginBytes = 2e9;
+
+const progress = (line: string) => process.stderr.write(`[streaming] ${line}\n`);
+
+export interface StreamingPaths {
+  dir: string;
+  trunkDir: string;
+}
+
+export function benchPaths(dir = process.env.K3_BENCH_DIR || defaultBenchDir): StreamingPaths {
+  const absolute = resolve(dir);
+  return { dir: absolute, trunkDir: `${absolute}-trunk` };
+}
+
+const checkpointPresent = (p: StreamingPaths) => existsSync(join(p.dir, "config.json"));
+const packPresent = (p: StreamingPaths) => existsSync(join(p.trunkDir, "trunk.json")) && existsSync(join(p.trunkDir, "trunk.bin"));
+
+/** Bytes the generator writes (payloads; headers are a few hundred KB more). */
+export function checkpointBytes(): number {
+  return allTensors(k3WidthConfig).reduce((sum, s) => sum + tensorBytes(s.dtype, s.shape), 0);
+}
+
+/** Bytes of the packed trunk (each layer's run, rounded up to 4096). */
+export function packedTrunkBytes(): number {
+  let total = 0;
+  for (let layer = 0; layer < k3WidthConfig.numLayers; layer++) {
+    const bytes = trunkTensors(k3WidthConfig, layer).reduce((sum, s) => sum + tensorBytes(s.dtype, s.shape), 0);
+    total += Math.ceil(bytes / 4096) * 4096;
+  }
+  return total;
+}
+
+export interface DiskCheck {
+  /** Bytes still to be written (checkpoint and/or pack) plus the margin; 0 when both exist. */
+  neededBytes: number;
+  /** Free bytes for unprivileged users on the filesystem that will hold them (what `df` shows). */
+  freeBytes: number;
+  ok: boolean;
+  /** Where free space was measured (the nearest existing ancestor of the bench directory). */
+  measuredAt: string;
+}
+
+export function diskCheck(paths = benchPaths()): DiskCheck {
+  let toWrite = 0;
+  if (!checkpointPresent(paths)) toWrite += checkpointBytes();
+  if (!packPresent(paths)) toWrite += packedTrunkBytes();
+  let at = paths.dir;
+  while (!existsSync(at) && dirname(at) !== at) at = dirname(at);
+  const fs = statfsSync(at);
+  const freeBytes = Number(fs.bavail) * Number(fs.bsize);
+  const neededBytes = toWrite > 0 ? toWrite + diskMarginBytes : 0;
+  return { neededBytes, freeBytes, ok: freeBytes >= neededBytes, measuredAt: at };
+}
+
+/** MemAvailable in bytes, or undefined without /proc/meminfo. */
+export function memAvailableBytes(): number | undefined {
+  try {
+    const match = readFileSync("/proc/meminfo", "utf8").match(/^MemAvailable:\s+(\d+) kB/m);
+    return match ? Number(match[1]) * 1024 : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Parses a size as the engine prints it (1000-based: "9.17 GB", "512 B"). */
+export function parseSize(text: string): number | undefined {
+  const match = text.trim().match(/^([\d.]+)\s*(B|KB|MB|GB|TB)$/);
+  if (!match) return undefined;
+  const scale = { B: 1, KB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12 }[match[2] as "B" | "KB" | "MB" | "GB" | "TB"];
+  return Number(match[1]) * scale;
+}
+
+async function runLogged(command: string[], what: string): Promise<number> {
+  const started = performance.now();
+  progress(`${what}: ${command.join(" ")}`);
+  const child = Bun.spawn(command, { cwd: root, stdin: "ignore", stdout: "inherit", stderr: "inherit" });
+  const code = await child.exited;
+  if (code !== 0) throw new Error(`${what} failed (exit ${code}): ${command.join(" ")}`);
+  return (performance.now() - started) / 1000;
+}
+
+/** Generates the checkpoint when absent and packs it when no pack is there; seconds for each. */
+async function prepare(paths: StreamingPaths): Promise<{ generateSeconds: number | undefined; packSeconds: number | undefined }> {
+  const rel = relative(root, paths.dir);
+  if (!rel.startsWith("..") && !rel.startsWith("/")) {
+    throw new Error(`K3_BENCH_DIR=${paths.dir} is inside the repository; put the ~15 GB of bench data elsewhere`);
+  }
+  let generateSeconds: number | undefined;
+  if (!checkpointPresent(paths)) {
+    progress(`no checkpoint in ${paths.dir}: generating ${(checkpointBytes() / 1e9).toFixed(2)} GB (this takes a minute or more)`);
+    mkdirSync(dirname(paths.dir), { recursive: true });
+    generateSeconds = await runLogged([process.execPath, "run", join(root, "tools/k3width/generate.ts"), paths.dir], "generate");
+  } else {
+    progress(`reusing the checkpoint in ${paths.dir}`);
+  }
+  let packSeconds: number | undefined;
+  if (!packPresent(paths)) {
+    progress(`packing the trunk into ${paths.trunkDir} (${(packedTrunkBytes() / 1e9).toFixed(2)} GB)`);
+    packSeconds = await runLogged([executablePath, "pack-trunk", paths.dir, paths.trunkDir, "--force"], "pack-trunk");
+  } else {
+    // pack-trunk checks the layout and says "nothing to do" when it matches; it repacks otherwise.
+    await runLogged([executablePath, "pack-trunk", paths.dir, paths.trunkDir, "--force"], "pack-trunk (reuse check)");
+  }
+  return { generateSeconds, packSeconds };
+}
+
+export interface DirectBandwidth {
+  bytes: number;
+  chunkBytes: number;
+  /** MB/s of each full pass over the file. */
+  passes: number[];
+  best: number;
+  direct: boolean;
+}
+
+/** Sequential reads of the whole file in large chunks through libk3's O_DIRECT reader. */
+export function measureDirectBandwidth(path: string, chunkBytes = directChunkBytes, passes = directPasses): DirectBandwidth {
+  const bytes = statSync(path).size;
+  const rates: number[] = [];
+  let direct = true;
+  for (let pass = 0; pass < passes; pass++) {
+    const file = new DirectFile(path);
+    try {
+      const started = performance.now();
+      for (let offset = 0; offset < bytes; offset += chunkBytes) file.read(offset, Math.min(chunkBytes, bytes - offset));
+      rates.push(bytes / 1e6 / ((performance.now() - started) / 1000));
+      direct &&= file.direct;
+    } finally {
+      file.close();
+    }
+  }
+  return { bytes, chunkBytes, passes: rates, best: Math.max(...rates), direct };
+}
+
+export interface TrunkFinal {
+  lines: string[];
+  pinned: string | undefined;
+  bytesRead: number | undefined;
+  readSeconds: number | undefined;
+  mbps: number | undefined;
+  waitedSeconds: number | undefined;
+}
+
+export interface StreamingRun {
+  label: string;
+  args: string[];
+  code: number;
+  wallSeconds: number;
+  generated: number[] | undefined;
+  secondsPerToken: number | undefined;
+  /** Mean of the steps after step 0 (which also pays for the prefill and first reads). */
+  steadySecondsPerToken: number | undefined;
+  stepSeconds: number[];
+  peakRss: number | undefined;
+  /** ru_maxrss of the child as the OS reports it to the parent (a cross-check of the JSON). */
+  osPeakRss: number | undefined;
+  planTotal: number | undefined;
+  planTrunk: number | undefined;
+  planTrunkLabel: string | undefined;
+  banner: string[];
+  ioShare: string[];
+  trunk: TrunkFinal | undefined;
+  /** Resident only: "resident trunk: X for N layers, loaded in S s". */
+  residentLoad: { bytes: number; seconds: number } | undefined;
+  expertBytesRead: number | undefined;
+  stderrTail: string[];
+}
+
+const stepRowPattern = /^(\d+)\s+(\d+)\s+([\d.]+)\s+(\S+)\s+([\d.]+)\s+(\S+)\s*$/;
+
+function parseTrunkFinal(lines: string[]): TrunkFinal | undefined {
+  const start = lines.findIndex((l) => l.trim() === "trunk [final]");
+  if (start < 0) return undefined;
+  const block: string[] = [];
+  for (let i = start + 1; i < lines.length && /^\s+/.test(lines[i] as string); i++) block.push((lines[i] as string).trim());
+  const read = block.map((l) => l.match(/^read (\S+ \S+) in ([\d.]+) s \(([\d.]+|-) MB\/s\)/)).find((m) => m);
+  const waited = block.map((l) => l.match(/waited ([\d.]+) s/)).find((m) => m);
+  return {
+    lines: block,
+    pinned: block.find((l) => l.startsWith("pinned")),
+    bytesRead: read ? parseSize(read[1] as string) : undefined,
+    readSeconds: read ? Number(read[2]) : undefined,
+    mbps: read && read[3] !== "-" ? Number(read[3]) : undefined,
+    waitedSeconds: waited ? Number(waited[1]) : undefined,
+  };
+}
+
+/** What the run printed on stderr, parsed leniently: a missing line becomes undefined. */
+function parseStderr(stderr: string): Pick<StreamingRun, "stepSeconds" | "planTotal" | "planTrunk" | "planTrunkLabel" | "banner" | "ioShare" | "trunk" | "residentLoad"> {
+  const lines = stderr.split("\n").map((l) => l.replace(/\s+$/, ""));
+  const stepSeconds = lines.map((l) => l.match(stepRowPattern)).filter((m) => m !== null).map((m) => Number(m[3]));
+  const planStart = lines.findIndex((l) => l.trim() === "memory plan");
+  let planTotal: number | undefined;
+  let planTrunk: number | undefined;
+  let planTrunkLabel: string | undefined;
+  if (planStart >= 0) {
+    for (let i = planStart + 1; i < lines.length && /^\s+/.test(lines[i] as string); i++) {
+      const m = (lines[i] as string).trim().match(/^(.+?)\s+([\d.]+ (?:B|KB|MB|GB|TB))$/);
+      if (!m) continue;
+      if (m[1] === "TOTAL") planTotal = parseSize(m[2] as string);
+      if ((m[1] as string).startsWith("trunk")) {
+        planTrunk = parseSize(m[2] as string);
+        planTrunkLabel = m[1];
+      }
+    }
+  }
+  const bannerStart = lines.findIndex((l) => l.startsWith("trunk stream:"));
+  const banner: string[] = [];
+  if (bannerStart >= 0) {
+    banner.push(lines[bannerStart] as string);
+    for (let i = bannerStart + 1; i < lines.length && /^\s{4,}/.test(lines[i] as string); i++) banner.push((lines[i] as string).trim());
+  }
+  const ioStart = lines.findIndex((l) => l.startsWith("I/O share of wall clock:"));
+  const ioShare: string[] = [];
+  if (ioStart >= 0) {
+    ioShare.push(lines[ioStart] as string);
+    for (let i = ioStart + 1; i < lines.length && /^\s+/.test(lines[i] as string); i++) ioShare.push((lines[i] as string).trim());
+  }
+  const resident = stderr.match(/resident trunk: (\S+ \S+) for \d+ layers, loaded in ([\d.]+) s/);
+  const residentBytes = resident ? parseSize(resident[1] as string) : undefined;
+  return {
+    stepSeconds, planTotal, planTrunk, planTrunkLabel, banner, ioShare, trunk: parseTrunkFinal(lines),
+    residentLoad: resident && residentBytes !== undefined ? { bytes: residentBytes, seconds: Number(resident[2]) } : undefined,
+  };
+}
+
+/** Reads a child's stream to the end, handing each complete line to `onLine`. */
+async function collectLines(stream: ReadableStream<Uint8Array>, onLine: (line: string) => void): Promise<string> {
+  const decoder = new TextDecoder();
+  let text = "";
+  let pending = "";
+  for await (const chunk of stream) {
+    const piece = decoder.decode(chunk, { stream: true });
+    text += piece;
+    pending += piece;
+    let newline = pending.indexOf("\n");
+    while (newline >= 0) {
+      onLine(pending.slice(0, newline));
+      pending = pending.slice(newline + 1);
+      newline = pending.indexOf("\n");
+    }
+  }
+  text += decoder.decode();
+  if (pending.length > 0) onLine(pending);
+  return text;
+}
+
+async function runK3(label: string, paths: StreamingPaths, extra: string[], outDir: string): Promise<StreamingRun> {
+  const out = join(outDir, `${label.replace(/[^a-z0-9.]+/gi, "_")}.json`);
+  const args = [paths.dir, "--ids", promptIds, "--gen", String(genTokens), "--cache-gb", String(cacheGb), ...extra, "--out", out];
+  progress(`run '${label}': dist/k3 ${args.join(" ")}`);
+  const started = performance.now();
+  const child = Bun.spawn([executablePath, ...args], { cwd: outDir, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const [stderr] = await Promise.all([
+    collectLines(child.stderr, (line) => {
+      // Live progress: the per-step rows and the last summary lines.
+      if (stepRowPattern.test(line) || /s\/token average|^PEAK RSS|EXPERT DROP|REFUSING|error/i.test(line)) progress(`  ${label}: ${line.trim()}`);
+    }),
+    new Response(child.stdout).text(),
+  ]);
+  const code = await child.exited;
+  const wallSeconds = (performance.now() - started) / 1000;
+  let json: Record<string, unknown> | undefined;
+  try {
+    json = JSON.parse(readFileSync(out, "utf8")) as Record<string, unknown>;
+  } catch {
+    json = undefined;
+  }
+  const num = (key: string) => (typeof json?.[key] === "number" ? (json[key] as number) : undefined);
+  const parsed = parseStderr(stderr);
+  const later = parsed.stepSeconds.slice(1);
+  const generated = Array.isArray(json?.generated_ids) ? (json.generated_ids as number[]) : undefined;
+  const osPeak = child.resourceUsage()?.maxRSS;
+  progress(`run '${label}' exited ${code} after ${wallSeconds.toFixed(1)} s`);
+  return {
+    label, args: extra, code, wallSeconds, generated,
+    secondsPerToken: num("seconds_per_token"),
+    steadySecondsPerToken: later.length > 0 ? later.reduce((a, b) => a + b, 0) / later.length : undefined,
+    peakRss: num("peak_rss_bytes"), osPeakRss: osPeak, expertBytesRead: num("expert_bytes_read"),
+    ...parsed,
+    stderrTail: stderr.trimEnd().split("\n").slice(-15),
+  };
+}
+
+export interface MemoryCheck {
+  label: string;
+  budgetGb: number;
+  peakRss: number;
+  planTotal: number;
+  planTrunk: number | undefined;
+  /** planTotal - peakRss: positive when the forecast held. */
+  margin: number;
+  ok: boolean;
+}
+
+export interface StreamingBench {
+  paths: StreamingPaths;
+  trunkBytes: number;
+  prepareSeconds: number;
+  generateSeconds: number | undefined;
+  packSeconds: number | undefined;
+  direct: DirectBandwidth;
+  directSeconds: number;
+  runs: StreamingRun[];
+  identical: boolean;
+  memory: MemoryCheck | undefined;
+  /** Everything that makes this benchmark a failure; empty when it passed. */
+  failures: string[];
+}
+
+/** The whole benchmark. Throws only when it cannot run at all (build, generation, packing). */
+export async function benchStreaming(paths = benchPaths()): Promise<StreamingBench> {
+  ensureBuilt();
+  const prepareStarted = performance.now();
+  const { generateSeconds, packSeconds } = await prepare(paths);
+  const prepareSeconds = (performance.now() - prepareStarted) / 1000;
+  const trunkBin = join(paths.trunkDir, "trunk.bin");
+  const trunkBytes = statSync(trunkBin).size;
+
+  progress(`O_DIRECT sequential read of ${trunkBin} (${(trunkBytes / 1e9).toFixed(2)} GB, ${directChunkBytes >> 20} MiB chunks, ${directPasses} passes)`);
+  const directStarted = performance.now();
+  const direct = measureDirectBandwidth(trunkBin);
+  const directSeconds = (performance.now() - directStarted) / 1000;
+
+  const outDir = mkdtempSync(join(tmpdir(), "k3-bench-streaming-"));
+  const runs: StreamingRun[] = [];
+  try {
+    runs.push(await runK3("resident", paths, [], outDir));
+    runs.push(await runK3("--trunk-gb 1.5", paths, ["--trunk", paths.trunkDir, "--trunk-gb", "1.5"], outDir));
+    runs.push(await runK3("--trunk-gb 8", paths, ["--trunk", paths.trunkDir, "--trunk-gb", "8"], outDir));
+  } finally {
+    rmSync(outDir, { recursive: true, force: true });
+  }
+
+  const failures: string[] = [];
+  for (const run of runs) {
+    if (run.code !== 0) failures.push(`run '${run.label}' exited ${run.code}:\n    ${run.stderrTail.join("\n    ")}`);
+    else if (!run.generated) failures.push(`run '${run.label}' wrote no generated_ids`);
+  }
+  const reference = runs[0]?.generated;
+  const identical = reference !== undefined && runs.every((r) => r.generated !== undefined && r.generated.length === reference.length && r.generated.every((id, i) => id === reference[i]));
+  if (!identical) failures.push(`generated ids differ: ${runs.map((r) => `${r.label} [${r.generated?.join(",") ?? "none"}]`).join("; ")}`);
+
+  let memory: MemoryCheck | undefined;
+  const small = runs.find((r) => r.label === "--trunk-gb 1.5");
+  if (small?.peakRss !== undefined && small.planTotal !== undefined) {
+    const margin = small.planTotal - small.peakRss;
+    memory = { label: small.label, budgetGb: 1.5, peakRss: small.peakRss, planTotal: small.planTotal, planTrunk: small.planTrunk, margin, ok: margin >= 0 };
+    if (!memory.ok) failures.push(`--trunk-gb 1.5: peak RSS ${gb(small.peakRss)} exceeds the memory plan's TOTAL ${gb(small.planTotal)}`);
+  } else if (small && small.code === 0) {
+    failures.push("--trunk-gb 1.5: could not read the peak RSS (JSON) or the plan TOTAL (stderr) to compare them");
+  }
+  return { paths, trunkBytes, prepareSeconds, generateSeconds, packSeconds, direct, directSeconds, runs, identical, memory, failures };
+}
+
+const gb = (bytes: number) => `${(bytes / 1e9).toFixed(2)} GB`;
+const fixed = (value: number | undefined, digits: number) => (value === undefined ? "-" : value.toFixed(digits));
+
+/** The figures, for stdout. */
+export function streamingReport(b: StreamingBench): string {
+  const out: string[] = [];
+  const runsSeconds = b.runs.reduce((sum, r) => sum + r.wallSeconds, 0);
+  out.push(
+    `streaming: K3-width checkpoint ${b.paths.dir} (4 layers, 64 experts top-16), packed trunk ${gb(b.trunkBytes)}; ` +
+      `prompt ${promptIds}, --gen ${genTokens}, --cache-gb ${cacheGb}`,
+  );
+  out.push(
+    `  prepare ${b.prepareSeconds.toFixed(1)} s (` +
+      `${b.generateSeconds === undefined ? "checkpoint reused" : `generated in ${b.generateSeconds.toFixed(1)} s`}, ` +
+      `${b.packSeconds === undefined ? "pack reused" : `packed in ${b.packSeconds.toFixed(1)} s`}); ` +
+      `O_DIRECT probe ${b.directSeconds.toFixed(1)} s; three runs ${runsSeconds.toFixed(1)} s`,
+  );
+  out.push(
+    `  O_DIRECT sequential read of trunk.bin, ${b.direct.chunkBytes >> 20} MiB chunks: ${b.direct.best.toFixed(0)} MB/s best of ` +
+      `${b.direct.passes.length} (${b.direct.passes.map((r) => r.toFixed(0)).join(", ")})${b.direct.direct ? "" : "  [the filesystem refused O_DIRECT: buffered]"}`,
+  );
+  out.push(
+    `  ${"run".padEnd(16)}${"s/token".padStart(8)}${"steps 1+".padStart(10)}${"peak RSS".padStart(10)}${"(OS)".padStart(10)}` +
+      `${"plan TOTAL".padStart(12)}${"trunk MB/s".padStart(12)}${"/ O_DIRECT".padStart(11)}  ids`,
+  );
+  for (const r of b.runs) {
+    let rate: number | undefined = r.trunk?.mbps;
+    let rateNote = "";
+    if (rate === undefined && r.residentLoad && r.residentLoad.seconds > 0) {
+      rate = r.residentLoad.bytes / 1e6 / r.residentLoad.seconds;
+      rateNote = "*";
+    }
+    const ratio = rate === undefined ? "-" : `${((100 * rate) / b.direct.best).toFixed(0)}%`;
+    out.push(
+      `  ${r.label.padEnd(16)}${fixed(r.secondsPerToken, 3).padStart(8)}${fixed(r.steadySecondsPerToken, 3).padStart(10)}` +
+        `${(r.peakRss === undefined ? "-" : gb(r.peakRss)).padStart(10)}${(r.osPeakRss === undefined ? "-" : gb(r.osPeakRss)).padStart(10)}` +
+        `${(r.planTotal === undefined ? "-" : gb(r.planTotal)).padStart(12)}${(rate === undefined ? "-" : `${rate.toFixed(0)}${rateNote}`).padStart(12)}` +
+        `${ratio.padStart(11)}  ${r.code === 0 ? `[${r.generated?.join(",") ?? "?"}]` : `exit ${r.code}`}`,
+    );
+  }
+  out.push("  (steps 1+: mean of the steps after the prefill step; * resident: the one-time load rate from the shards, not a per-token stream)");
+  for (const r of b.runs) {
+    out.push(`  [${r.label}] steps ${r.stepSeconds.map((s) => s.toFixed(2)).join(" / ")} s; wall ${r.wallSeconds.toFixed(1)} s` +
+      (r.expertBytesRead === undefined ? "" : `; experts read ${gb(r.expertBytesRead)}`) +
+      (r.planTrunk === undefined ? "" : `; plan ${r.planTrunkLabel} ${gb(r.planTrunk)}`));
+    for (const line of r.banner.slice(0, 1)) out.push(`    ${line}`);
+    for (const line of r.banner.slice(1).filter((l) => /raised|ring held/.test(l))) out.push(`      ${line}`);
+    for (const line of r.ioShare) out.push(`    ${line}`);
+    if (r.trunk) for (const line of r.trunk.lines) out.push(`    trunk: ${line}`);
+  }
+  if (b.memory) {
+    const m = b.memory;
+    out.push(
+      `  memory (--trunk-gb ${m.budgetGb}): measured peak RSS ${gb(m.peakRss)} vs plan TOTAL ${gb(m.planTotal)}` +
+        `${m.planTrunk === undefined ? "" : ` (trunk term ${gb(m.planTrunk)} + cache and fixed costs ${gb(m.planTotal - m.planTrunk)})`}: ` +
+        `margin ${m.margin >= 0 ? "" : "-"}${gb(Math.abs(m.margin))} ${m.ok ? "(within the forecast)" : "FAIL: OVER the forecast"}`,
+    );
+  }
+  out.push(b.identical ? `  ids: identical across the ${b.runs.length} runs` : "  ids: FAIL, the runs generated different ids");
+  if (b.failures.length > 0) {
+    out.push("  !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!");
+    for (const f of b.failures) out.push(`  FAIL: ${f}`);
+    out.push("  !!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!!");
+  }
+  return out.join("\n");
+}
+
+/** Why the benchmark should not run here, or undefined when it can. */
+export function streamingSkipReason(paths = benchPaths()): string | undefined {
+  if (process.env.K3_BENCH_SKIP_STREAMING === "1") return "K3_BENCH_SKIP_STREAMING=1";
+  const disk = diskCheck(paths);
+  if (!disk.ok) {
+    return `needs ${gb(disk.neededBytes)} free for the K3-width checkpoint and its pack (2 GB margin included); ` +
+      `${disk.measuredAt} has ${gb(disk.freeBytes)} (set K3_BENCH_DIR to a larger filesystem)`;
+  }
+  const available = memAvailableBytes();
+  // The resident run holds the whole 5.69 GB trunk plus the 2 GB cache and the tables.
+  const need = packedTrunkBytes() + cacheGb * 1e9 + 2e9;
+  if (available !== undefined && available < need) return `needs about ${gb(need)} of available memory for the resident run; MemAvailable is ${gb(available)}`;
+  return undefined;
+}
+
+if (import.meta.main) {
+  const skip = streamingSkipReason();
+  if (skip) {
+    console.log(`streaming: skipped (${skip})`);
+  } else {
+    const result = await benchStreaming();
+    console.log(streamingReport(result));
+    if (result.failures.length > 0) process.exit(1);
+  }
+}
