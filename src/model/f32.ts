@@ -36,18 +36,33 @@ export class F32 {
   }
 }
 
-/** Owns the native buffers behind a set of activations; everything is freed together. */
+/**
+ * Owns the native buffers behind a set of activations. `reset` makes every buffer available
+ * again without freeing it, so a forward pass allocates only until it has seen its largest
+ * step; buffers handed out again hold stale values, and every operator writes its whole output.
+ */
 export class F32Pool {
-  readonly #buffers: NativeBuffer[] = [];
+  /** Available buffers, smallest first. */
+  readonly #available: NativeBuffer[] = [];
+  readonly #inUse: NativeBuffer[] = [];
 
   alloc(length: number, purpose: string): F32 {
-    const buffer = NativeBuffer.allocate(Math.max(length, 1) * 4, purpose);
-    this.#buffers.push(buffer);
+    const bytes = Math.max(length, 1) * 4;
+    const at = this.#available.findIndex((b) => b.bytes >= bytes);
+    const buffer = at >= 0 ? (this.#available.splice(at, 1)[0] as NativeBuffer) : NativeBuffer.allocate(bytes, purpose);
+    this.#inUse.push(buffer);
     return new F32(buffer.ptr as Pointer, length);
   }
 
+  /** Every buffer is available again (views handed out before must no longer be used). */
+  reset(): void {
+    this.#available.push(...this.#inUse.splice(0));
+    this.#available.sort((a, b) => a.bytes - b.bytes);
+  }
+
   free(): void {
-    for (const buffer of this.#buffers) buffer.free();
-    this.#buffers.length = 0;
+    for (const buffer of [...this.#available, ...this.#inUse]) buffer.free();
+    this.#available.length = 0;
+    this.#inUse.length = 0;
   }
 }

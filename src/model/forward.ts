@@ -21,6 +21,8 @@ export class Model implements Forward<SequenceState> {
   readonly #experts: ExpertSource;
   readonly #ops: Ops;
   readonly #capacity: number;
+  /** Activations, reused from step to step: no allocation once the largest step has run. */
+  readonly #pool = new F32Pool();
 
   constructor(config: ModelConfig, trunk: Trunk, tables: ModelTables, experts: ExpertSource, ops: Ops, capacity: number) {
     this.config = config;
@@ -61,52 +63,54 @@ export class Model implements Forward<SequenceState> {
     const E = c.hiddenSize;
     const first = state.position;
     if (first + T > state.capacity) throw new Error(`sequence of ${first + T} positions exceeds the state's ${state.capacity}`);
-    const pool = new F32Pool();
-    try {
-      const ctx: BlockContext = { config: c, ops, pool, tokens: T };
-      const embedded = pool.alloc(T * E, "embeddings");
-      this.#embed(ids, embedded);
-      const blocks: F32[] = []; // B: completed block representations, the embedding first
-      let partial: F32 | undefined = embedded; // r: the running sum of the current block
-      for (let layer = 0; layer < this.#trunk.layerCount; layer++) {
-        const w = this.#trunk.layer(layer);
-        const r = partial as F32;
-        let a = r;
-        if (blocks.length > 0) {
-          a = pool.alloc(T * E, "attnres pre-attention");
-          ops.attnRes([...blocks, r], w.phiAttn, a, E, T, c.rmsNormEps);
-        }
-        if (layer % c.attnResBlockSize === 0) {
-          blocks.push(r); // boundary: snapshot after aggregating, then start a new block
-          partial = undefined;
-        }
-        const normed = pool.alloc(T * E, "input norm");
-        ops.rmsnorm(a, w.inputNorm, normed, E, T, c.rmsNormEps);
-        const attended = w.attention.kind === "kda"
-          ? kda(ctx, w.attention, state.kda.get(layer)!, normed)
-          : mla(ctx, w.attention, state.mla.get(layer)!, first, normed);
-        // Layer 0 is always a boundary, so `partial` is never the embedding snapshot here.
-        if (partial) ops.add(partial, attended, T * E);
-        else partial = attended;
-        const m = pool.alloc(T * E, "attnres pre-ffn");
-        ops.attnRes([...blocks, partial], w.phiMlp, m, E, T, c.rmsNormEps);
-        const ffnIn = pool.alloc(T * E, "post-attention norm");
-        ops.rmsnorm(m, w.postNorm, ffnIn, E, T, c.rmsNormEps);
-        const ffnOut = w.ffn.kind === "dense" ? denseMlp(ctx, w.ffn, ffnIn, T) : latentMoe(ctx, w.ffn, this.#experts, layer, ffnIn);
-        ops.add(partial, ffnOut, T * E);
+    const pool = this.#pool;
+    pool.reset();
+    const ctx: BlockContext = { config: c, ops, pool, tokens: T };
+    const embedded = pool.alloc(T * E, "embeddings");
+    this.#embed(ids, embedded);
+    const blocks: F32[] = []; // B: completed block representations, the embedding first
+    let partial: F32 | undefined = embedded; // r: the running sum of the current block
+    for (let layer = 0; layer < this.#trunk.layerCount; layer++) {
+      const w = this.#trunk.layer(layer);
+      const r = partial as F32;
+      let a = r;
+      if (blocks.length > 0) {
+        a = pool.alloc(T * E, "attnres pre-attention");
+        ops.attnRes([...blocks, r], w.phiAttn, a, E, T, c.rmsNormEps);
       }
-      // Only the last position's logits are needed: aggregate, normalise and project one row.
-      const last = (x: F32) => x.row(T - 1, E);
-      const out = pool.alloc(E, "output aggregate");
-      ops.attnRes([...blocks, partial as F32].map(last), this.#tables.phiOut, out, E, 1, c.rmsNormEps);
-      const normed = pool.alloc(E, "final norm");
-      ops.rmsnorm(out, this.#tables.finalNorm, normed, E, 1, c.rmsNormEps);
-      const logits = pool.alloc(c.vocabSize, "logits");
-      ops.matmul(this.#tables.lmHead, normed, logits, 1);
-      state.position += T;
-      return logits.a.slice();
-    } finally {
-      pool.free();
+      if (layer % c.attnResBlockSize === 0) {
+        blocks.push(r); // boundary: snapshot after aggregating, then start a new block
+        partial = undefined;
+      }
+      const normed = pool.alloc(T * E, "input norm");
+      ops.rmsnorm(a, w.inputNorm, normed, E, T, c.rmsNormEps);
+      const attended = w.attention.kind === "kda"
+        ? kda(ctx, w.attention, state.kda.get(layer)!, normed)
+        : mla(ctx, w.attention, state.mla.get(layer)!, first, normed);
+      // Layer 0 is always a boundary, so `partial` is never the embedding snapshot here.
+      if (partial) ops.add(partial, attended, T * E);
+      else partial = attended;
+      const m = pool.alloc(T * E, "attnres pre-ffn");
+      ops.attnRes([...blocks, partial], w.phiMlp, m, E, T, c.rmsNormEps);
+      const ffnIn = pool.alloc(T * E, "post-attention norm");
+      ops.rmsnorm(m, w.postNorm, ffnIn, E, T, c.rmsNormEps);
+      const ffnOut = w.ffn.kind === "dense" ? denseMlp(ctx, w.ffn, ffnIn, T) : latentMoe(ctx, w.ffn, this.#experts, layer, ffnIn);
+      ops.add(partial, ffnOut, T * E);
     }
+    // Only the last position's logits are needed: aggregate, normalise and project one row.
+    const last = (x: F32) => x.row(T - 1, E);
+    const out = pool.alloc(E, "output aggregate");
+    ops.attnRes([...blocks, partial as F32].map(last), this.#tables.phiOut, out, E, 1, c.rmsNormEps);
+    const normed = pool.alloc(E, "final norm");
+    ops.rmsnorm(out, this.#tables.finalNorm, normed, E, 1, c.rmsNormEps);
+    const logits = pool.alloc(c.vocabSize, "logits");
+    ops.matmul(this.#tables.lmHead, normed, logits, 1);
+    state.position += T;
+    return logits.a.slice();
+  }
+
+  /** Frees the activation buffers (the weights belong to the trunk and tables). */
+  close(): void {
+    this.#pool.free();
   }
 }

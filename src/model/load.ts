@@ -102,6 +102,7 @@ export function prepareEngine(request: EngineRequest): PreparedEngine {
     closers.push(() => experts.close());
     const ops = nativeOps();
     const model = new Model(config, trunk, tables, experts, ops, request.positions);
+    closers.push(() => model.close());
     return { model, trunk, experts, ops, loadSeconds: (performance.now() - loadStarted) / 1000, warnings };
   };
   return {
