@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { loadConfig, type ModelConfig } from "../checkpoint/config.ts";
 import { decode } from "../decode/greedy.ts";
 import { prepareEngine } from "../model/load.ts";
-import { checkPlanFits, planText } from "../plan/memory-plan.ts";
+import { checkKvFits, checkPlanFits, planText } from "../plan/memory-plan.ts";
 import { cacheReport, expertCacheLine, ioShareReport, runInvalidReport, trunkBanner, trunkReport } from "../report/run-report.ts";
 import { dumpCacheTrace, traceWrittenLine } from "../weights/expert-trace.ts";
 import { existsSync } from "node:fs";
@@ -127,6 +127,7 @@ async function generate(options: RunOptions, config: ModelConfig, shape: string,
       (budgets.preset ? `; preset ${budgets.preset} (trunk ${budgets.trunkGb} GB / expert cache ${budgets.cacheGb} GB)` : ""));
     log.info(`indexed ${index.tensorCount} tensors from ${index.shards.length} shard(s) in ${prepared.indexSeconds.toFixed(3)} s (config: ${shape})`);
     process.stderr.write(`${planText(prepared.plan, prepared.availableBytes)}\n`);
+    checkKvFits(prepared.plan, prepared.availableBytes, options.ids.length + options.gen + 1);
     checkPlanFits(prepared.plan, prepared.availableBytes);
     if (prepared.streamed) {
       process.stderr.write(`${trunkBanner(prepared.streamed.plan, prepared.streamed.packedBytes, layerCount, true)}\n`);

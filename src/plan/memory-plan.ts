@@ -5,7 +5,7 @@
  */
 import type { ModelConfig } from "../checkpoint/config.ts";
 import { attentionKind } from "../checkpoint/tensor-names.ts";
-import { K3Error, ExitCode } from "../errors.ts";
+import { K3Error, ExitCode, usageError } from "../errors.ts";
 import { formatBytes } from "../report/units.ts";
 
 export interface PlanInputs {
@@ -69,5 +69,15 @@ export function checkPlanFits(plan: MemoryPlan, availableBytes: number | undefin
     ExitCode.runtime,
     `REFUSING TO START: the plan needs ${formatBytes(plan.totalBytes)} but only ${formatBytes(availableBytes)} is available ` +
       `(95% usable, short by ${formatBytes(shortfall)}); lower --cache-gb or --trunk-gb (with --trunk), use a smaller --preset, or fewer --layers`,
+  );
+}
+
+/** The KV preflight (runtime.md 3.3): a request whose MLA cache alone cannot fit is refused (exit 2). */
+export function checkKvFits(plan: MemoryPlan, availableBytes: number | undefined, positions: number): void {
+  const kv = plan.terms.find(([name]) => name === "KV cache")?.[1] ?? 0;
+  if (availableBytes === undefined || kv <= 0.9 * availableBytes) return;
+  throw usageError(
+    `REFUSING: the KV cache needs ${formatBytes(kv)} for ${positions} positions (${formatBytes(kv / positions)} per position) ` +
+      `but only ${formatBytes(availableBytes)} is available; ask for fewer tokens or a shorter prompt`,
   );
 }

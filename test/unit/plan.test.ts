@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { autoBudget, readMemory, resolveBudgets } from "../../src/plan/budget.ts";
-import { checkPlanFits, memoryPlan } from "../../src/plan/memory-plan.ts";
+import { checkKvFits, checkPlanFits, memoryPlan } from "../../src/plan/memory-plan.ts";
 import { planTrunk } from "../../src/plan/trunk-plan.ts";
 import { K3Error } from "../../src/errors.ts";
 import { tinyConfig } from "../support/configs.ts";
@@ -76,5 +76,23 @@ describe("memory plan", () => {
     expect(() => checkPlanFits(plan, 8e9)).toThrow(K3Error);
     expect(() => checkPlanFits(plan, 8e9)).toThrow(/REFUSING TO START: the plan needs 8\.\d\d GB but only 8\.00 GB is available/);
     expect(() => checkPlanFits(plan, undefined)).not.toThrow();
+  });
+
+  test("the KV preflight refuses a request whose MLA cache alone exceeds 90% of MemAvailable (exit 2)", () => {
+    const plan = memoryPlan({
+      config: tinyConfig(), layerCount: 13, positions: 36_864, promptTokens: 10,
+      trunk: { mode: "resident", bytes: 1 }, tablesBytes: 1, expertCacheBytes: 1,
+    });
+    const kv = plan.terms.find(([name]) => name === "KV cache")![1];
+    // 4 MLA layers x (4 heads x (24 + 16) + 8) floats x 4 bytes per position.
+    expect(kv).toBe(4 * 36_864 * (4 * 40 + 8) * 4);
+    expect(() => checkKvFits(plan, kv / 0.9 + 1, 36_864)).not.toThrow();
+    try {
+      checkKvFits(plan, kv, 36_864);
+      throw new Error("accepted");
+    } catch (error) {
+      expect((error as K3Error).exitCode).toBe(2);
+      expect((error as K3Error).message).toMatch(/^REFUSING: the KV cache needs .* for 36864 positions/);
+    }
   });
 });
