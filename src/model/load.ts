@@ -81,7 +81,7 @@ export function prepareEngine(request: EngineRequest): PreparedEngine {
   const plan = memoryPlan({
     config, layerCount, positions: request.positions, promptTokens: request.promptTokens,
     trunk: streamed ? { mode: "streamed", bytes: streamed.plan.bytes } : { mode: "resident", bytes: residentTrunkBytes },
-    tablesBytes, expertCacheBytes: expertPlan.slots * expertPlan.slotBytes,
+    tablesBytes, expertCacheBytes: expertPlan.slots * expertPlan.slotBytes, baselineBytes: process.memoryUsage().rss,
   });
   const reader = new TensorReader(index);
   const closers: (() => void)[] = [() => reader.close()];
@@ -96,6 +96,7 @@ export function prepareEngine(request: EngineRequest): PreparedEngine {
     if (!streamed) closers.push(() => trunk.close());
     const tables = loadModelTables(index, reader, config);
     closers.push(() => tables.close());
+    reader.releaseScratch(); // loading is done; nothing should hold a read-sized buffer now
     const experts = new ExpertCache(index, config, layerCount, {
       budgetBytes: budgets.cacheGb * 1e9, faults: request.faults, trace: request.trace, onDrop: request.onDrop,
     });

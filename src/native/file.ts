@@ -108,7 +108,7 @@ export class DirectFile {
     const capacity = readCapacity(length);
     if (!this.#scratch || this.#scratch.bytes < capacity) {
       this.#scratch?.free();
-      this.#scratch = NativeBuffer.allocate(capacity, `reading ${this.path}`);
+      this.#scratch = NativeBuffer.allocate(capacity, `reading ${this.path}`, "read-target");
     }
     const status = lib.k3_file_read(
       this.#fd, this.#direct, offset, length, this.#scratch.ptr, this.#scratch.bytes, this.#payload,
@@ -132,6 +132,12 @@ export class DirectFile {
     const handle = native().k3_io_submit(this.#fd, this.#direct[0] as number, offset, length, target, capacity);
     if (handle < 0) throw new K3Error(ExitCode.runtime, describeStatus(handle, this.path));
     return new PendingRead(this, handle, offset, length);
+  }
+
+  /** Frees the buffer synchronous reads go through (it is as large as the largest read). */
+  releaseScratch(): void {
+    this.#scratch?.free();
+    this.#scratch = null;
   }
 
   /** Background reads report whether the file still reads with O_DIRECT. */

@@ -3,6 +3,10 @@ import { toArrayBuffer, type Pointer } from "bun:ffi";
 import { K3Error, ExitCode } from "../errors.ts";
 import { native } from "./library.ts";
 
+/** zig/abi.zig `alloc_zero` and `alloc_huge`. */
+const allocZero = 1;
+const allocHuge = 2;
+
 export class NativeBuffer {
   readonly bytes: number;
   #ptr: Pointer | null;
@@ -12,9 +16,15 @@ export class NativeBuffer {
     this.bytes = bytes;
   }
 
-  /** Zero-filled, aligned for O_DIRECT. Failing to allocate is a runtime failure (exit 1). */
-  static allocate(bytes: number, purpose: string): NativeBuffer {
-    const ptr = native().k3_alloc(bytes);
+  /**
+   * Aligned for O_DIRECT. "zeroed" memory starts at zero (state, small vectors); a
+   * "read-target" is filled by reads before use, so it is not zeroed (one pass over fresh pages
+   * fewer) and large ones are advised for transparent huge pages unless K3_NOHUGE is set.
+   * Failing to allocate is a runtime failure (exit 1).
+   */
+  static allocate(bytes: number, purpose: string, kind: "zeroed" | "read-target" = "zeroed"): NativeBuffer {
+    const flags = kind === "zeroed" ? allocZero : process.env.K3_NOHUGE ? 0 : allocHuge;
+    const ptr = native().k3_alloc(bytes, flags);
     if (ptr === null || typeof ptr === "bigint") {
       throw new K3Error(ExitCode.runtime, `could not allocate ${bytes} bytes for ${purpose}`);
     }

@@ -15,7 +15,7 @@ const f32 = FFIType.f32;
 export const symbols = {
   k3_abi_version: { args: [], returns: u32 },
   k3_alloc_alignment: { args: [], returns: u64 },
-  k3_alloc: { args: [u64], returns: ptr },
+  k3_alloc: { args: [u64, u32], returns: ptr },
   k3_free: { args: [ptr], returns: none },
   k3_read_capacity: { args: [u64], returns: u64 },
   k3_file_open: { args: [cstring, ptr], returns: i32 },
@@ -50,7 +50,7 @@ export const symbols = {
 } as const;
 
 /** The ABI version this binding was written against (zig/abi.zig `abi_version`). */
-export const expectedAbiVersion = 3;
+export const expectedAbiVersion = 4;
 
 /** k3's own status codes (zig/abi.zig `Status`); -1 .. -4095 are negated errno values. */
 export const NativeStatus = {

@@ -17,6 +17,8 @@ export interface PlanInputs {
   trunk: { mode: "resident" | "streamed"; bytes: number };
   tablesBytes: number;
   expertCacheBytes: number;
+  /** What the process holds already (runtime, shard index), measured when the plan is made. */
+  baselineBytes: number;
 }
 
 export interface MemoryPlan {
@@ -49,6 +51,7 @@ export function memoryPlan(p: PlanInputs): MemoryPlan {
     ["recurrent state", recurrent],
     ["buffers", bufferBytes(c, p.promptTokens, p.layerCount)],
     ["KV cache", kv],
+    ["process + index", p.baselineBytes],
   ];
   return { terms, totalBytes: terms.reduce((sum, [, bytes]) => sum + bytes, 0) };
 }

@@ -37,12 +37,14 @@ export interface ExpertStepStats {
   reads: number;
   evictions: number;
   bytesRead: number;
-  /** Device seconds of those reads (they overlap compute and each other). */
+  /** Device seconds of those reads (they overlap compute and each other, so they can add up past wall time). */
   readSeconds: number;
+  /** Seconds the forward pass spent waiting for expert reads. */
+  waitSeconds: number;
   drops: number;
 }
 
-const emptyStats = (): ExpertStepStats => ({ requests: 0, residentHits: 0, reads: 0, evictions: 0, bytesRead: 0, readSeconds: 0, drops: 0 });
+const emptyStats = (): ExpertStepStats => ({ requests: 0, residentHits: 0, reads: 0, evictions: 0, bytesRead: 0, readSeconds: 0, waitSeconds: 0, drops: 0 });
 
 export interface ExpertDrop {
   layer: number;
@@ -190,7 +192,7 @@ export class ExpertCache {
 
   #load(keys: readonly number[]): void {
     // The arena is allocated on first use, after the memory plan has been printed and checked.
-    this.#arena ??= NativeBuffer.allocate(this.plan.slots * this.plan.slotBytes, "the expert cache");
+    this.#arena ??= NativeBuffer.allocate(this.plan.slots * this.plan.slotBytes, "the expert cache", "read-target");
     const reservations = keys.map((key) => {
       const slot = this.#victim();
       const previous = this.#slots[slot]!;
@@ -231,7 +233,9 @@ export class ExpertCache {
     const state = this.#slots[slot]!;
     if (state.kind === "inflight") {
       try {
+        const waitStarted = performance.now();
         const { payload, seconds } = state.read.wait();
+        this.step.waitSeconds += (performance.now() - waitStarted) / 1000;
         const location = this.#location(key);
         this.step.reads++;
         this.step.bytesRead += location.bytes;

@@ -1,5 +1,4 @@
 /** The model-level tensors: embedding, LM head, final norm and the output AttnRes fold. */
-import type { Pointer } from "bun:ffi";
 import type { ModelConfig } from "../checkpoint/config.ts";
 import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { lmHeadName, modelPrefix } from "../checkpoint/tensor-names.ts";
@@ -23,10 +22,10 @@ export function loadModelTables(index: CheckpointIndex, reader: TensorReader, co
   let bytes = 0;
   const matrix = (name: string): Matrix => {
     const entry = index.get(name)!;
-    const buffer = reader.readToNative(entry);
+    const { buffer, ptr } = reader.readToNative(entry);
     owned.push(buffer);
     bytes += entry.nbytes;
-    return { name, ptr: buffer.ptr as Pointer, rows: entry.shape[0] as number, cols: entry.shape[1] as number, dtype: entry.dtype as Matrix["dtype"] };
+    return { name, ptr, rows: entry.shape[0] as number, cols: entry.shape[1] as number, dtype: entry.dtype as Matrix["dtype"] };
   };
   const values = (name: string): Float32Array => {
     const entry = index.get(name)!;

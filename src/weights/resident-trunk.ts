@@ -13,13 +13,18 @@ import { layerLayout, type LayerLayout } from "./trunk-layout.ts";
 import type { LayerWeights } from "./types.ts";
 import { VectorArena } from "./vector-arena.ts";
 
-/** Reads a layer's bytes from the shards into `buffer`, laid out as `layout`. */
-export function readLayerFromShards(reader: TensorReader, index: CheckpointIndex, layout: LayerLayout, buffer: NativeBuffer): void {
+/**
+ * Reads a layer's bytes from the shards into a buffer of its own: one read straight into it when
+ * the layer is one run (as in the release), otherwise tensor by tensor into the packed layout.
+ */
+export function readLayerFromShards(reader: TensorReader, index: CheckpointIndex, layout: LayerLayout): { buffer: NativeBuffer; base: Pointer } {
   if (layout.run) {
-    buffer.u8(0, layout.bytes).set(reader.readRange(layout.run.shard, layout.run.start, layout.bytes));
-    return;
+    const { buffer, ptr } = reader.readRangeToNative(layout.run.shard, layout.run.start, layout.bytes, `trunk layer ${layout.layer}`);
+    return { buffer, base: ptr };
   }
+  const buffer = NativeBuffer.allocate(layout.bytes, `trunk layer ${layout.layer}`, "read-target");
   for (const t of layout.tensors) buffer.u8(t.off, t.nbytes).set(reader.readRaw(index.get(t.name)!));
+  return { buffer, base: buffer.ptr as Pointer };
 }
 
 export class ResidentTrunk implements Trunk {
@@ -34,11 +39,10 @@ export class ResidentTrunk implements Trunk {
     let bytes = 0;
     for (let layer = 0; layer < layerCount; layer++) {
       const layout = layerLayout(index, config, layer);
-      const buffer = NativeBuffer.allocate(layout.bytes, `trunk layer ${layer}`);
-      readLayerFromShards(reader, index, layout, buffer);
+      const { buffer, base } = readLayerFromShards(reader, index, layout);
       const arena = new VectorArena(vectorBytes(layout), `vectors of layer ${layer}`);
       this.#owned.push({ buffer, arena });
-      this.#layers.push(bindLayer(config, { layout, base: buffer.ptr as Pointer }, arena, warnings));
+      this.#layers.push(bindLayer(config, { layout, base }, arena, warnings));
       bytes += layout.bytes;
       onLayer(layer + 1);
     }

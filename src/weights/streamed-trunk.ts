@@ -91,7 +91,7 @@ export class StreamedTrunk implements Trunk {
     const slotVectors = Math.max(0, ...this.#layouts.slice(this.plan.pinned).map((layout) => vectorBytes(layout)));
     for (let s = 0; s < this.plan.ringSlots; s++) {
       this.#ring.push({
-        buffer: NativeBuffer.allocate(readCapacity(slotData), `trunk ring slot ${s}`),
+        buffer: NativeBuffer.allocate(readCapacity(slotData), `trunk ring slot ${s}`, "read-target"),
         arena: new VectorArena(slotVectors, `trunk ring slot ${s} vectors`), layer: -1, pending: undefined, weights: undefined,
       });
     }
@@ -142,7 +142,7 @@ export class StreamedTrunk implements Trunk {
       return held.weights;
     }
     const packed = this.#layers[layer]!;
-    const buffer = NativeBuffer.allocate(readCapacity(packed.nbytes), `pinned trunk layer ${layer}`);
+    const buffer = NativeBuffer.allocate(readCapacity(packed.nbytes), `pinned trunk layer ${layer}`, "read-target");
     const arena = new VectorArena(vectorBytes(this.#layouts[layer]!), `pinned layer ${layer} vectors`);
     this.#land(layer, this.#submit(layer, buffer), buffer);
     const weights = this.#bind(layer, buffer, arena);

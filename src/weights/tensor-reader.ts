@@ -1,6 +1,7 @@
 /** Reads tensors named in the index from their shards, through the O_DIRECT reader. */
 import type { CheckpointIndex, TensorEntry } from "../checkpoint/safetensors.ts";
-import { DirectFile } from "../native/file.ts";
+import type { Pointer } from "bun:ffi";
+import { DirectFile, readCapacity } from "../native/file.ts";
 import { NativeBuffer } from "../native/memory.ts";
 
 export class TensorReader {
@@ -34,11 +35,30 @@ export class TensorReader {
     return this.readRange(entry.shard, entry.offset, entry.nbytes);
   }
 
-  /** A tensor copied into its own native buffer. */
-  readToNative(entry: TensorEntry): NativeBuffer {
-    const buffer = NativeBuffer.allocate(Math.max(entry.nbytes, 1), entry.name);
-    buffer.u8(0, entry.nbytes).set(this.readRaw(entry));
-    return buffer;
+  /**
+   * [offset, offset + length) of a shard read straight into a buffer of its own (no copy, no
+   * scratch); `ptr` is where the bytes start in it.
+   */
+  readRangeToNative(shard: number, offset: number, length: number, purpose: string): { buffer: NativeBuffer; ptr: Pointer } {
+    const buffer = NativeBuffer.allocate(readCapacity(length), purpose, "read-target");
+    try {
+      const { payload } = this.#file(shard).submit(offset, length, buffer).wait();
+      this.bytesRead += length;
+      return { buffer, ptr: (buffer.ptr + payload) as Pointer };
+    } catch (error) {
+      buffer.free();
+      throw error;
+    }
+  }
+
+  /** A tensor read into its own native buffer. */
+  readToNative(entry: TensorEntry): { buffer: NativeBuffer; ptr: Pointer } {
+    return this.readRangeToNative(entry.shard, entry.offset, entry.nbytes, entry.name);
+  }
+
+  /** Frees the per-shard buffers synchronous reads went through; loading is done. */
+  releaseScratch(): void {
+    for (const file of this.#files.values()) file.releaseScratch();
   }
 
   close(): void {

@@ -44,7 +44,7 @@ describe("presets and budgets", () => {
 
   test("the memory plan is printed before the run, with every term", () => {
     const r = k3([tiny, ...prompt, "--gen", "1", "--out", "-"]);
-    for (const term of ["memory plan", "trunk (resident)", "embed + lm_head", "expert cache", "recurrent state", "buffers", "KV cache", "TOTAL", "available"]) {
+    for (const term of ["memory plan", "trunk (resident)", "embed + lm_head", "expert cache", "recurrent state", "buffers", "KV cache", "process + index", "TOTAL", "available"]) {
       expect(r.stderr).toContain(term);
     }
     expect(r.stderr.indexOf("memory plan")).toBeLessThan(r.stderr.indexOf("STEP"));

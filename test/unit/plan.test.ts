@@ -69,7 +69,7 @@ describe("memory plan", () => {
   test("sums its terms and refuses past 95% of MemAvailable with both numbers", () => {
     const plan = memoryPlan({
       config: tinyConfig(), layerCount: 13, positions: 100, promptTokens: 10,
-      trunk: { mode: "resident", bytes: 5e9 }, tablesBytes: 1e9, expertCacheBytes: 2e9,
+      trunk: { mode: "resident", bytes: 5e9 }, tablesBytes: 1e9, expertCacheBytes: 2e9, baselineBytes: 5e7,
     });
     expect(plan.totalBytes).toBe(plan.terms.reduce((s, [, b]) => s + b, 0));
     expect(() => checkPlanFits(plan, 10e9)).not.toThrow();
@@ -81,7 +81,7 @@ describe("memory plan", () => {
   test("the KV preflight refuses a request whose MLA cache alone exceeds 90% of MemAvailable (exit 2)", () => {
     const plan = memoryPlan({
       config: tinyConfig(), layerCount: 13, positions: 36_864, promptTokens: 10,
-      trunk: { mode: "resident", bytes: 1 }, tablesBytes: 1, expertCacheBytes: 1,
+      trunk: { mode: "resident", bytes: 1 }, tablesBytes: 1, expertCacheBytes: 1, baselineBytes: 1,
     });
     const kv = plan.terms.find(([name]) => name === "KV cache")![1];
     // 4 MLA layers x (4 heads x (24 + 16) + 8) floats x 4 bytes per position.
