@@ -137,7 +137,7 @@ async function generate(options: RunOptions, config: ModelConfig, shape: string,
       if (bound % 10 === 0) log.info(`  bound ${bound}/${layerCount} layers, ${((performance.now() - loadStarted) / 1000).toFixed(1)} s elapsed`);
     });
     for (const warning of loaded.warnings) log.warn(warning);
-    if (!prepared.streamed) log.info(`resident trunk: ${formatBytes(prepared.residentTrunkBytes)} for ${layerCount} layers, loaded in ${loaded.loadSeconds.toFixed(2)} s`);
+    if (!prepared.streamed) log.info(`resident trunk: ${formatBytes(prepared.trunkPayloadBytes)} for ${layerCount} layers, loaded in ${loaded.loadSeconds.toFixed(2)} s`);
     log.info(`peak RSS after loading weights: ${formatBytes(peakRssBytes())}  (the plan above is a forecast, this is measured)`);
     log.info(expertCacheLine(prepared.expertPlan));
     const experts = loaded.experts;
@@ -178,7 +178,7 @@ async function generate(options: RunOptions, config: ModelConfig, shape: string,
       seconds_per_token: result.steps.length > 0 ? seconds / result.steps.length : 0,
       wall_seconds: (performance.now() - wallStarted) / 1000, mode: options.mode, peak_rss_bytes: peak,
       expert_drops: experts.drops.length, expert_bytes_read: experts.total.bytesRead,
-      trunk_bytes_read: prepared.streamed?.stats.bytesRead ?? prepared.residentTrunkBytes,
+      trunk_bytes_read: prepared.streamed?.stats.bytesRead ?? prepared.trunkPayloadBytes,
       generated_text: text,
     });
     if (options.out === "-") {

@@ -21,8 +21,14 @@ export class Model implements Forward<SequenceState> {
   readonly #experts: ExpertSource;
   readonly #ops: Ops;
   readonly #capacity: number;
-  /** Activations, reused from step to step: no allocation once the largest step has run. */
-  readonly #pool = new F32Pool();
+  /**
+   * Activations, reused so nothing is allocated once the largest step has run: the step pool
+   * holds what lives across layers (the embedding, the block list, the running sum), the layer
+   * pool what one layer needs, and it is recycled at every layer, so memory does not grow with
+   * depth.
+   */
+  readonly #stepPool = new F32Pool();
+  readonly #layerPool = new F32Pool();
 
   constructor(config: ModelConfig, trunk: Trunk, tables: ModelTables, experts: ExpertSource, ops: Ops, capacity: number) {
     this.config = config;
@@ -63,14 +69,16 @@ export class Model implements Forward<SequenceState> {
     const E = c.hiddenSize;
     const first = state.position;
     if (first + T > state.capacity) throw new Error(`sequence of ${first + T} positions exceeds the state's ${state.capacity}`);
-    const pool = this.#pool;
-    pool.reset();
+    const stepPool = this.#stepPool;
+    const pool = this.#layerPool;
+    stepPool.reset();
     const ctx: BlockContext = { config: c, ops, pool, tokens: T };
-    const embedded = pool.alloc(T * E, "embeddings");
+    const embedded = stepPool.alloc(T * E, "embeddings");
     this.#embed(ids, embedded);
     const blocks: F32[] = []; // B: completed block representations, the embedding first
     let partial: F32 | undefined = embedded; // r: the running sum of the current block
     for (let layer = 0; layer < this.#trunk.layerCount; layer++) {
+      pool.reset();
       const w = this.#trunk.layer(layer);
       const r = partial as F32;
       let a = r;
@@ -88,8 +96,12 @@ export class Model implements Forward<SequenceState> {
         ? kda(ctx, w.attention, state.kda.get(layer)!, normed)
         : mla(ctx, w.attention, state.mla.get(layer)!, first, normed);
       // Layer 0 is always a boundary, so `partial` is never the embedding snapshot here.
-      if (partial) ops.add(partial, attended, T * E);
-      else partial = attended;
+      if (partial) {
+        ops.add(partial, attended, T * E);
+      } else {
+        partial = stepPool.alloc(T * E, "running sum"); // outlives this layer's pool
+        partial.copyFrom(attended);
+      }
       const m = pool.alloc(T * E, "attnres pre-ffn");
       ops.attnRes([...blocks, partial], w.phiMlp, m, E, T, c.rmsNormEps);
       const ffnIn = pool.alloc(T * E, "post-attention norm");
@@ -97,6 +109,7 @@ export class Model implements Forward<SequenceState> {
       const ffnOut = w.ffn.kind === "dense" ? denseMlp(ctx, w.ffn, ffnIn, T) : latentMoe(ctx, w.ffn, this.#experts, layer, ffnIn);
       ops.add(partial, ffnOut, T * E);
     }
+    pool.reset();
     // Only the last position's logits are needed: aggregate, normalise and project one row.
     const last = (x: F32) => x.row(T - 1, E);
     const out = pool.alloc(E, "output aggregate");
@@ -111,6 +124,7 @@ export class Model implements Forward<SequenceState> {
 
   /** Frees the activation buffers (the weights belong to the trunk and tables). */
   close(): void {
-    this.#pool.free();
+    this.#stepPool.free();
+    this.#layerPool.free();
   }
 }

@@ -10,7 +10,8 @@ import { indexCheckpoint, type CheckpointIndex } from "../checkpoint/safetensors
 import { lmHeadName, modelTensors } from "../checkpoint/tensor-names.ts";
 import { readMemory, resolveBudgets, type BudgetAction, type Budgets } from "../plan/budget.ts";
 import { memoryPlan, type MemoryPlan } from "../plan/memory-plan.ts";
-import { checkBindable } from "../weights/bind.ts";
+import { readCapacity } from "../native/file.ts";
+import { checkBindable, vectorBytes } from "../weights/bind.ts";
 import { ExpertCache, planExpertCache, type ExpertCachePlan, type ExpertDrop } from "../weights/expert-cache.ts";
 import { loadModelTables } from "../weights/model-tables.ts";
 import { ResidentTrunk } from "../weights/resident-trunk.ts";
@@ -40,7 +41,10 @@ export interface PreparedEngine {
   index: CheckpointIndex;
   indexSeconds: number;
   budgets: Budgets;
+  /** Memory the resident trunk takes (with alignment windows and widened vectors). */
   residentTrunkBytes: number;
+  /** Bytes of the bound layers' trunk tensors in the checkpoint. */
+  trunkPayloadBytes: number;
   streamed: StreamedTrunk | undefined;
   expertPlan: ExpertCachePlan;
   plan: MemoryPlan;
@@ -69,7 +73,9 @@ export function prepareEngine(request: EngineRequest): PreparedEngine {
   const index = indexCheckpoint(request.modelDir);
   const indexSeconds = (performance.now() - indexStarted) / 1000;
   checkBindable(index, config, layerCount);
-  const residentTrunkBytes = Array.from({ length: layerCount }, (_, l) => layerLayout(index, config, l).bytes).reduce((a, b) => a + b, 0);
+  const layouts = Array.from({ length: layerCount }, (_, l) => layerLayout(index, config, l));
+  // Each resident layer: its bytes, the read's alignment window, and its widened vectors.
+  const residentTrunkBytes = layouts.reduce((sum, layout) => sum + readCapacity(layout.bytes) + vectorBytes(layout), 0);
   const tablesBytes = tableBytes(index, config);
   const memory = readMemory();
   const budgets = resolveBudgets(request.budgets, memory, { trunkGb: residentTrunkBytes / 1e9, tablesGb: tablesBytes / 1e9 });
@@ -107,7 +113,7 @@ export function prepareEngine(request: EngineRequest): PreparedEngine {
     return { model, trunk, experts, ops, loadSeconds: (performance.now() - loadStarted) / 1000, warnings };
   };
   return {
-    index, indexSeconds, budgets, residentTrunkBytes, streamed, expertPlan, plan,
+    index, indexSeconds, budgets, residentTrunkBytes, trunkPayloadBytes: layouts.reduce((sum, l) => sum + l.bytes, 0), streamed, expertPlan, plan,
     availableBytes: memory ? memory.availableGb * 1e9 : undefined, materialize, close,
   };
 }

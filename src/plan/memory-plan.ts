@@ -8,6 +8,13 @@ import { attentionKind } from "../checkpoint/tensor-names.ts";
 import { K3Error, ExitCode, usageError } from "../errors.ts";
 import { formatBytes } from "../report/units.ts";
 
+/**
+ * What the runtime itself grows by during a run (JavaScript heap and JIT, libk3 and its thread
+ * stacks), on top of the RSS measured when the plan is made: measured at 10-14 MB on the
+ * K3-width benchmark (bench/streaming.ts), rounded up.
+ */
+export const runtimeGrowthBytes = 32e6;
+
 export interface PlanInputs {
   config: ModelConfig;
   layerCount: number;
@@ -51,7 +58,7 @@ export function memoryPlan(p: PlanInputs): MemoryPlan {
     ["recurrent state", recurrent],
     ["buffers", bufferBytes(c, p.promptTokens, p.layerCount)],
     ["KV cache", kv],
-    ["process + index", p.baselineBytes],
+    ["process + index", p.baselineBytes + runtimeGrowthBytes],
   ];
   return { terms, totalBytes: terms.reduce((sum, [, bytes]) => sum + bytes, 0) };
 }
