@@ -1,8 +1,96 @@
-/** `bun run bench`: every benchmark, each printing its figures next to the limit it is measured against. */
+/**
+ * `bun run bench`: every benchmark in one process, each printing its figures next to the limit
+ * it is measured against, cheapest first:
+ *
+ *   1. index      safetensors headers of the released checkpoint (497,220 names, 96 shards)
+ *   2. kernels    bf16 / MXFP4 matvec against this machine's memory read bandwidth
+ *   3. tokenizer  k3's loader and encoder against tiktoken (skipped without the real table)
+ *   4. streaming  dist/k3 on the K3-width checkpoint: resident vs streamed trunk, against the
+ *                 disk's O_DIRECT bandwidth (skipped with K3_BENCH_SKIP_STREAMING=1, or when the
+ *                 disk cannot hold the ~15 GB of checkpoint and pack)
+ *
+ * Figures go to stdout, progress to stderr. Exits 1 when a benchmark found a correctness
+ * failure (ids differing across budgets, tokenizer output differing from tiktoken, peak RSS
+ * over the memory plan).
+ */
+import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { benchIndex } from "./index-headers.ts";
+import { benchKernels } from "./kernels.ts";
+import { benchStreaming, streamingReport, streamingSkipReason } from "./streaming.ts";
+import { benchTokenizer } from "./tokenizer.ts";
 
-const index = benchIndex();
+const timings: [string, number][] = [];
+let failed = false;
+
+async function part(name: string, run: () => Promise<void> | void): Promise<void> {
+  process.stderr.write(`[bench] ${name} ...\n`);
+  const started = performance.now();
+  try {
+    await run();
+  } catch (error) {
+    failed = true;
+    console.log(`${name}: ERROR ${(error as Error).stack ?? String(error)}`);
+  }
+  const seconds = (performance.now() - started) / 1000;
+  timings.push([name, seconds]);
+  process.stderr.write(`[bench] ${name} took ${seconds.toFixed(1)} s\n`);
+}
+
+const load = () => (loadavg()[0] ?? 0).toFixed(2);
+
 console.log(
-  `index: ${index.tensors} tensors in ${index.shards} shards (${(index.headerBytes / 1e6).toFixed(1)} MB of headers): ` +
-    `median ${index.seconds.toFixed(3)} s of 5`,
+  `k3 bench: ${cpus()[0]?.model.trim() ?? "unknown CPU"}, ${availableParallelism()} CPUs, ${(totalmem() / 1e9).toFixed(1)} GB RAM; ` +
+    `Bun ${Bun.version}; load average ${load()} at start`,
 );
+
+await part("index", () => {
+  const index = benchIndex();
+  console.log(
+    `index: ${index.tensors} tensors in ${index.shards} shards (${(index.headerBytes / 1e6).toFixed(1)} MB of headers): ` +
+      `median ${index.seconds.toFixed(3)} s of 5 (the original: ~0.27 s)`,
+  );
+});
+
+await part("kernels", () => {
+  const startLoad = load();
+  const rows = benchKernels();
+  const peak = Math.max(...rows.filter((r) => r.what.startsWith("memory")).map((r) => r.gbPerSecond));
+  console.log(`kernels: ratios are to the best measured memory read bandwidth, ${peak.toFixed(1)} GB/s (load average ${startLoad} before)`);
+  for (const r of rows) {
+    const ratio = r.what.startsWith("memory") ? "" : `  ${((100 * r.gbPerSecond) / peak).toFixed(0).padStart(3)}% of bandwidth`;
+    console.log(`  ${r.what.padEnd(28)} ${String(r.threads).padStart(2)} thr  ${(r.seconds * 1000).toFixed(3).padStart(9)} ms  ${r.gbPerSecond.toFixed(2).padStart(6)} GB/s${ratio}`);
+  }
+});
+
+await part("tokenizer", () => {
+  const r = benchTokenizer();
+  if (r === undefined) {
+    console.log("tokenizer: skipped (the real Kimi table is absent: set K3_KIMI_TOKENIZER to the directory with tiktoken.model and tokenizer_config.json)");
+    return;
+  }
+  if (!r.identical) failed = true;
+  console.log(
+    `tokenizer: ${(r.inputBytes / 1e6).toFixed(2)} MB -> ${r.ids} ids (${r.identical ? "identical to" : "FAIL: DIFFERENT FROM"} tiktoken)\n` +
+      `  load    k3 ${r.loadMs.toFixed(1)} ms (first of the process ${r.firstLoadMs.toFixed(1)} ms; target < 300)   tiktoken ${r.tiktokenLoadMs.toFixed(1)} ms\n` +
+      `  encode  k3 ${r.encodeMBps.toFixed(2)} MB/s fresh, ${r.warmEncodeMBps.toFixed(2)} MB/s warm, ${r.firstEncodeMBps.toFixed(2)} MB/s first of the process   ` +
+      `tiktoken ${r.tiktokenEncodeMBps.toFixed(2)} MB/s (target: k3 >= ${(r.tiktokenEncodeMBps / 2).toFixed(2)})`,
+  );
+});
+
+await part("streaming", async () => {
+  const skip = streamingSkipReason();
+  if (skip) {
+    console.log(`streaming: skipped (${skip})`);
+    return;
+  }
+  console.log(`streaming: load average ${load()} before`);
+  const result = await benchStreaming();
+  console.log(streamingReport(result));
+  if (result.failures.length > 0) failed = true;
+});
+
+console.log(`took: ${timings.map(([name, s]) => `${name} ${s.toFixed(1)} s`).join(", ")}; total ${timings.reduce((a, [, s]) => a + s, 0).toFixed(1)} s`);
+if (failed) {
+  console.log("bench: FAILED (see the FAIL lines above)");
+  process.exit(1);
+}

@@ -20,10 +20,11 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync, s
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { allTensors, trunkTensors } from "../src/checkpoint/tensor-names.ts";
-import { DirectFile } from "../src/native/file.ts";
+import { DirectFile, readCapacity, type PendingRead } from "../src/native/file.ts";
+import { NativeBuffer } from "../src/native/memory.ts";
 import { k3WidthConfig } from "../tools/k3width/generate.ts";
 import { tensorBytes } from "../tools/checkpoint/writer.ts";
-import { ensureBuilt, executablePath, root } from "../tools/build.ts";
+import { executablePath, executableStale, libraryStale, root } from "../tools/build.ts";
 
 export const defaultBenchDir = "/var/tmp/k3-bench/k3width";
 const promptIds = "1,2,3,4,5";
@@ -31,7 +32,9 @@ const genTokens = 4;
 /** One expert-cache budget for all three runs: 113 of the 192 routed experts, fits 24 GB. */
 const cacheGb = 2;
 const directChunkBytes = 64 << 20;
-const directPasses = 2;
+const directDepth = 4;
+/** Probe rounds before the runs (each reads the file once per request shape); one more after. */
+const directRounds = 2;
 /** Free space kept beyond what the checkpoint and the pack need. */
 const diskMarginBytes = 2e9;
 
@@ -73,7 +76,11 @@ export interface DiskCheck {
   ok: boolean;
   /** Where free space was measured (the nearest existing ancestor of the bench directory). */
   measuredAt: string;
+  /** tmpfs: the data would live in RAM (and O_DIRECT is refused there). */
+  tmpfs: boolean;
 }
+
+const tmpfsMagic = 0x01021994;
 
 export function diskCheck(paths = benchPaths()): DiskCheck {
   let toWrite = 0;
@@ -84,7 +91,8 @@ export function diskCheck(paths = benchPaths()): DiskCheck {
   const fs = statfsSync(at);
   const freeBytes = Number(fs.bavail) * Number(fs.bsize);
   const neededBytes = toWrite > 0 ? toWrite + diskMarginBytes : 0;
-  return { neededBytes, freeBytes, ok: freeBytes >= neededBytes, measuredAt: at };
+  const tmpfs = Number(fs.type) === tmpfsMagic;
+  return { neededBytes, freeBytes, ok: freeBytes >= neededBytes && !(tmpfs && neededBytes > 0), measuredAt: at, tmpfs };
 }
 
 /** MemAvailable in bytes, or undefined without /proc/meminfo. */
@@ -114,6 +122,19 @@ async function runLogged(command: string[], what: string): Promise<number> {
   return (performance.now() - started) / 1000;
 }
 
+/**
+ * Rebuilds libk3 and dist/k3 when older than their sources, as the test preload does, but in a
+ * child whose output goes to stderr: `bun build` prints to stdout, which carries the figures.
+ */
+async function ensureExecutable(): Promise<void> {
+  if (!libraryStale() && !executableStale()) return;
+  progress("dist/k3 is older than its sources: rebuilding (bun run build)");
+  const child = Bun.spawn([process.execPath, "run", join(root, "tools/build.ts")], { cwd: root, stdin: "ignore", stdout: "pipe", stderr: "inherit" });
+  await collectLines(child.stdout, (line) => process.stderr.write(`${line}\n`));
+  const code = await child.exited;
+  if (code !== 0) throw new Error(`bun run build failed (exit ${code})`);
+}
+
 /** Generates the checkpoint when absent and packs it when no pack is there; seconds for each. */
 async function prepare(paths: StreamingPaths): Promise<{ generateSeconds: number | undefined; packSeconds: number | undefined }> {
   const rel = relative(root, paths.dir);
@@ -139,32 +160,79 @@ async function prepare(paths: StreamingPaths): Promise<{ generateSeconds: number
   return { generateSeconds, packSeconds };
 }
 
+/** One pass's request shape: fixed chunks with several in flight, or one read per packed layer. */
+export type ProbeShape = { kind: "chunks"; bytes: number; depth: number } | { kind: "layers" };
+
+export interface ProbePass {
+  shape: ProbeShape;
+  mbps: number;
+  direct: boolean;
+  /** "before" or "after" the runs. */
+  when: string;
+}
+
 export interface DirectBandwidth {
   bytes: number;
-  chunkBytes: number;
-  /** MB/s of each full pass over the file. */
-  passes: number[];
+  passes: ProbePass[];
+  /** The fastest pass: the reference the engine's trunk rate is divided by. */
   best: number;
   direct: boolean;
 }
 
-/** Sequential reads of the whole file in large chunks through libk3's O_DIRECT reader. */
-export function measureDirectBandwidth(path: string, chunkBytes = directChunkBytes, passes = directPasses): DirectBandwidth {
-  const bytes = statSync(path).size;
-  const rates: number[] = [];
-  let direct = true;
-  for (let pass = 0; pass < passes; pass++) {
-    const file = new DirectFile(path);
-    try {
-      const started = performance.now();
-      for (let offset = 0; offset < bytes; offset += chunkBytes) file.read(offset, Math.min(chunkBytes, bytes - offset));
-      rates.push(bytes / 1e6 / ((performance.now() - started) / 1000));
-      direct &&= file.direct;
-    } finally {
-      file.close();
+export const shapeName = (shape: ProbeShape) =>
+  shape.kind === "chunks" ? `${shape.bytes >> 20} MiB x ${shape.depth} in flight` : "one read per layer";
+
+/** The [offset, bytes) of each packed layer run, from trunk.json. */
+function layerRuns(trunkDir: string): { offset: number; bytes: number }[] {
+  const manifest = JSON.parse(readFileSync(join(trunkDir, "trunk.json"), "utf8")) as { layers: { file_off: number; nbytes: number }[] };
+  return manifest.layers.map((l) => ({ offset: l.file_off, bytes: l.nbytes }));
+}
+
+/**
+ * One sequential pass over trunk.bin through libk3's O_DIRECT reader and its I/O threads, either
+ * in `bytes` chunks with `depth` reads in flight (the device never idles between requests), or
+ * as the engine's trunk reads it: one request per layer run, into one buffer (a ring slot).
+ */
+export function directPass(trunkDir: string, shape: ProbeShape): { mbps: number; direct: boolean } {
+  const path = join(trunkDir, "trunk.bin");
+  const total = statSync(path).size;
+  const requests = shape.kind === "layers" ? layerRuns(trunkDir) : [];
+  if (shape.kind === "chunks") for (let offset = 0; offset < total; offset += shape.bytes) requests.push({ offset, bytes: Math.min(shape.bytes, total - offset) });
+  const depth = shape.kind === "chunks" ? shape.depth : 1;
+  const largest = Math.max(...requests.map((r) => r.bytes));
+  const file = new DirectFile(path);
+  const buffers = Array.from({ length: depth }, (_, i) => NativeBuffer.allocate(readCapacity(largest), `O_DIRECT probe buffer ${i}`));
+  const inflight: (PendingRead | undefined)[] = Array.from({ length: depth }, () => undefined);
+  try {
+    const started = performance.now();
+    let bytes = 0;
+    requests.forEach((request, n) => {
+      inflight[n % depth]?.wait();
+      inflight[n % depth] = file.submit(request.offset, request.bytes, buffers[n % depth] as NativeBuffer);
+      bytes += request.bytes;
+    });
+    for (const read of inflight) read?.wait();
+    return { mbps: bytes / 1e6 / ((performance.now() - started) / 1000), direct: file.direct };
+  } finally {
+    for (const read of inflight) {
+      try {
+        read?.wait();
+      } catch {
+        // the wait above has thrown it already
+      }
     }
+    for (const buffer of buffers) buffer.free();
+    file.close();
   }
-  return { bytes, chunkBytes, passes: rates, best: Math.max(...rates), direct };
+}
+
+const probeShapes: ProbeShape[] = [{ kind: "chunks", bytes: directChunkBytes, depth: directDepth }, { kind: "layers" }];
+
+/** Each request shape `rounds` times, alternating. */
+export function measureDirectBandwidth(trunkDir: string, when: string, rounds: number): ProbePass[] {
+  const passes: ProbePass[] = [];
+  for (let r = 0; r < rounds; r++) for (const shape of probeShapes) passes.push({ shape, when, ...directPass(trunkDir, shape) });
+  return passes;
 }
 
 export interface TrunkFinal {
@@ -345,17 +413,23 @@ export interface StreamingBench {
 
 /** The whole benchmark. Throws only when it cannot run at all (build, generation, packing). */
 export async function benchStreaming(paths = benchPaths()): Promise<StreamingBench> {
-  ensureBuilt();
+  await ensureExecutable();
   const prepareStarted = performance.now();
   const { generateSeconds, packSeconds } = await prepare(paths);
   const prepareSeconds = (performance.now() - prepareStarted) / 1000;
   const trunkBin = join(paths.trunkDir, "trunk.bin");
   const trunkBytes = statSync(trunkBin).size;
 
-  progress(`O_DIRECT sequential read of ${trunkBin} (${(trunkBytes / 1e9).toFixed(2)} GB, ${directChunkBytes >> 20} MiB chunks, ${directPasses} passes)`);
-  const directStarted = performance.now();
-  const direct = measureDirectBandwidth(trunkBin);
-  const directSeconds = (performance.now() - directStarted) / 1000;
+  let directSeconds = 0;
+  const probe = (when: string, rounds: number) => {
+    progress(`O_DIRECT sequential reads of ${trunkBin} ${when} the runs (${(trunkBytes / 1e9).toFixed(2)} GB per pass)`);
+    const started = performance.now();
+    const passes = measureDirectBandwidth(paths.trunkDir, when, rounds);
+    directSeconds += (performance.now() - started) / 1000;
+    for (const p of passes) progress(`  ${shapeName(p.shape)}: ${p.mbps.toFixed(0)} MB/s`);
+    return passes;
+  };
+  const before = probe("before", directRounds);
 
   const outDir = mkdtempSync(join(tmpdir(), "k3-bench-streaming-"));
   const runs: StreamingRun[] = [];
@@ -366,6 +440,9 @@ export async function benchStreaming(paths = benchPaths()): Promise<StreamingBen
   } finally {
     rmSync(outDir, { recursive: true, force: true });
   }
+  // Once more after the runs: the device's rate drifts, and the ratio should not hinge on one pass.
+  const passes = [...before, ...probe("after", 1)];
+  const direct: DirectBandwidth = { bytes: trunkBytes, passes, best: Math.max(...passes.map((p) => p.mbps)), direct: passes.every((p) => p.direct) };
 
   const failures: string[] = [];
   for (const run of runs) {
@@ -389,6 +466,7 @@ export async function benchStreaming(paths = benchPaths()): Promise<StreamingBen
 }
 
 const gb = (bytes: number) => `${(bytes / 1e9).toFixed(2)} GB`;
+const signedGb = (bytes: number) => `${bytes >= 0 ? "+" : "-"}${(Math.abs(bytes) / 1e9).toFixed(2)}`;
 const fixed = (value: number | undefined, digits: number) => (value === undefined ? "-" : value.toFixed(digits));
 
 /** The figures, for stdout. */
@@ -405,13 +483,18 @@ export function streamingReport(b: StreamingBench): string {
       `${b.packSeconds === undefined ? "pack reused" : `packed in ${b.packSeconds.toFixed(1)} s`}); ` +
       `O_DIRECT probe ${b.directSeconds.toFixed(1)} s; three runs ${runsSeconds.toFixed(1)} s`,
   );
+  const passesOf = (shape: ProbeShape) => b.direct.passes.filter((p) => shapeName(p.shape) === shapeName(shape));
   out.push(
-    `  O_DIRECT sequential read of trunk.bin, ${b.direct.chunkBytes >> 20} MiB chunks: ${b.direct.best.toFixed(0)} MB/s best of ` +
-      `${b.direct.passes.length} (${b.direct.passes.map((r) => r.toFixed(0)).join(", ")})${b.direct.direct ? "" : "  [the filesystem refused O_DIRECT: buffered]"}`,
+    `  O_DIRECT sequential read of trunk.bin: best ${b.direct.best.toFixed(0)} MB/s (the reference below)` +
+      `${b.direct.direct ? "" : "  [the filesystem refused O_DIRECT: buffered]"}`,
   );
+  for (const shape of probeShapes) {
+    const passes = passesOf(shape);
+    out.push(`    ${shapeName(shape).padEnd(22)} ${passes.map((p) => `${p.mbps.toFixed(0)}${p.when === "after" ? " (after)" : ""}`).join(", ")} MB/s`);
+  }
   out.push(
     `  ${"run".padEnd(16)}${"s/token".padStart(8)}${"steps 1+".padStart(10)}${"peak RSS".padStart(10)}${"(OS)".padStart(10)}` +
-      `${"plan TOTAL".padStart(12)}${"trunk MB/s".padStart(12)}${"/ O_DIRECT".padStart(11)}  ids`,
+      `${"plan TOTAL".padStart(12)}${"peak-plan".padStart(11)}${"trunk MB/s".padStart(12)}${"/ O_DIRECT".padStart(11)}  ids`,
   );
   for (const r of b.runs) {
     let rate: number | undefined = r.trunk?.mbps;
@@ -424,11 +507,13 @@ export function streamingReport(b: StreamingBench): string {
     out.push(
       `  ${r.label.padEnd(16)}${fixed(r.secondsPerToken, 3).padStart(8)}${fixed(r.steadySecondsPerToken, 3).padStart(10)}` +
         `${(r.peakRss === undefined ? "-" : gb(r.peakRss)).padStart(10)}${(r.osPeakRss === undefined ? "-" : gb(r.osPeakRss)).padStart(10)}` +
-        `${(r.planTotal === undefined ? "-" : gb(r.planTotal)).padStart(12)}${(rate === undefined ? "-" : `${rate.toFixed(0)}${rateNote}`).padStart(12)}` +
+        `${(r.planTotal === undefined ? "-" : gb(r.planTotal)).padStart(12)}` +
+        `${(r.planTotal === undefined || r.peakRss === undefined ? "-" : signedGb(r.peakRss - r.planTotal)).padStart(11)}${(rate === undefined ? "-" : `${rate.toFixed(0)}${rateNote}`).padStart(12)}` +
         `${ratio.padStart(11)}  ${r.code === 0 ? `[${r.generated?.join(",") ?? "?"}]` : `exit ${r.code}`}`,
     );
   }
-  out.push("  (steps 1+: mean of the steps after the prefill step; * resident: the one-time load rate from the shards, not a per-token stream)");
+  out.push("  (steps 1+: mean of the steps after step 0, which also pays for the prefill and the first reads; peak-plan in GB, + = over the forecast;");
+  out.push("   * resident: the one-time load rate from the shards, not a per-token stream)");
   for (const r of b.runs) {
     out.push(`  [${r.label}] steps ${r.stepSeconds.map((s) => s.toFixed(2)).join(" / ")} s; wall ${r.wallSeconds.toFixed(1)} s` +
       (r.expertBytesRead === undefined ? "" : `; experts read ${gb(r.expertBytesRead)}`) +
@@ -459,6 +544,9 @@ export function streamingReport(b: StreamingBench): string {
 export function streamingSkipReason(paths = benchPaths()): string | undefined {
   if (process.env.K3_BENCH_SKIP_STREAMING === "1") return "K3_BENCH_SKIP_STREAMING=1";
   const disk = diskCheck(paths);
+  if (disk.tmpfs && disk.neededBytes > 0) {
+    return `${disk.measuredAt} is tmpfs: the ${gb(disk.neededBytes - diskMarginBytes)} of checkpoint and pack would sit in RAM; set K3_BENCH_DIR to a disk`;
+  }
   if (!disk.ok) {
     return `needs ${gb(disk.neededBytes)} free for the K3-width checkpoint and its pack (2 GB margin included); ` +
       `${disk.measuredAt} has ${gb(disk.freeBytes)} (set K3_BENCH_DIR to a larger filesystem)`;
