@@ -8,7 +8,7 @@
  */
 import type { Pointer } from "bun:ffi";
 import type { ModelConfig } from "../checkpoint/config.ts";
-import type { CheckpointIndex, TensorEntry } from "../checkpoint/safetensors.ts";
+import { dtypeBytes, type CheckpointIndex, type TensorEntry } from "../checkpoint/safetensors.ts";
 import {
   attentionKind, expertTensors, ffnKind, layerPrefix, modelTensors, trunkTensors, type TensorSpec,
 } from "../checkpoint/tensor-names.ts";
@@ -74,7 +74,7 @@ export function checkBindable(index: CheckpointIndex, config: ModelConfig, layer
 
 /** Bytes of widened vectors a layer's bind stores (its arena size). */
 export function vectorBytes(layout: LayerLayout): number {
-  return VectorArena.bytesFor(layout.tensors.filter((t) => !isMatrixSpec(t)).map((t) => t.nbytes / ({ BF16: 2, F16: 2, F32: 4, U8: 1 }[t.dtype])));
+  return VectorArena.bytesFor(layout.tensors.filter((t) => !isMatrixSpec(t)).map((t) => t.nbytes / dtypeBytes[t.dtype]));
 }
 
 /** A layer's trunk bytes in native memory, laid out as `layout` says. */

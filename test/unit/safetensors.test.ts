@@ -4,13 +4,13 @@ import { join } from "node:path";
 import { indexCheckpoint, readShardHeader } from "../../src/checkpoint/safetensors.ts";
 import { allTensors } from "../../src/checkpoint/tensor-names.ts";
 import { K3Error } from "../../src/errors.ts";
-import { shardName, writeCheckpoint, writeSafetensors, type TensorData } from "../../tools/checkpoint/writer.ts";
+import { shardName, tensorBytes, writeCheckpoint, writeSafetensors, type TensorData } from "../../tools/checkpoint/writer.ts";
 import { tinyConfig } from "../support/configs.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const filled = (name: string, dtype: TensorData["dtype"], shape: number[], byte: number): TensorData => ({
   name, dtype, shape,
-  bytes: () => new Uint8Array(shape.reduce((a, b) => a * b, 1) * { BF16: 2, F16: 2, F32: 4, U8: 1 }[dtype]).fill(byte),
+  bytes: () => new Uint8Array(tensorBytes(dtype, shape)).fill(byte),
 });
 
 /** A shard with a hand-written header and `dataBytes` of payload. */

@@ -12,7 +12,7 @@ import { join } from "node:path";
 import type { ModelConfig } from "../../src/checkpoint/config.ts";
 import { allTensors, type TensorSpec } from "../../src/checkpoint/tensor-names.ts";
 import { releasedConfig } from "../checkpoint/released-config.ts";
-import { configJson, shardName, writeSafetensors } from "../checkpoint/writer.ts";
+import { configJson, shardName, tensorBytes, writeSafetensors } from "../checkpoint/writer.ts";
 import { writeFileSync, renameSync, mkdirSync } from "node:fs";
 
 const log = createConsola({ stdout: process.stderr, stderr: process.stderr });
@@ -43,8 +43,7 @@ function fillRandom(words: Uint32Array, seed: number): void {
  * finite through 7168-wide sums, norm gains near 1, MXFP4 scale bytes 118-123.
  */
 function payload(spec: TensorSpec, seed: number): Uint8Array {
-  const count = spec.shape.reduce((a, b) => a * b, 1);
-  const bytes = new Uint8Array(count * { BF16: 2, F16: 2, F32: 4, U8: 1 }[spec.dtype]);
+  const bytes = new Uint8Array(tensorBytes(spec.dtype, spec.shape));
   const words = new Uint32Array(bytes.buffer, 0, Math.floor(bytes.length / 4));
   fillRandom(words, seed);
   if (spec.dtype === "U8") {
@@ -79,7 +78,7 @@ export function generateK3Width(dir: string): void {
   for (let layer = 0; layer < config.numLayers; layer++) groups.push(specs.filter((s) => s.name.includes(`.layers.${layer}.`)));
   groups.push(specs.filter((s) => !s.name.includes(".layers.")));
   let written = 0;
-  const total = specs.reduce((sum, s) => sum + s.shape.reduce((a, b) => a * b, 1) * { BF16: 2, F16: 2, F32: 4, U8: 1 }[s.dtype], 0);
+  const total = specs.reduce((sum, s) => sum + tensorBytes(s.dtype, s.shape), 0);
   const started = performance.now();
   groups.forEach((group, g) => {
     const path = join(dir, shardName(g, groups.length));
