@@ -98,10 +98,6 @@ export class StreamedTrunk implements Trunk {
     return this.#ring;
   }
 
-  get bytesAllocated(): number {
-    return this.plan.bytes;
-  }
-
   #submit(layer: number, buffer: NativeBuffer): PendingRead {
     const packed = this.#layers[layer]!;
     return this.#file.submit(packed.file_off, packed.nbytes, buffer);
