@@ -8,6 +8,7 @@ import { cacheReport, expertCacheLine, ioShareReport, runInvalidReport, trunkBan
 import { dumpCacheTrace, traceWrittenLine } from "../weights/expert-trace.ts";
 import { existsSync } from "node:fs";
 import { setBufferedFallbackReporter } from "../native/file.ts";
+import { threadsFromEnv } from "../native/kernels.ts";
 import { decodeSeconds, stepHeader, stepRow, summaryLine } from "../report/table.ts";
 import { resultsJson, writeAtomically } from "../report/results.ts";
 import { formatBytes } from "../report/units.ts";
@@ -104,6 +105,7 @@ function injectedFaults(): Set<string> | undefined {
 
 async function generate(options: RunOptions, config: ModelConfig, shape: string, layerCount: number, tokenizer: Tokenizer | undefined): Promise<number> {
   const wallStarted = performance.now();
+  threadsFromEnv(); // a bad K3_THREADS is a usage error before anything is loaded
   setBufferedFallbackReporter((path) => log.info(`${path}: the filesystem refuses O_DIRECT; reading through the page cache`));
   if (options.dumpCacheTrace && !existsSync(options.dumpCacheTrace)) {
     throw usageError(`--dump-cache-trace: directory ${options.dumpCacheTrace} does not exist`);

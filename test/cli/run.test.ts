@@ -50,6 +50,12 @@ describe("k3 <model_dir> through the binary", () => {
     expect(r.stderr).toBe("k3: --layers 14 exceeds the model's 13 layers\n");
   });
 
+  test("a bad K3_THREADS is a usage error before anything is loaded", () => {
+    const r = k3([tiny, "--ids", prompt, "--gen", "1"], { env: { K3_THREADS: "0" } });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe("k3: K3_THREADS must be an integer from 1 to 256 (got '0')\n");
+  });
+
   test("--gen 0 generates nothing and still writes the results", () => {
     const r = k3([tiny, "--ids", prompt, "--gen", "0", "--out", "-"]);
     expect(r.code).toBe(0);
