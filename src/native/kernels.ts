@@ -101,15 +101,21 @@ function lib(): Native {
   return l;
 }
 
-/** The thread count K3_THREADS asks for, or undefined when unset. Refuses anything else. */
+/**
+ * The thread count the environment asks for: K3_THREADS, else OMP_NUM_THREADS (which scripts
+ * written for the original engine set), or undefined when neither is set. Refuses anything else.
+ */
 export function threadsFromEnv(env: Record<string, string | undefined> = process.env): number | undefined {
-  const raw = env.K3_THREADS;
-  if (raw === undefined || raw.trim() === "") return undefined;
-  const value = Number(raw.trim());
-  if (!Number.isInteger(value) || value < 1 || value > maxThreads) {
-    throw usageError(`K3_THREADS must be an integer from 1 to ${maxThreads} (got '${raw}')`);
+  for (const name of ["K3_THREADS", "OMP_NUM_THREADS"] as const) {
+    const raw = env[name];
+    if (raw === undefined || raw.trim() === "") continue;
+    const value = Number(raw.trim());
+    if (!Number.isInteger(value) || value < 1 || value > maxThreads) {
+      throw usageError(`${name} must be an integer from 1 to ${maxThreads} (got '${raw}')`);
+    }
+    return value;
   }
-  return value;
+  return undefined;
 }
 
 /**

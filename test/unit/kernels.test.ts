@@ -209,6 +209,9 @@ describe("thread pool", () => {
     expect(threadsFromEnv({ K3_THREADS: "3" })).toBe(3);
     expect(() => threadsFromEnv({ K3_THREADS: "0" })).toThrow(/K3_THREADS/);
     expect(() => threadsFromEnv({ K3_THREADS: "two" })).toThrow(/K3_THREADS/);
+    expect(threadsFromEnv({ OMP_NUM_THREADS: "2" })).toBe(2);
+    expect(threadsFromEnv({ K3_THREADS: "1", OMP_NUM_THREADS: "2" })).toBe(1);
+    expect(() => threadsFromEnv({ OMP_NUM_THREADS: "-4" })).toThrow(/OMP_NUM_THREADS/);
     expect(() => threadsFromEnv({ K3_THREADS: "1.5" })).toThrow(/K3_THREADS/);
     expect(initPool(3)).toBe(3);
     expect(poolThreads()).toBe(3);
