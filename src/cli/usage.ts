@@ -22,6 +22,7 @@ export async function usageText<T>(command: CommandInfo<T>, subcommands: readonl
       ? { subCommands: Object.fromEntries(subcommands.map((s) => [s.name, defineCommand({ meta: { name: s.name, description: s.description } })])) }
       : {}),
   });
-  const text = await renderUsage(definition);
+  // citty pads every column, the last one too: trailing blanks are trimmed.
+  const text = (await renderUsage(definition)).replace(/[ \t]+$/gm, "");
   return `${process.stdout.isTTY ? text : text.replace(ansi, "")}\n`;
 }
