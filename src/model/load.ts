@@ -81,7 +81,7 @@ export function prepareEngine(request: EngineRequest): PreparedEngine {
   const budgets = resolveBudgets(request.budgets, memory, { trunkGb: residentTrunkBytes / 1e9, tablesGb: tablesBytes / 1e9 });
   const warnings: string[] = [];
   const streamed = request.trunkDir
-    ? new StreamedTrunk(request.trunkDir, index, config, layerCount, budgets.trunkGb * 1e9, warnings)
+    ? new StreamedTrunk(request.trunkDir, config, layouts, budgets.trunkGb * 1e9, warnings)
     : undefined;
   const expertPlan = planExpertCache(index, config, layerCount, budgets.cacheGb * 1e9);
   const plan = memoryPlan({
@@ -98,7 +98,7 @@ export function prepareEngine(request: EngineRequest): PreparedEngine {
   };
   const materialize = (onLayer?: (loaded: number) => void): LoadedModel => {
     const loadStarted = performance.now();
-    const trunk: Trunk = streamed ?? new ResidentTrunk(index, reader, config, layerCount, warnings, onLayer);
+    const trunk: Trunk = streamed ?? new ResidentTrunk(index, reader, config, layouts, warnings, onLayer);
     if (!streamed) closers.push(() => trunk.close());
     const tables = loadModelTables(index, reader, config);
     closers.push(() => tables.close());

@@ -9,7 +9,7 @@ import { NativeBuffer } from "../native/memory.ts";
 import { bindLayer, vectorBytes } from "./bind.ts";
 import type { TensorReader } from "./tensor-reader.ts";
 import type { Trunk } from "./trunk.ts";
-import { layerLayout, type LayerLayout } from "./trunk-layout.ts";
+import type { LayerLayout } from "./trunk-layout.ts";
 import type { LayerWeights } from "./types.ts";
 import { VectorArena } from "./vector-arena.ts";
 
@@ -29,24 +29,20 @@ export function readLayerFromShards(reader: TensorReader, index: CheckpointIndex
 
 export class ResidentTrunk implements Trunk {
   readonly layerCount: number;
-  readonly bytes: number;
   readonly #layers: LayerWeights[] = [];
   readonly #owned: { buffer: NativeBuffer; arena: VectorArena }[] = [];
 
-  constructor(index: CheckpointIndex, reader: TensorReader, config: ModelConfig, layerCount: number, warnings: string[],
+  /** `layouts` are the bound layers' layouts, in layer order. */
+  constructor(index: CheckpointIndex, reader: TensorReader, config: ModelConfig, layouts: readonly LayerLayout[], warnings: string[],
     onLayer: (loaded: number) => void = () => {}) {
-    this.layerCount = layerCount;
-    let bytes = 0;
-    for (let layer = 0; layer < layerCount; layer++) {
-      const layout = layerLayout(index, config, layer);
+    this.layerCount = layouts.length;
+    for (const layout of layouts) {
       const { buffer, base } = readLayerFromShards(reader, index, layout);
-      const arena = new VectorArena(vectorBytes(layout), `vectors of layer ${layer}`);
+      const arena = new VectorArena(vectorBytes(layout), `vectors of layer ${layout.layer}`);
       this.#owned.push({ buffer, arena });
       this.#layers.push(bindLayer(config, { layout, base }, arena, warnings));
-      bytes += layout.bytes;
-      onLayer(layer + 1);
+      onLayer(layout.layer + 1);
     }
-    this.bytes = bytes;
   }
 
   layer(layer: number): LayerWeights {

@@ -8,7 +8,6 @@
 import type { Pointer } from "bun:ffi";
 import { join } from "node:path";
 import type { ModelConfig } from "../checkpoint/config.ts";
-import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { K3Error, ExitCode } from "../errors.ts";
 import { DirectFile, readCapacity, type PendingRead } from "../native/file.ts";
 import { NativeBuffer } from "../native/memory.ts";
@@ -16,7 +15,7 @@ import { planTrunk, type TrunkPlan } from "../plan/trunk-plan.ts";
 import { bindLayer, vectorBytes } from "./bind.ts";
 import type { Trunk } from "./trunk.ts";
 import { layerHash, layoutOfPacked, readTrunkManifest, trunkBinName, type PackedLayer } from "./trunk-file.ts";
-import { layerLayout, type LayerLayout } from "./trunk-layout.ts";
+import type { LayerLayout } from "./trunk-layout.ts";
 import type { LayerWeights } from "./types.ts";
 import { VectorArena } from "./vector-arena.ts";
 
@@ -63,7 +62,9 @@ export class StreamedTrunk implements Trunk {
   readonly #verified = new Set<number>();
   readonly #warnings: string[];
 
-  constructor(dir: string, index: CheckpointIndex, config: ModelConfig, layerCount: number, budgetBytes: number, warnings: string[]) {
+  /** `layouts` are the bound layers' layouts in the checkpoint, in layer order. */
+  constructor(dir: string, config: ModelConfig, layouts: readonly LayerLayout[], budgetBytes: number, warnings: string[]) {
+    const layerCount = layouts.length;
     const manifest = readTrunkManifest(dir);
     if (manifest.n_layers < layerCount) {
       throw new K3Error(ExitCode.runtime, `${dir}: the packed trunk holds ${manifest.n_layers} layers, ${layerCount} are needed`);
@@ -73,8 +74,8 @@ export class StreamedTrunk implements Trunk {
     this.#dir = dir;
     this.#warnings = warnings;
     this.#layers = manifest.layers.slice(0, layerCount);
-    this.#layouts = this.#layers.map((packed) => {
-      const layout = layerLayout(index, config, packed.layer);
+    this.#layouts = this.#layers.map((packed, l) => {
+      const layout = layouts[l] as LayerLayout;
       checkMatches(packed, layout, dir);
       return { ...layout, run: undefined };
     });

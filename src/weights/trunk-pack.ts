@@ -32,9 +32,10 @@ export interface PackResult {
   alreadyPacked: boolean;
 }
 
-/** The manifest a pack of these layers would have, hashes aside. */
-function plannedLayers(index: CheckpointIndex, config: ModelConfig, layerCount: number): PackedLayer[] {
+/** The manifest a pack of these layers would have (hashes aside), and where each run is read from. */
+function plannedLayers(index: CheckpointIndex, config: ModelConfig, layerCount: number): { layers: PackedLayer[]; shards: number[] } {
   const layers: PackedLayer[] = [];
+  const shards: number[] = [];
   let fileOff = 0;
   for (let layer = 0; layer < layerCount; layer++) {
     const layout = layerLayout(index, config, layer);
@@ -46,9 +47,10 @@ function plannedLayers(index: CheckpointIndex, config: ModelConfig, layerCount: 
       payload_bytes: layout.bytes, file_off: fileOff, hash: "",
       tensors: Object.fromEntries(layout.tensors.map((t) => [t.name, { off: t.off, nbytes: t.nbytes, dtype: t.dtype, shape: t.shape }])),
     });
+    shards.push(layout.run.shard);
     fileOff += nbytes;
   }
-  return layers;
+  return { layers, shards };
 }
 
 /** Everything but the hashes, to tell "the same pack" from "a different pack". */
@@ -67,7 +69,7 @@ export function packTrunk(
   },
 ): PackResult {
   const started = performance.now();
-  const planned = plannedLayers(index, config, layerCount);
+  const { layers: planned, shards } = plannedLayers(index, config, layerCount);
   const jsonPath = join(outDir, trunkJsonName);
   const binPath = join(outDir, trunkBinName);
   const largestLayerBytes = Math.max(...planned.map((l) => l.payload_bytes));
@@ -94,13 +96,11 @@ export function packTrunk(
   try {
     const padding = new Uint8Array(trunkAlignment);
     for (const layer of planned) {
-      const layout = layerLayout(index, config, layer.layer);
-      const run = layout.run!;
       // Copy in chunks, hashing the same chunks the verifier will hash.
       let hash = 0n;
       for (let at = 0; at < layer.payload_bytes; at += hashChunkBytes) {
         const length = Math.min(hashChunkBytes, layer.payload_bytes - at);
-        const chunk = reader.readRange(run.shard, run.start + at, length);
+        const chunk = reader.readRange(shards[layer.layer] as number, layer.run_start + at, length);
         hash = Bun.hash.wyhash(chunk, hash);
         let written = 0;
         while (written < length) written += writeSync(fd, chunk, written, length - written, layer.file_off + at + written);
