@@ -3,12 +3,13 @@
  * Kimi K3 model that ships inside the executable (random weights: the text is not language,
  * it shows the whole path working) through the same code as `k3 <model_dir> --prompt`.
  */
-import { existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { demoFiles } from "../demo/assets.ts";
 import { ExitCode, K3Error, usageError } from "../errors.ts";
 import { emit, log } from "../report/log.ts";
+import { writeAtomically } from "../report/results.ts";
 import { findInfoFlag, parseInteger, parseOptions, type OptionDef } from "./args.ts";
 import { runMain } from "./run.ts";
 import { usageText, version, type CommandInfo } from "./usage.ts";
@@ -40,9 +41,7 @@ function demoDir(): string {
       const target = join(dir, name);
       const bytes = readFileSync(embedded);
       if (existsSync(target) && statSync(target).size === bytes.length) continue;
-      const temporary = `${target}.${process.pid}.tmp`;
-      writeFileSync(temporary, bytes);
-      renameSync(temporary, target);
+      writeAtomically(target, bytes, "a demo file");
     }
   } catch (error) {
     throw new K3Error(ExitCode.runtime, `${dir}: cannot prepare the demo files (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);

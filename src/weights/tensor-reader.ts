@@ -7,8 +7,6 @@ import { NativeBuffer } from "../native/memory.ts";
 export class TensorReader {
   readonly index: CheckpointIndex;
   readonly #files = new Map<number, DirectFile>();
-  /** Bytes read so far, for reports. */
-  bytesRead = 0;
 
   constructor(index: CheckpointIndex) {
     this.index = index;
@@ -25,9 +23,7 @@ export class TensorReader {
 
   /** The raw bytes of [offset, offset + length) of a shard; valid until the next read. */
   readRange(shard: number, offset: number, length: number): Uint8Array {
-    const bytes = this.#file(shard).read(offset, length);
-    this.bytesRead += length;
-    return bytes;
+    return this.#file(shard).read(offset, length);
   }
 
   /** The raw bytes of a tensor; valid until the next read of the same shard. */
@@ -43,7 +39,6 @@ export class TensorReader {
     const buffer = NativeBuffer.allocate(readCapacity(length), purpose, "read-target");
     try {
       const { payload } = this.#file(shard).submit(offset, length, buffer).wait();
-      this.bytesRead += length;
       return { buffer, ptr: (buffer.ptr + payload) as Pointer };
     } catch (error) {
       buffer.free();

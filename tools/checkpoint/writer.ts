@@ -4,10 +4,11 @@
  * packed nibbles plus E8M0 scales, and config.json in the nested or flat shape.
  * Tests and benchmarks use it; payloads are streamed, so large checkpoints need little memory.
  */
-import { closeSync, mkdirSync, openSync, renameSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, mkdirSync, openSync, renameSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { configFields, type ModelConfig, type ConfigShape } from "../../src/checkpoint/config.ts";
 import { dtypeBytes, type Dtype } from "../../src/checkpoint/safetensors.ts";
+import { writeAtomically } from "../../src/report/results.ts";
 import { allTensors, type TensorSpec } from "../../src/checkpoint/tensor-names.ts";
 
 export interface TensorData {
@@ -155,9 +156,6 @@ export function writeCheckpoint(dir: string, config: ModelConfig, options: Check
     })));
     paths.push(path);
   }
-  const configPath = join(dir, "config.json");
-  const temporary = `${configPath}.${process.pid}.tmp`;
-  writeFileSync(temporary, configJson(config, options.shape));
-  renameSync(temporary, configPath);
+  writeAtomically(join(dir, "config.json"), configJson(config, options.shape), "the config");
   return paths;
 }

@@ -7,13 +7,13 @@
  *   bun run tools/k3width/generate.ts <dir>
  */
 import { createConsola } from "consola";
-import { existsSync, statSync } from "node:fs";
+import { existsSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { ModelConfig } from "../../src/checkpoint/config.ts";
 import { allTensors, type TensorSpec } from "../../src/checkpoint/tensor-names.ts";
+import { writeAtomically } from "../../src/report/results.ts";
 import { releasedConfig } from "../checkpoint/released-config.ts";
 import { configJson, shardName, tensorBytes, writeSafetensors } from "../checkpoint/writer.ts";
-import { writeFileSync, renameSync, mkdirSync } from "node:fs";
 
 const log = createConsola({ stdout: process.stderr, stderr: process.stderr });
 
@@ -93,9 +93,8 @@ export function generateK3Width(dir: string): void {
     const seconds = (performance.now() - started) / 1000;
     log.info(`wrote ${path} (${(statSync(path).size / 1e9).toFixed(2)} GB); ${(written / 1e9).toFixed(2)} of ${(total / 1e9).toFixed(2)} GB in ${seconds.toFixed(0)} s`);
   });
-  const configPath = join(dir, "config.json");
-  writeFileSync(`${configPath}.tmp`, configJson(config, "nested"));
-  renameSync(`${configPath}.tmp`, configPath);
+  // Written last: its presence is what says the checkpoint is complete.
+  writeAtomically(join(dir, "config.json"), configJson(config, "nested"), "the config");
 }
 
 if (import.meta.main) {
