@@ -7,12 +7,12 @@ import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { demoFiles } from "../demo/assets.ts";
-import { ExitCode, K3Error, usageError } from "../errors.ts";
+import { ExitCode, K3Error } from "../errors.ts";
 import { emit, log } from "../report/log.ts";
 import { writeAtomically } from "../report/results.ts";
-import { findInfoFlag, parseInteger, parseOptions, type OptionDef } from "./args.ts";
+import { parseInteger, type OptionDef } from "./args.ts";
 import { runMain } from "./run.ts";
-import { usageText, version, type CommandInfo } from "./usage.ts";
+import { parseCommandArgs, version, type CommandInfo } from "./usage.ts";
 
 interface DemoOptions {
   prompt: string;
@@ -50,13 +50,8 @@ function demoDir(): string {
 }
 
 export async function main(args: readonly string[]): Promise<number> {
-  if (findInfoFlag(args, options, ["help"])) {
-    emit(await usageText(command));
-    return ExitCode.ok;
-  }
   const o: DemoOptions = { prompt: defaultPrompt, gen: 24 };
-  const extra = parseOptions(args, options, o);
-  if (extra.length > 0) throw usageError(`unexpected argument ${extra[0]}`);
+  if (!(await parseCommandArgs(args, command, o))) return ExitCode.ok;
   const dir = demoDir();
   log.info(`demo: the tiny 13-layer Kimi K3 model (random weights) and a byte-level tokenizer, from ${dir}`);
   const out = join(dir, "demo_run.json");

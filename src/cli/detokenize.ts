@@ -1,10 +1,9 @@
 /** `k3 detokenize --tok DIR`: ids on stdin (comma/space separated, or {"ids":[...]}) to bytes on stdout. */
 import { ExitCode, usageError } from "../errors.ts";
-import { emit } from "../report/log.ts";
 import { loadTokenizer } from "../tokenizer/index.ts";
-import { findInfoFlag, parseOptions, type OptionDef } from "./args.ts";
+import type { OptionDef } from "./args.ts";
 import { parseIdsText, readStdin } from "./prompt.ts";
-import { usageText, type CommandInfo } from "./usage.ts";
+import { parseCommandArgs, type CommandInfo } from "./usage.ts";
 
 interface DetokenizeOptions {
   tokDir: string | undefined;
@@ -20,13 +19,8 @@ const command: CommandInfo<DetokenizeOptions> = {
 };
 
 export async function main(args: readonly string[]): Promise<number> {
-  if (findInfoFlag(args, options, ["help"])) {
-    emit(await usageText(command));
-    return ExitCode.ok;
-  }
   const o: DetokenizeOptions = { tokDir: undefined };
-  const extra = parseOptions(args, options, o);
-  if (extra.length > 0) throw usageError(`unexpected argument ${extra[0]}`);
+  if (!(await parseCommandArgs(args, command, o))) return ExitCode.ok;
   if (!o.tokDir) throw usageError("detokenize needs --tok DIR: a directory holding tiktoken.model and tokenizer_config.json");
   const ids = parseIdsText(new TextDecoder().decode(readStdin()), "stdin");
   const bytes = loadTokenizer(o.tokDir).decode(ids);

@@ -3,13 +3,13 @@ import { join } from "node:path";
 import { loadConfig } from "../checkpoint/config.ts";
 import { indexCheckpoint } from "../checkpoint/safetensors.ts";
 import { ExitCode, usageError } from "../errors.ts";
-import { emit, log } from "../report/log.ts";
+import { log } from "../report/log.ts";
 import { formatBytes } from "../report/units.ts";
 import { TensorReader } from "../weights/tensor-reader.ts";
 import { trunkBinName, trunkJsonName } from "../weights/trunk-file.ts";
 import { packTrunk } from "../weights/trunk-pack.ts";
-import { findInfoFlag, parseInteger, parseOptions, type OptionDef } from "./args.ts";
-import { usageText, type CommandInfo } from "./usage.ts";
+import { parseInteger, type OptionDef } from "./args.ts";
+import { parseCommandArgs, usageText, type CommandInfo } from "./usage.ts";
 
 interface PackOptions {
   configPath: string | undefined;
@@ -35,15 +35,11 @@ const command: CommandInfo<PackOptions> = {
 };
 
 export async function main(args: readonly string[]): Promise<number> {
-  if (findInfoFlag(args, options, ["help"])) {
-    emit(await usageText(command));
-    return ExitCode.ok;
-  }
   const parsed: PackOptions = { configPath: undefined, layers: undefined, force: false };
-  const positionals = parseOptions(args, options, parsed);
-  const [modelDir, trunkDir, extra] = positionals;
+  const positionals = await parseCommandArgs(args, command, parsed);
+  if (!positionals) return ExitCode.ok;
+  const [modelDir, trunkDir] = positionals;
   if (!modelDir || !trunkDir) throw usageError("pack-trunk needs <model_dir> and <trunk_dir>", await usageText(command));
-  if (extra) throw usageError(`unexpected argument ${extra}`);
   const configPath = parsed.configPath ?? join(modelDir, "config.json");
   const { config } = loadConfig(configPath);
   const layerCount = parsed.layers ?? config.numLayers;

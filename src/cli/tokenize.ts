@@ -3,9 +3,9 @@ import { readFileSync } from "node:fs";
 import { ExitCode, K3Error, usageError } from "../errors.ts";
 import { emit } from "../report/log.ts";
 import { loadTokenizer } from "../tokenizer/index.ts";
-import { findInfoFlag, parseOptions, type OptionDef } from "./args.ts";
+import type { OptionDef } from "./args.ts";
 import { readStdin } from "./prompt.ts";
-import { usageText, type CommandInfo } from "./usage.ts";
+import { parseCommandArgs, type CommandInfo } from "./usage.ts";
 
 interface TokenizeOptions {
   tokDir: string | undefined;
@@ -27,13 +27,8 @@ const command: CommandInfo<TokenizeOptions> = {
 };
 
 export async function main(args: readonly string[]): Promise<number> {
-  if (findInfoFlag(args, options, ["help"])) {
-    emit(await usageText(command));
-    return ExitCode.ok;
-  }
   const o: TokenizeOptions = { tokDir: undefined, file: undefined, json: false, ordinary: false };
-  const extra = parseOptions(args, options, o);
-  if (extra.length > 0) throw usageError(`unexpected argument ${extra[0]}`);
+  if (!(await parseCommandArgs(args, command, o))) return ExitCode.ok;
   if (!o.tokDir) throw usageError("tokenize needs --tok DIR: a directory holding tiktoken.model and tokenizer_config.json");
   let bytes: Uint8Array;
   if (o.file) {
