@@ -13,23 +13,19 @@ export interface ModelTables {
   lmHead: Matrix;
   finalNorm: Vector;
   phiOut: Vector;
-  bytes: number;
   close(): void;
 }
 
 export function loadModelTables(index: CheckpointIndex, reader: TensorReader, config: ModelConfig): ModelTables {
   const owned: NativeBuffer[] = [];
-  let bytes = 0;
   const matrix = (name: string): Matrix => {
     const entry = index.get(name)!;
     const { buffer, ptr } = reader.readToNative(entry);
     owned.push(buffer);
-    bytes += entry.nbytes;
     return { name, ptr, rows: entry.shape[0] as number, cols: entry.shape[1] as number, dtype: entry.dtype as Matrix["dtype"] };
   };
   const values = (name: string): Float32Array => {
     const entry = index.get(name)!;
-    bytes += entry.nbytes;
     return widenToF32(reader.readRaw(entry), entry.dtype, config.hiddenSize).slice();
   };
   const arena = new VectorArena(VectorArena.bytesFor([config.hiddenSize, config.hiddenSize]), "model-level vectors");
@@ -40,7 +36,7 @@ export function loadModelTables(index: CheckpointIndex, reader: TensorReader, co
     values(`${modelPrefix}output_attn_res_norm.weight`), values(`${modelPrefix}output_attn_res_proj.weight`),
   ));
   return {
-    embed, lmHead, finalNorm, phiOut, bytes,
+    embed, lmHead, finalNorm, phiOut,
     close() {
       for (const b of owned) b.free();
       arena.free();
