@@ -62,7 +62,7 @@ export function buildExecutable(): void {
 }
 
 const librarySources = ["build.zig", "zig", "toolchain.env"];
-const executableSources = ["src", "presets", "package.json", "bun.lock", "zig-out/lib/libk3.so"];
+const executableSources = ["src", "assets", "presets", "package.json", "bun.lock", "zig-out/lib/libk3.so"];
 
 export function libraryStale(): boolean {
   return mtime(libraryPath) < newestMtime(librarySources);

@@ -1,17 +1,21 @@
 /**
  * `k3 demo`: prompt in, text out, in seconds, with nothing else to download. It runs the tiny
  * Kimi K3 model that ships inside the executable (random weights: the text is not language,
- * it shows the whole path working) through the same code as `k3 <model_dir> --prompt`.
+ * it shows the whole path working) through the same engine and report as `k3 <model_dir>`.
  */
 import { existsSync, mkdirSync, readFileSync, statSync } from "node:fs";
-import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
-import { demoFiles } from "../demo/assets.ts";
-import { ExitCode, K3Error } from "../errors.ts";
+import { tmpdir } from "node:os";
+import { loadConfig } from "../checkpoint/config.ts";
+import { envValue } from "../env.ts";
+import { ExitCode, K3Error, runtimeError } from "../errors.ts";
+import { errnoCode, writeAtomically } from "../fs.ts";
 import { emit, log } from "../report/log.ts";
-import { writeAtomically } from "../report/results.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
-import { runMain } from "./run.ts";
+import { helpOption } from "./common-options.ts";
+import { demoFiles } from "./demo-assets.ts";
+import { executeRun, finishRun } from "./execute.ts";
+import { resolvePrompt } from "./prompt.ts";
 import { parseCommandArgs, version, type CommandInfo } from "./usage.ts";
 
 interface DemoOptions {
@@ -24,7 +28,7 @@ const defaultPrompt = "Kimi K3 runs on one machine.";
 const options: readonly OptionDef<DemoOptions>[] = [
   { name: "prompt", value: "TEXT", description: `Prompt text (default "${defaultPrompt}")`, apply: (o, raw) => { o.prompt = raw; } },
   { name: "gen", value: "N", description: "Tokens to generate (default 24)", apply: (o, raw, flag) => { o.gen = parseInteger(raw, flag, 1, 4096); } },
-  { name: "help", alias: "h", description: "Print this usage and exit", apply: () => {} },
+  helpOption,
 ];
 
 const command: CommandInfo<DemoOptions> = {
@@ -33,7 +37,8 @@ const command: CommandInfo<DemoOptions> = {
 
 /** The demo files, copied out of the executable once per version. */
 function demoDir(): string {
-  const cacheRoot = process.env.XDG_CACHE_HOME ?? (process.env.HOME ? join(homedir(), ".cache") : tmpdir());
+  const home = envValue("HOME");
+  const cacheRoot = envValue("XDG_CACHE_HOME") ?? (home ? join(home, ".cache") : tmpdir());
   const dir = join(cacheRoot, "k3", `demo-${version}`);
   try {
     mkdirSync(dir, { recursive: true });
@@ -44,7 +49,8 @@ function demoDir(): string {
       writeAtomically(target, bytes, "a demo file");
     }
   } catch (error) {
-    throw new K3Error(ExitCode.runtime, `${dir}: cannot prepare the demo files (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+    const reason = error instanceof K3Error ? error.message : errnoCode(error);
+    throw runtimeError(`${dir}: cannot prepare the demo files (${reason})`);
   }
   return dir;
 }
@@ -54,10 +60,13 @@ export async function main(args: readonly string[]): Promise<number> {
   if (!(await parseCommandArgs(args, command, o))) return ExitCode.ok;
   const dir = demoDir();
   log.info(`demo: the tiny 13-layer Kimi K3 model (random weights) and a byte-level tokenizer, from ${dir}`);
-  const out = join(dir, "demo_run.json");
-  const code = await runMain([dir, "--tok", dir, "--prompt", o.prompt, "--gen", String(o.gen), "--out", out]);
-  if (code !== ExitCode.ok) return code;
-  const results = JSON.parse(readFileSync(out, "utf8")) as { generated_text: string | null };
-  emit(`${o.prompt}${results.generated_text ?? ""}\n`);
-  return ExitCode.ok;
+  const { config, shape } = loadConfig(join(dir, "config.json"));
+  const prompt = resolvePrompt({ source: "--prompt", value: o.prompt, tokDir: dir });
+  const { result } = executeRun({
+    modelDir: dir, config, configShape: shape, layerCount: config.numLayers, layersRequested: config.numLayers,
+    prompt: prompt.ids, maxNewTokens: o.gen, mode: "incremental", budgets: [], trunkDir: undefined, tokenizer: prompt.tokenizer,
+  });
+  const code = finishRun(result);
+  if (code === ExitCode.ok) emit(`${o.prompt}${result.generatedText ?? ""}\n`);
+  return code;
 }

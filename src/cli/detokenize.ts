@@ -2,6 +2,7 @@
 import { ExitCode, usageError } from "../errors.ts";
 import { loadTokenizer } from "../tokenizer/index.ts";
 import type { OptionDef } from "./args.ts";
+import { helpOption, tokMissingMessage, tokOption } from "./common-options.ts";
 import { parseIdsText, readStdin } from "./prompt.ts";
 import { parseCommandArgs, type CommandInfo } from "./usage.ts";
 
@@ -10,8 +11,8 @@ interface DetokenizeOptions {
 }
 
 const options: readonly OptionDef<DetokenizeOptions>[] = [
-  { name: "tok", value: "DIR", description: "Tokenizer directory (tiktoken.model + tokenizer_config.json)", apply: (o, raw) => { o.tokDir = raw; } },
-  { name: "help", alias: "h", description: "Print this usage and exit", apply: () => {} },
+  tokOption("Tokenizer directory (tiktoken.model + tokenizer_config.json)"),
+  helpOption,
 ];
 
 const command: CommandInfo<DetokenizeOptions> = {
@@ -21,7 +22,7 @@ const command: CommandInfo<DetokenizeOptions> = {
 export async function main(args: readonly string[]): Promise<number> {
   const o: DetokenizeOptions = { tokDir: undefined };
   if (!(await parseCommandArgs(args, command, o))) return ExitCode.ok;
-  if (!o.tokDir) throw usageError("detokenize needs --tok DIR: a directory holding tiktoken.model and tokenizer_config.json");
+  if (!o.tokDir) throw usageError(tokMissingMessage("detokenize"));
   const ids = parseIdsText(new TextDecoder().decode(readStdin()), "stdin");
   const bytes = loadTokenizer(o.tokDir).decode(ids);
   process.stdout.write(bytes);

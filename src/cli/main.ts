@@ -1,11 +1,31 @@
-/** Command dispatch and the one place errors become messages and exit codes. */
-import { ExitCode, K3Error } from "../errors.ts";
-import { findSubcommand } from "./commands.ts";
-import { runMain } from "./run.ts";
+/**
+ * Command dispatch, the top-level usage (which lists the subcommands), and the one place errors
+ * become messages and exit codes.
+ */
+import { ExitCode, K3Error, usageError } from "../errors.ts";
+import { emit } from "../report/log.ts";
+import { presetListing } from "../report/plan-report.ts";
+import { findInfoFlag } from "./args.ts";
+import { findSubcommand, subcommands } from "./commands.ts";
+import { runCommand } from "./run-options.ts";
+import { usageText, version } from "./usage.ts";
 
 function printError(error: K3Error): void {
   process.stderr.write(`k3: ${error.message}\n`);
   if (error.detail) process.stderr.write(error.detail.endsWith("\n") ? error.detail : `${error.detail}\n`);
+}
+
+const runUsage = () => usageText(runCommand, subcommands);
+
+/** `k3 <model_dir> ...`: the info flags are answered before anything else is checked. */
+async function runOrInfo(argv: readonly string[]): Promise<number> {
+  const info = findInfoFlag(argv, runCommand.options, ["help", "version", "list-presets"]);
+  if (info === "help") emit(await runUsage());
+  if (info === "version") emit(`k3 ${version}\n`);
+  if (info === "list-presets") emit(presetListing());
+  if (info) return ExitCode.ok;
+  if (argv.length === 0) throw usageError("missing <model_dir>", await runUsage());
+  return (await import("./run.ts")).main(argv);
 }
 
 /** Runs the command line and returns the exit code; never throws. */
@@ -13,7 +33,7 @@ export async function main(argv: readonly string[]): Promise<number> {
   try {
     const subcommand = findSubcommand(argv[0]);
     if (subcommand) return await (await subcommand.load()).main(argv.slice(1));
-    return await runMain(argv);
+    return await runOrInfo(argv);
   } catch (error) {
     if (error instanceof K3Error) {
       printError(error);

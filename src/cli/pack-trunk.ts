@@ -2,13 +2,15 @@
 import { join } from "node:path";
 import { loadConfig } from "../checkpoint/config.ts";
 import { indexCheckpoint } from "../checkpoint/safetensors.ts";
+import { envValue } from "../env.ts";
 import { ExitCode, usageError } from "../errors.ts";
 import { log } from "../report/log.ts";
-import { formatBytes } from "../report/units.ts";
+import { formatBytes } from "../units.ts";
 import { TensorReader } from "../weights/tensor-reader.ts";
 import { trunkBinName, trunkJsonName } from "../weights/trunk-file.ts";
 import { packTrunk } from "../weights/trunk-pack.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
+import { checkLayers, configOption, helpOption, layersOption } from "./common-options.ts";
 import { parseCommandArgs, usageText, type CommandInfo } from "./usage.ts";
 
 interface PackOptions {
@@ -18,10 +20,10 @@ interface PackOptions {
 }
 
 const options: readonly OptionDef<PackOptions>[] = [
-  { name: "config", value: "PATH", description: "Model config (default <model_dir>/config.json)", apply: (o, raw) => { o.configPath = raw; } },
-  { name: "layers", value: "N", description: "Pack only the first N layers", apply: (o, raw, flag) => { o.layers = parseInteger(raw, flag, 1, 1_000_000); } },
+  configOption(),
+  layersOption("Pack only the first N layers"),
   { name: "force", description: "Replace a different pack already in <trunk_dir>", apply: (o) => { o.force = true; } },
-  { name: "help", alias: "h", description: "Print this usage and exit", apply: () => {} },
+  helpOption,
 ];
 
 const command: CommandInfo<PackOptions> = {
@@ -42,12 +44,11 @@ export async function main(args: readonly string[]): Promise<number> {
   if (!modelDir || !trunkDir) throw usageError("pack-trunk needs <model_dir> and <trunk_dir>", await usageText(command));
   const configPath = parsed.configPath ?? join(modelDir, "config.json");
   const { config } = loadConfig(configPath);
-  const layerCount = parsed.layers ?? config.numLayers;
-  if (layerCount > config.numLayers) throw usageError(`--layers ${layerCount} exceeds the model's ${config.numLayers} layers`);
+  const layerCount = checkLayers(parsed.layers, config);
   const index = indexCheckpoint(modelDir);
   const reader = new TensorReader(index);
   try {
-    const killAfter = process.env.K3_PACK_KILL_AFTER_LAYERS;
+    const killAfter = envValue("K3_PACK_KILL_AFTER_LAYERS");
     const result = packTrunk(index, reader, config, layerCount, trunkDir, {
       force: parsed.force,
       killAfterLayers: killAfter ? parseInteger(killAfter, "K3_PACK_KILL_AFTER_LAYERS", 1, layerCount) : undefined,

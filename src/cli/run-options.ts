@@ -1,10 +1,14 @@
 /** The options of `k3 <model_dir>`: one table for parsing, validation and usage text. */
 import { usageError } from "../errors.ts";
 import { defaultGeneratedTokens, maxGeneratedTokens } from "../plan/limits.ts";
-import type { DecodeMode } from "../decode/greedy.ts";
-import { defaultCacheGb, defaultTrunkGb, presetNames, type BudgetAction } from "../plan/budget.ts";
-import { findPreset, presetListing } from "../plan/presets.ts";
+import type { DecodeMode } from "../decode/loop.ts";
+import { defaultCacheBytes, defaultTrunkBytes, presetNames, type BudgetAction } from "../plan/budget.ts";
+import { findPreset } from "../plan/presets.ts";
+import { presetListing } from "../report/plan-report.ts";
+import { bytesToGb, gbToBytes } from "../units.ts";
 import { parseIdList, parseInteger, type OptionDef, type PositionalDef } from "./args.ts";
+import type { CommandInfo } from "./usage.ts";
+import { configOption, helpOption, layersOption, requirePath, tokOption } from "./common-options.ts";
 
 export interface RunOptions {
   modelDir: string;
@@ -35,18 +39,13 @@ export function defaultRunOptions(): RunOptions {
   };
 }
 
-const requirePath = (raw: string, flag: string) => {
-  if (raw.length === 0) throw usageError(`${flag} needs a path`);
-  return raw;
-};
-
-/** A size in GB: a non-negative decimal number. */
+/** A size given in GB (a non-negative decimal number), in bytes. */
 function parseGb(raw: string, flag: string): number {
   const value = Number(raw);
   if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !Number.isFinite(value)) {
     throw usageError(`${flag} expects a size in GB (a number such as 16 or 0.5), got '${raw}'`);
   }
-  return value;
+  return gbToBytes(value);
 }
 
 export const runPositionals: readonly PositionalDef[] = [
@@ -81,11 +80,7 @@ export const runOptionTable: readonly OptionDef<RunOptions>[] = [
       o.promptValue = requirePath(raw, flag);
     },
   },
-  {
-    name: "tok", value: "DIR",
-    description: "Tokenizer directory (tiktoken.model + tokenizer_config.json), normally the model directory",
-    apply: (o, raw, flag) => { o.tokDir = requirePath(raw, flag); },
-  },
+  tokOption("Tokenizer directory (tiktoken.model + tokenizer_config.json), normally the model directory"),
   {
     name: "gen", value: "N",
     description: `Tokens to generate, 0 to ${maxGeneratedTokens} (default ${defaultGeneratedTokens})`,
@@ -119,13 +114,13 @@ export const runOptionTable: readonly OptionDef<RunOptions>[] = [
   },
   {
     name: "trunk-gb", value: "X|auto",
-    description: `Trunk budget in GB for pinned layers plus the streaming ring (default ${defaultTrunkGb}; needs --trunk)`,
-    apply: (o, raw, flag) => { o.budgets.push(raw === "auto" ? { kind: "auto" } : { kind: "trunk", gb: parseGb(raw, flag) }); },
+    description: `Trunk budget in GB for pinned layers plus the streaming ring (default ${bytesToGb(defaultTrunkBytes)}; needs --trunk)`,
+    apply: (o, raw, flag) => { o.budgets.push(raw === "auto" ? { kind: "auto" } : { kind: "trunk", bytes: parseGb(raw, flag) }); },
   },
   {
     name: "cache-gb", value: "X",
-    description: `Routed-expert cache budget in GB (default ${defaultCacheGb}, at most what all experts need)`,
-    apply: (o, raw, flag) => { o.budgets.push({ kind: "cache", gb: parseGb(raw, flag) }); },
+    description: `Routed-expert cache budget in GB (default ${bytesToGb(defaultCacheBytes)}, at most what all experts need)`,
+    apply: (o, raw, flag) => { o.budgets.push({ kind: "cache", bytes: parseGb(raw, flag) }); },
   },
   {
     name: "dump-cache-trace", value: "DIR",
@@ -142,17 +137,16 @@ export const runOptionTable: readonly OptionDef<RunOptions>[] = [
     description: "Write the first step's logits as raw little-endian float32",
     apply: (o, raw, flag) => { o.dumpLogits = requirePath(raw, flag); },
   },
-  {
-    name: "layers", value: "N",
-    description: "Bind only the first N layers (the output is then not the full model)",
-    apply: (o, raw, flag) => { o.layers = parseInteger(raw, flag, 1, 1_000_000); },
-  },
-  {
-    name: "config", value: "PATH",
-    description: "Model config (default <model_dir>/config.json)",
-    apply: (o, raw, flag) => { o.configPath = requirePath(raw, flag); },
-  },
+  layersOption("Bind only the first N layers (the output is then not the full model)"),
+  configOption(),
   { name: "list-presets", description: "Print the memory presets and exit", apply: noop },
   { name: "version", description: "Print the version and exit", apply: noop },
-  { name: "help", alias: "h", description: "Print this usage and exit", apply: noop },
+  helpOption,
 ];
+
+export const runCommand: CommandInfo<RunOptions> = {
+  name: "k3",
+  description: "Run Kimi K3 from a checkpoint directory",
+  positionals: runPositionals,
+  options: runOptionTable,
+};

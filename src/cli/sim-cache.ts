@@ -8,6 +8,7 @@ import { emit } from "../report/log.ts";
 import { replayAll, prepareReplay, reuseCount, type ReplayRow, type ReplayTrace } from "../weights/cache-sim.ts";
 import { maxTraceRequests, readTraceFile, type ExpertTrace } from "../weights/expert-trace.ts";
 import { findInfoFlag, parseInteger, parseOptions, type OptionDef, type PositionalDef } from "./args.ts";
+import { helpOption } from "./common-options.ts";
 import { usageText, type CommandInfo } from "./usage.ts";
 
 /** K3's routed expert: 17,547,264 bytes of MXFP4, read whole (runtime.md 6.1). */
@@ -64,8 +65,6 @@ function parseList(raw: string, flag: string, parseOne: (part: string) => number
   return parts.map(parseOne);
 }
 
-const noop = () => {};
-
 export const simCachePositionals: readonly PositionalDef[] = [
   { name: "expert_trace", description: "expert_trace.bin from --dump-cache-trace: int32 little-endian (layer, expert) pairs" },
 ];
@@ -106,7 +105,7 @@ export const simCacheOptionTable: readonly OptionDef<SimCacheOptions>[] = [
       o.capacities = parseList(raw, flag, (part) => parseInteger(part, flag, 1, maxSlots)).map((value) => ({ unit: "slots", value }));
     },
   },
-  { name: "help", alias: "h", description: "Print this usage and exit", apply: noop },
+  helpOption,
 ];
 
 export const simCacheCommand: CommandInfo<SimCacheOptions> = {

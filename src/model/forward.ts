@@ -5,17 +5,18 @@
  */
 import { toArrayBuffer } from "bun:ffi";
 import type { ModelConfig } from "../checkpoint/config.ts";
-import type { Forward } from "../decode/greedy.ts";
 import type { ExpertSource } from "../weights/experts.ts";
 import type { ModelTables } from "../weights/model-tables.ts";
 import type { Trunk } from "../weights/trunk.ts";
 import { denseMlp, kda, latentMoe, mla, type BlockContext } from "./blocks.ts";
 import { F32Pool, type F32 } from "./f32.ts";
 import type { Ops } from "./ops.ts";
+import type { Forward, Outputs } from "./sequence.ts";
 import { SequenceState } from "./state.ts";
 
 export class Model implements Forward<SequenceState> {
   readonly config: ModelConfig;
+  readonly vocabSize: number;
   readonly #trunk: Trunk;
   readonly #tables: ModelTables;
   readonly #experts: ExpertSource;
@@ -32,6 +33,7 @@ export class Model implements Forward<SequenceState> {
 
   constructor(config: ModelConfig, trunk: Trunk, tables: ModelTables, experts: ExpertSource, ops: Ops, capacity: number) {
     this.config = config;
+    this.vocabSize = config.vocabSize;
     this.#trunk = trunk;
     this.#tables = tables;
     this.#experts = experts;
@@ -62,7 +64,7 @@ export class Model implements Forward<SequenceState> {
     });
   }
 
-  run(state: SequenceState, ids: readonly number[]): Float32Array {
+  run(state: SequenceState, ids: readonly number[], outputs: Outputs = "last"): Float32Array {
     const c = this.config;
     const ops = this.#ops;
     const T = ids.length;
@@ -110,14 +112,15 @@ export class Model implements Forward<SequenceState> {
       ops.add(partial, ffnOut, T * E);
     }
     pool.reset();
-    // Only the last position's logits are needed: aggregate, normalise and project one row.
-    const last = (x: F32) => x.row(T - 1, E);
-    const out = pool.alloc(E, "output aggregate");
-    ops.attnRes([...blocks, partial as F32].map(last), this.#tables.phiOut, out, E, 1, c.rmsNormEps);
-    const normed = pool.alloc(E, "final norm");
-    ops.rmsnorm(out, this.#tables.finalNorm, normed, E, 1, c.rmsNormEps);
-    const logits = pool.alloc(c.vocabSize, "logits");
-    ops.matmul(this.#tables.lmHead, normed, logits, 1);
+    // Aggregate, normalise and project only the rows asked for: decoding needs the last.
+    const rows = outputs === "all" ? T : 1;
+    const sources = [...blocks, partial as F32].map((x) => (outputs === "all" ? x : x.row(T - 1, E)));
+    const out = pool.alloc(rows * E, "output aggregate");
+    ops.attnRes(sources, this.#tables.phiOut, out, E, rows, c.rmsNormEps);
+    const normed = pool.alloc(rows * E, "final norm");
+    ops.rmsnorm(out, this.#tables.finalNorm, normed, E, rows, c.rmsNormEps);
+    const logits = pool.alloc(rows * c.vocabSize, "logits");
+    ops.matmul(this.#tables.lmHead, normed, logits, rows);
     state.position += T;
     return logits.a.slice();
   }

@@ -2,24 +2,44 @@
  * Memory budgets from the command line (runtime.md 1.4 and 2): `--preset`, `--trunk-gb` and
  * `--cache-gb` apply in argv order, so a later option wins, and `auto` follows the same rule
  * (a later `--cache-gb` overrides auto's cache). Auto sizes both budgets from MemAvailable,
- * trunk first.
+ * trunk first. Everything here is in bytes; GB exist only where options are parsed and printed.
  */
 import { readFileSync } from "node:fs";
 import { usageError } from "../errors.ts";
+import { bytesToGb, gbToBytes } from "../units.ts";
 import { findPreset, presets } from "./presets.ts";
 
-export const defaultTrunkGb = 16;
-export const defaultCacheGb = 64;
+export const defaultTrunkBytes = gbToBytes(16);
+export const defaultCacheBytes = gbToBytes(64);
+
+/**
+ * The constants of the auto budget (runtime.md 2.3). The reserve is what the system and k3's
+ * own overheads keep: a fixed part, a share of what is available, the embedding and LM head
+ * (always resident), and the runtime's headroom.
+ */
+export const autoBudgetConstants = {
+  reserveFixedBytes: gbToBytes(2.0),
+  reservePerAvailable: 0.02,
+  runtimeHeadroomBytes: gbToBytes(1.7),
+  /** Below one ring slot of the released model's largest layer the trunk cannot stream. */
+  slotMinBytes: gbToBytes(2.5),
+  /** The smallest expert cache auto hands out. */
+  cacheMinBytes: gbToBytes(0.5),
+  /** With no room for the whole trunk, it takes at most this share of MemTotal. */
+  trunkShareOfTotal: 0.55,
+  /** The packed trunk plus the vectors widened when bound: 111 GB for the released 108.81 GB. */
+  widenHeadroom: 111.0 / 108.81,
+} as const;
 
 export type BudgetAction =
   | { kind: "preset"; name: string }
   | { kind: "auto" }
-  | { kind: "trunk"; gb: number }
-  | { kind: "cache"; gb: number };
+  | { kind: "trunk"; bytes: number }
+  | { kind: "cache"; bytes: number };
 
 export interface Budgets {
-  trunkGb: number;
-  cacheGb: number;
+  trunkBytes: number;
+  cacheBytes: number;
   /** The preset named last, if any (shown in the banner). */
   preset: string | undefined;
   /** The auto computation, when one was applied. */
@@ -27,24 +47,24 @@ export interface Budgets {
 }
 
 export interface MemoryFacts {
-  availableGb: number;
-  totalGb: number | undefined;
+  availableBytes: number;
+  totalBytes: number | undefined;
 }
 
-/** Model sizes auto needs: the whole packed trunk and the embedding + LM head, in GB. */
+/** Model sizes auto needs: the whole trunk as it will be held, and the embedding + LM head. */
 export interface ModelSizes {
-  trunkGb: number;
-  tablesGb: number;
+  trunkBytes: number;
+  tablesBytes: number;
 }
 
 export interface AutoBudget {
-  availableGb: number;
-  reserveGb: number;
-  trunkGb: number;
-  cacheGb: number;
+  availableBytes: number;
+  reserveBytes: number;
+  trunkBytes: number;
+  cacheBytes: number;
 }
 
-/** MemAvailable and MemTotal from /proc/meminfo, in GB; undefined where it cannot be read. */
+/** MemAvailable and MemTotal from /proc/meminfo; undefined where it cannot be read. */
 export function readMemory(meminfo?: string): MemoryFacts | undefined {
   let text = meminfo;
   if (text === undefined) {
@@ -56,52 +76,54 @@ export function readMemory(meminfo?: string): MemoryFacts | undefined {
   }
   const kb = (key: string) => {
     const match = text.match(new RegExp(`^${key}:\\s+(\\d+) kB`, "m"));
-    return match ? (Number(match[1]) * 1024) / 1e9 : undefined;
+    return match ? Number(match[1]) * 1024 : undefined;
   };
-  const availableGb = kb("MemAvailable");
-  return availableGb === undefined ? undefined : { availableGb, totalGb: kb("MemTotal") };
+  const availableBytes = kb("MemAvailable");
+  return availableBytes === undefined ? undefined : { availableBytes, totalBytes: kb("MemTotal") };
 }
+
+const gb = (bytes: number) => bytesToGb(bytes).toFixed(2);
 
 /** runtime.md 2.3, with the released model's constants replaced by this model's sizes. */
 export function autoBudget(memory: MemoryFacts, sizes: ModelSizes): AutoBudget {
-  const avail = memory.availableGb;
-  const reserve = 2.0 + 0.02 * avail + sizes.tablesGb + 1.7;
-  const usable = avail - reserve;
-  const slotMin = 2.5;
-  const cacheMin = 0.5;
-  if (usable < slotMin + cacheMin) {
+  const k = autoBudgetConstants;
+  const available = memory.availableBytes;
+  const reserve = k.reserveFixedBytes + k.reservePerAvailable * available + sizes.tablesBytes + k.runtimeHeadroomBytes;
+  const usable = available - reserve;
+  if (usable < k.slotMinBytes + k.cacheMinBytes) {
     throw usageError(
-      `--preset auto: ${usable.toFixed(2)} GB usable (${avail.toFixed(2)} GB available - ${reserve.toFixed(2)} GB reserved) ` +
-        `is below the ${(slotMin + cacheMin).toFixed(1)} GB floor; give --trunk-gb and --cache-gb explicitly`,
+      `--preset auto: ${gb(usable)} GB usable (${gb(available)} GB available - ${gb(reserve)} GB reserved) ` +
+        `is below the ${bytesToGb(k.slotMinBytes + k.cacheMinBytes).toFixed(1)} GB floor; give --trunk-gb and --cache-gb explicitly`,
     );
   }
-  // Whole packed trunk with widen headroom (111 GB for the released 108.81 GB).
-  const fullTrunk = sizes.trunkGb * (111.0 / 108.81);
-  if (usable - cacheMin >= fullTrunk) {
-    return { availableGb: avail, reserveGb: reserve, trunkGb: fullTrunk, cacheGb: usable - fullTrunk };
+  const fullTrunk = sizes.trunkBytes * k.widenHeadroom;
+  if (usable - k.cacheMinBytes >= fullTrunk) {
+    return { availableBytes: available, reserveBytes: reserve, trunkBytes: fullTrunk, cacheBytes: usable - fullTrunk };
   }
-  const ceiling = memory.totalGb !== undefined ? 0.55 * memory.totalGb : usable;
-  const cap = Math.max(ceiling - reserve - cacheMin, slotMin);
-  return { availableGb: avail, reserveGb: reserve, trunkGb: Math.min(usable - cacheMin, cap), cacheGb: cacheMin };
+  const ceiling = memory.totalBytes !== undefined ? k.trunkShareOfTotal * memory.totalBytes : usable;
+  const cap = Math.max(ceiling - reserve - k.cacheMinBytes, k.slotMinBytes);
+  return {
+    availableBytes: available, reserveBytes: reserve, trunkBytes: Math.min(usable - k.cacheMinBytes, cap), cacheBytes: k.cacheMinBytes,
+  };
 }
 
 /** Applies the budget options in the order given. */
 export function resolveBudgets(actions: readonly BudgetAction[], memory: MemoryFacts | undefined, sizes: ModelSizes): Budgets {
-  const budgets: Budgets = { trunkGb: defaultTrunkGb, cacheGb: defaultCacheGb, preset: undefined, auto: undefined };
+  const budgets: Budgets = { trunkBytes: defaultTrunkBytes, cacheBytes: defaultCacheBytes, preset: undefined, auto: undefined };
   for (const action of actions) {
-    if (action.kind === "trunk") budgets.trunkGb = action.gb;
-    else if (action.kind === "cache") budgets.cacheGb = action.gb;
+    if (action.kind === "trunk") budgets.trunkBytes = action.bytes;
+    else if (action.kind === "cache") budgets.cacheBytes = action.bytes;
     else if (action.kind === "preset") {
       const preset = findPreset(action.name);
       if (!preset) throw new Error(`unknown preset ${action.name} (checked at parse time)`);
-      budgets.trunkGb = preset.trunkGb;
-      budgets.cacheGb = preset.cacheGb;
+      budgets.trunkBytes = gbToBytes(preset.trunkGb);
+      budgets.cacheBytes = gbToBytes(preset.cacheGb);
       budgets.preset = preset.name;
     } else {
       if (!memory) throw usageError("--preset auto needs /proc/meminfo (MemAvailable); give --trunk-gb and --cache-gb instead");
       const auto = autoBudget(memory, sizes);
-      budgets.trunkGb = auto.trunkGb;
-      budgets.cacheGb = auto.cacheGb;
+      budgets.trunkBytes = auto.trunkBytes;
+      budgets.cacheBytes = auto.cacheBytes;
       budgets.auto = auto;
     }
   }

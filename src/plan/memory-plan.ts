@@ -6,7 +6,7 @@
 import type { ModelConfig } from "../checkpoint/config.ts";
 import { attentionKind } from "../checkpoint/tensor-names.ts";
 import { K3Error, ExitCode, usageError } from "../errors.ts";
-import { formatBytes } from "../report/units.ts";
+import { formatBytes } from "../units.ts";
 
 /**
  * What the runtime itself grows by during a run (JavaScript heap and JIT, libk3 and its thread
@@ -28,8 +28,13 @@ export interface PlanInputs {
   baselineBytes: number;
 }
 
+export interface PlanTerm {
+  name: string;
+  bytes: number;
+}
+
 export interface MemoryPlan {
-  terms: [string, number][];
+  terms: PlanTerm[];
   totalBytes: number;
 }
 
@@ -51,7 +56,7 @@ export function memoryPlan(p: PlanInputs): MemoryPlan {
   const P = c.kdaNumHeads * c.kdaHeadDim;
   const recurrent = kdaLayers * (c.kdaNumHeads * c.kdaHeadDim * c.kdaHeadDim + 3 * P * (c.shortConvKernel - 1)) * 4;
   const kv = mlaLayers * p.positions * (c.numAttentionHeads * (c.qkNopeHeadDim + c.vHeadDim) + c.qkRopeHeadDim) * 4;
-  const terms: [string, number][] = [
+  const terms: PlanTerm[] = ([
     [p.trunk.mode === "streamed" ? "trunk (STREAMED)" : "trunk (resident)", p.trunk.bytes],
     ["embed + lm_head", p.tablesBytes],
     ["expert cache", p.expertCacheBytes],
@@ -59,16 +64,8 @@ export function memoryPlan(p: PlanInputs): MemoryPlan {
     ["buffers", bufferBytes(c, p.promptTokens, p.layerCount)],
     ["KV cache", kv],
     ["process + index", p.baselineBytes + runtimeGrowthBytes],
-  ];
-  return { terms, totalBytes: terms.reduce((sum, [, bytes]) => sum + bytes, 0) };
-}
-
-export function planText(plan: MemoryPlan, availableBytes: number | undefined): string {
-  const lines = ["memory plan"];
-  for (const [name, bytes] of plan.terms) lines.push(`  ${name.padEnd(17)}${formatBytes(bytes)}`);
-  lines.push(`  ${"TOTAL".padEnd(17)}${formatBytes(plan.totalBytes)}`);
-  lines.push(`  ${"available".padEnd(17)}${availableBytes === undefined ? "unknown (no /proc/meminfo)" : formatBytes(availableBytes)}`);
-  return lines.join("\n");
+  ] as const).map(([name, bytes]) => ({ name, bytes }));
+  return { terms, totalBytes: terms.reduce((sum, t) => sum + t.bytes, 0) };
 }
 
 /** Refuses (exit 1) when the plan exceeds 95% of MemAvailable, naming what to change. */
@@ -84,7 +81,7 @@ export function checkPlanFits(plan: MemoryPlan, availableBytes: number | undefin
 
 /** The KV preflight (runtime.md 3.3): a request whose MLA cache alone cannot fit is refused (exit 2). */
 export function checkKvFits(plan: MemoryPlan, availableBytes: number | undefined, positions: number): void {
-  const kv = plan.terms.find(([name]) => name === "KV cache")?.[1] ?? 0;
+  const kv = plan.terms.find((t) => t.name === "KV cache")?.bytes ?? 0;
   if (availableBytes === undefined || kv <= 0.9 * availableBytes) return;
   throw usageError(
     `REFUSING: the KV cache needs ${formatBytes(kv)} for ${positions} positions (${formatBytes(kv / positions)} per position) ` +

@@ -1,28 +1,13 @@
 /**
- * The reports around a run (runtime.md 3.1, 5.4, 6.4, 7.3): the streaming banner before it,
- * and after it the expert cache, the trunk, the I/O share of the wall clock, and the verdict
- * when an expert had to be dropped. Text for people, on stderr.
+ * The reports around a run (runtime.md 6.4, 7.3, 7.4): what loading did, and after the run the
+ * summary, the generated text, the expert cache, the I/O share of the wall clock, the trunk, and
+ * the verdict when an expert had to be dropped. Each is a function of the RunResult (or of the
+ * plan, before the run); text for people, on stderr.
  */
+import type { EnginePlan, ExpertCachePlan, ExpertDrop, ExpertStepStats, RunResult, TrunkStats } from "../engine/result.ts";
 import type { TrunkPlan } from "../plan/trunk-plan.ts";
-import type { ExpertCachePlan, ExpertDrop, ExpertStepStats } from "../weights/expert-cache.ts";
-import type { TrunkStats } from "../weights/streamed-trunk.ts";
-import { formatBytes } from "./units.ts";
-
-const pct = (part: number, whole: number) => (whole > 0 ? (100 * part) / whole : 0).toFixed(1);
-const gb = (bytes: number) => (bytes / 1e9).toFixed(2);
-
-export function trunkBanner(plan: TrunkPlan, packedBytes: number, layerCount: number, direct: boolean): string {
-  const lines = [
-    `trunk stream: ${formatBytes(packedBytes)} packed, ${plan.pinned}/${layerCount} layers PINNED (${formatBytes(plan.pinnedBytes)}), ring ${plan.ringSlots} x ${formatBytes(plan.slotBytes)}`,
-    `              ${direct ? "reads use O_DIRECT (page cache bypassed)" : "buffered I/O (the filesystem refuses O_DIRECT)"}`,
-  ];
-  if (plan.raised) lines.push(`              the budget was below one ring slot and was raised to ${formatBytes(plan.bytes)}; tokens are unchanged`);
-  if (plan.ringSlots === 1 && plan.twoSlotBudget !== undefined) {
-    lines.push(`              ring held at 1 slot: no read-ahead. Raise --trunk-gb to at least ${(plan.twoSlotBudget / 1e9).toFixed(6)} to enable it.`);
-  }
-  lines.push(`              deterministic hit rate ${pct(plan.pinned, layerCount)}% (a cyclic scan defeats LRU, so a pinned prefix is used instead)`);
-  return lines.join("\n");
-}
+import { formatBytes, gb, pct } from "./format.ts";
+import { summaryLine } from "./table.ts";
 
 export function expertCacheLine(plan: ExpertCachePlan): string {
   const raised = plan.requestedSlots < plan.minimumSlots ? ` (raised from ${plan.requestedSlots} to the top-k + 1 minimum)` : "";
@@ -30,7 +15,7 @@ export function expertCacheLine(plan: ExpertCachePlan): string {
   return `expert cache: ${plan.slots} slots x ${formatBytes(plan.slotBytes)} = ${formatBytes(plan.slots * plan.slotBytes)} (${pct(plan.slots, plan.totalExperts)}% of the ${plan.totalExperts} routed experts)${raised}${capped}`;
 }
 
-export function cacheReport(plan: ExpertCachePlan, step: ExpertStepStats, residentSlots: number): string {
+function cacheReport(plan: ExpertCachePlan, step: ExpertStepStats, residentSlots: number): string {
   return [
     "cache [final step]",
     `  slots        : ${plan.slots} of ${formatBytes(plan.slotBytes)} = ${formatBytes(plan.slots * plan.slotBytes)} arena (${residentSlots} resident)`,
@@ -45,9 +30,12 @@ export function cacheReport(plan: ExpertCachePlan, step: ExpertStepStats, reside
  * top-k expert reads run at once and the trunk reader overlaps compute, so summed device
  * seconds can exceed the wall clock; they are shown beside it.
  */
-export function ioShareReport(trunk: TrunkStats | undefined, total: ExpertStepStats, decodeSeconds: number, steps: number): string {
+function ioShareReport(result: RunResult): string {
+  const { trunkStats: trunk, decodeSeconds } = result;
+  const { total } = result.experts;
+  const steps = result.steps.length;
   const trunkWait = trunk?.waitSeconds ?? 0;
-  const share = decodeSeconds > 0 ? (100 * (trunkWait + total.waitSeconds)) / decodeSeconds : 0;
+  const share = 100 * result.ioShare;
   const retained = total.requests - total.evictions;
   return [
     `I/O share of wall clock: ${share.toFixed(1)}%  (waiting on trunk ${trunkWait.toFixed(2)} s + experts ${total.waitSeconds.toFixed(2)} s of ${decodeSeconds.toFixed(2)} s)`,
@@ -56,7 +44,7 @@ export function ioShareReport(trunk: TrunkStats | undefined, total: ExpertStepSt
   ].join("\n");
 }
 
-export function trunkReport(plan: TrunkPlan, stats: TrunkStats, layerCount: number): string {
+function trunkReport(plan: TrunkPlan, stats: TrunkStats, layerCount: number): string {
   const overlapped = Math.max(0, stats.readSeconds - stats.waitSeconds);
   const rate = stats.readSeconds > 0 ? (stats.bytesRead / 1e6 / stats.readSeconds).toFixed(0) : "-";
   return [
@@ -68,7 +56,7 @@ export function trunkReport(plan: TrunkPlan, stats: TrunkStats, layerCount: numb
   ].join("\n");
 }
 
-export function runInvalidReport(drops: readonly ExpertDrop[]): string {
+function runInvalidReport(drops: readonly ExpertDrop[]): string {
   const shown = drops.slice(0, 5).map((d) => `  layer ${d.layer} expert ${d.expert}: ${d.reason}`);
   return [
     "RUN INVALID",
@@ -77,4 +65,55 @@ export function runInvalidReport(drops: readonly ExpertDrop[]): string {
     ...shown,
     ...(drops.length > 5 ? [`  ... and ${drops.length - 5} more`] : []),
   ].join("\n");
+}
+
+/** After loading: what the trunk took (resident), the measured peak so far, the expert cache. */
+export function loadLines(plan: EnginePlan, loadSeconds: number, peakRssAfterLoadBytes: number): string[] {
+  const lines: string[] = [];
+  if (plan.trunk.mode === "resident") {
+    lines.push(`resident trunk: ${formatBytes(plan.trunkPayloadBytes)} for ${plan.layerCount} layers, loaded in ${loadSeconds.toFixed(2)} s`);
+  }
+  lines.push(`peak RSS after loading weights: ${formatBytes(peakRssAfterLoadBytes)}  (the plan above is a forecast, this is measured)`);
+  lines.push(expertCacheLine(plan.expertCache));
+  return lines;
+}
+
+/** The generated text between rules, or nothing for an --ids run. */
+function textBlock(text: string | null): string[] {
+  return text === null ? [] : [`\n--- generated text ---\n${text}\n----------------------\n`];
+}
+
+/** Everything printed after the last step, in order (the verdict comes separately, last). */
+export function runReport(result: RunResult): string {
+  const { plan } = result;
+  const last = result.steps.at(-1);
+  const lines = [
+    summaryLine(result.steps.length, result.decodeSeconds),
+    ...textBlock(result.generatedText),
+    `PEAK RSS for the whole run: ${formatBytes(result.peakRssBytes)}   <- quote this, not the plan`,
+    `layers completed: ${result.layers}/${plan.modelLayers}; routed expert drops: ${result.expertDrops}`,
+    ...(last ? [cacheReport(plan.expertCache, last.experts, result.experts.residentSlots)] : []),
+    ioShareReport(result),
+  ];
+  if (plan.trunk.mode === "streamed" && result.trunkStats) lines.push(trunkReport(plan.trunk.plan, result.trunkStats, result.layers));
+  return lines.join("\n");
+}
+
+/** Warnings the run raised, for consola's warn level. */
+export function runWarnings(result: RunResult): string[] {
+  const warnings = [...result.warnings];
+  if (result.badScaleBytes > 0) {
+    warnings.push(`${result.badScaleBytes} MXFP4 scale bytes of 255 (NaN in OCP MX) were met and treated as a zero multiplier`);
+  }
+  return warnings;
+}
+
+/** RUN INVALID when an expert was dropped, else undefined: the tokens cannot be trusted. */
+export function verdictReport(result: RunResult): string | undefined {
+  return result.drops.length > 0 ? runInvalidReport(result.drops) : undefined;
+}
+
+/** The line printed as a drop happens, naming what it spoiled. */
+export function dropLine(drop: ExpertDrop): string {
+  return `EXPERT DROP: layer ${drop.layer} expert ${drop.expert} failed to load; this token is CORRUPT (${drop.reason})`;
 }

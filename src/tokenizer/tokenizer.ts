@@ -99,6 +99,11 @@ export class Tokenizer {
     return out;
   }
 
+  /** The ids as text, decoded once so no UTF-8 sequence is split; a BOM is kept. */
+  decodeText(ids: readonly number[]): string {
+    return new TextDecoder("utf-8", { ignoreBOM: true }).decode(this.decode(ids));
+  }
+
   /** The load line the original prints on stderr (runtime.md 10.1), for the caller to log. */
   get loadLine(): string {
     const listed = this.specials.filter((token) => token.listed).length;

@@ -53,7 +53,6 @@ export interface ExpertDrop {
 }
 
 export interface ExpertCacheOptions {
-  budgetBytes: number;
   /** Fault injection for tests: these "layer:expert" keys read from past the end of their shard. */
   faults?: ReadonlySet<string>;
   trace?: boolean;
@@ -129,10 +128,11 @@ export class ExpertCache {
   readonly drops: ExpertDrop[] = [];
   readonly trace: ExpertTraceRecorder | undefined;
 
-  constructor(index: CheckpointIndex, config: ModelConfig, layerCount: number, options: ExpertCacheOptions) {
+  /** `plan` (from `planExpertCache`) sets the slots; the arena is allocated on first use. */
+  constructor(index: CheckpointIndex, config: ModelConfig, plan: ExpertCachePlan, options: ExpertCacheOptions = {}) {
     this.#index = index;
     this.#config = config;
-    this.plan = planExpertCache(index, config, layerCount, options.budgetBytes);
+    this.plan = plan;
     this.#faults = options.faults ?? new Set();
     this.#onDrop = options.onDrop ?? (() => {});
     this.#slots = Array.from({ length: this.plan.slots }, () => ({ kind: "empty" }));

@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { runtimeError } from "../errors.ts";
-import { writeAtomically } from "../report/results.ts";
+import { writeAtomically } from "../fs.ts";
 
 export const traceFileName = "expert_trace.bin";
 export const histogramFileName = "expert_hist.json";

@@ -11,7 +11,6 @@ import type { ModelConfig } from "../checkpoint/config.ts";
 import { K3Error, ExitCode } from "../errors.ts";
 import { DirectFile, readCapacity, type PendingRead } from "../native/file.ts";
 import { NativeBuffer } from "../native/memory.ts";
-import { planTrunk, type TrunkPlan } from "../plan/trunk-plan.ts";
 import { bindLayer, vectorBytes } from "./bind.ts";
 import type { Trunk } from "./trunk.ts";
 import { layerHash, layoutOfPacked, readTrunkManifest, trunkBinName, type PackedLayer } from "./trunk-file.ts";
@@ -47,10 +46,49 @@ function checkMatches(packed: PackedLayer, layout: LayerLayout, dir: string): vo
   }
 }
 
+/** What the streamed trunk executes: the pinned prefix and the ring, decided by the planner. */
+export interface RingPlan {
+  /** Layers 0 … pinned−1 are read once and kept. */
+  pinned: number;
+  /** Slots the other layers cycle through; two or more allow read-ahead. */
+  ringSlots: number;
+}
+
+/** A packed trunk checked against the checkpoint, with what each layer costs in memory. */
+export interface PackedTrunk {
+  dir: string;
+  layers: PackedLayer[];
+  /** The layouts as packed (one run per layer, so `run` is unset). */
+  layouts: LayerLayout[];
+  /** Per layer: its bytes in a slot plus its widened vectors, what the planner spends budget on. */
+  layerCosts: number[];
+  /** Payload bytes of the bound layers in trunk.bin. */
+  packedBytes: number;
+}
+
+/** Reads trunk.json and checks it describes exactly the bound layers (`layouts`, in order). */
+export function openPackedTrunk(dir: string, layouts: readonly LayerLayout[]): PackedTrunk {
+  const layerCount = layouts.length;
+  const manifest = readTrunkManifest(dir);
+  if (manifest.n_layers < layerCount) {
+    throw new K3Error(ExitCode.runtime, `${dir}: the packed trunk holds ${manifest.n_layers} layers, ${layerCount} are needed`);
+  }
+  const layers = manifest.layers.slice(0, layerCount);
+  const packedLayouts = layers.map((packed, l) => {
+    const layout = layouts[l] as LayerLayout;
+    checkMatches(packed, layout, dir);
+    return { ...layout, run: undefined };
+  });
+  return {
+    dir, layers, layouts: packedLayouts,
+    layerCosts: layers.map((packed, l) => packed.nbytes + vectorBytes(packedLayouts[l] as LayerLayout)),
+    packedBytes: layers.reduce((sum, l) => sum + l.payload_bytes, 0),
+  };
+}
+
 export class StreamedTrunk implements Trunk {
   readonly layerCount: number;
-  readonly plan: TrunkPlan;
-  readonly packedBytes: number;
+  readonly plan: RingPlan;
   readonly stats: TrunkStats = { binds: 0, hits: 0, reads: 0, bytesRead: 0, readSeconds: 0, waitSeconds: 0 };
   readonly #config: ModelConfig;
   readonly #dir: string;
@@ -62,27 +100,16 @@ export class StreamedTrunk implements Trunk {
   readonly #verified = new Set<number>();
   readonly #warnings: string[];
 
-  /** `layouts` are the bound layers' layouts in the checkpoint, in layer order. */
-  constructor(dir: string, config: ModelConfig, layouts: readonly LayerLayout[], budgetBytes: number, warnings: string[]) {
-    const layerCount = layouts.length;
-    const manifest = readTrunkManifest(dir);
-    if (manifest.n_layers < layerCount) {
-      throw new K3Error(ExitCode.runtime, `${dir}: the packed trunk holds ${manifest.n_layers} layers, ${layerCount} are needed`);
-    }
-    this.layerCount = layerCount;
+  /** Opens trunk.bin; nothing is allocated until the first layer is asked for. */
+  constructor(packed: PackedTrunk, config: ModelConfig, plan: RingPlan, warnings: string[]) {
+    this.layerCount = packed.layers.length;
+    this.plan = plan;
     this.#config = config;
-    this.#dir = dir;
+    this.#dir = packed.dir;
     this.#warnings = warnings;
-    this.#layers = manifest.layers.slice(0, layerCount);
-    this.#layouts = this.#layers.map((packed, l) => {
-      const layout = layouts[l] as LayerLayout;
-      checkMatches(packed, layout, dir);
-      return { ...layout, run: undefined };
-    });
-    const costs = this.#layers.map((packed, l) => packed.nbytes + vectorBytes(this.#layouts[l]!));
-    this.plan = planTrunk(costs, budgetBytes);
-    this.packedBytes = this.#layers.reduce((sum, l) => sum + l.payload_bytes, 0);
-    this.#file = new DirectFile(join(dir, trunkBinName));
+    this.#layers = packed.layers;
+    this.#layouts = packed.layouts;
+    this.#file = new DirectFile(join(packed.dir, trunkBinName));
   }
 
   /** The ring slots, allocated on first use so that opening plans without allocating. */

@@ -9,7 +9,7 @@ import type { ModelConfig } from "../checkpoint/config.ts";
 import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { K3Error, ExitCode } from "../errors.ts";
 import { DirectFile } from "../native/file.ts";
-import { writeAtomically } from "../report/results.ts";
+import { writeAtomically } from "../fs.ts";
 import type { TensorReader } from "./tensor-reader.ts";
 import {
   alignUp, hashChunkBytes, readTrunkManifest, trunkBinName, trunkFormatVersion, trunkJsonName,

@@ -10,7 +10,7 @@ import { tempDir } from "../support/tmp.ts";
 
 const tiny = modelDir("tiny13");
 /** The demo's byte-level tokenizer: 256 ranks, one per byte, so every id fits tiny13's vocabulary. */
-const byteTok = resolve(import.meta.dir, "../../src/demo");
+const byteTok = resolve(import.meta.dir, "../../assets/demo");
 const kimiTok = process.env.K3_KIMI_TOKENIZER ?? resolve(import.meta.dir, "../../../shared/kimi-tokenizer");
 const haveKimi = existsSync(join(kimiTok, "tiktoken.model"));
 if (!haveKimi) console.warn(`SKIPPED: the real Kimi tokenizer tests (no tiktoken.model in ${kimiTok}; set K3_KIMI_TOKENIZER)`);

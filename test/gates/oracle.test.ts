@@ -6,8 +6,8 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { argmax } from "../../src/decode/greedy.ts";
-import { expectation, fixturesDir, modelDir, openModel, oracleModels, readF32 } from "../support/fixtures.ts";
+import { argmax } from "../../src/decode/sampler.ts";
+import { expectation, fixturesDir, modelDir, openFixture, oracleModels, readF32 } from "../support/fixtures.ts";
 import { k3, type K3Result } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -27,15 +27,11 @@ for (const name of oracleModels) {
 
   describe(`${name}: gates`, () => {
     test("GATE 1, teacher forcing: the argmax at every one of 32 positions matches the reference", () => {
-      const loaded = openModel(name, want.tf.ids.length + 1);
-      try {
-        const state = loaded.model.newState();
-        const got = want.tf.ids.map((id) => argmax(loaded.model.run(state, [id])));
-        loaded.model.release(state);
-        expect(got).toEqual(want.tf.argmax);
-      } finally {
-        loaded.close();
-      }
+      using engine = openFixture(name, want.tf.ids.length + 1);
+      const state = engine.model.newState();
+      const got = want.tf.ids.map((id) => argmax(engine.model.run(state, [id])));
+      engine.model.release(state);
+      expect(got).toEqual(want.tf.argmax);
     });
 
     test("GATE 2, greedy decode: 20 tokens through dist/k3 equal the reference", () => {
@@ -93,26 +89,111 @@ for (const name of oracleModels) {
   });
 }
 
+const bits = (a: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+
 describe("engine paths are bit-identical (model.md 8.4)", () => {
   test("prefill in one call, in chunks, and token by token give the same logits", () => {
-    const want = expectation("nested14");
-    const ids = want.tf.ids;
-    const loaded = openModel("nested14", ids.length + 1);
-    try {
-      const model = loaded.model;
-      const whole = model.newState();
-      const a = model.run(whole, ids);
-      const chunked = model.newState();
-      model.run(chunked, ids.slice(0, 7));
-      const b = model.run(chunked, ids.slice(7));
+    const ids = expectation("nested14").tf.ids;
+    using engine = openFixture("nested14", ids.length + 1);
+    const model = engine.model;
+    const whole = model.newState();
+    const a = model.run(whole, ids);
+    const chunked = model.newState();
+    model.run(chunked, ids.slice(0, 7));
+    const b = model.run(chunked, ids.slice(7));
+    const single = model.newState();
+    let c: Float32Array = new Float32Array();
+    for (const id of ids) c = model.run(single, [id]);
+    for (const s of [whole, chunked, single]) model.release(s);
+    expect(Buffer.compare(bits(a), bits(b))).toBe(0);
+    expect(Buffer.compare(bits(a), bits(c))).toBe(0);
+  });
+
+  for (const name of oracleModels) {
+    test(`${name}: logits for every position in one call equal each position's own, and match the reference argmax`, () => {
+      const want = expectation(name);
+      const ids = want.tf.ids;
+      using engine = openFixture(name, ids.length + 1);
+      const model = engine.model;
+      const V = model.vocabSize;
+      const all = model.newState();
+      const rows = model.run(all, ids, "all");
+      expect(rows.length).toBe(ids.length * V);
       const single = model.newState();
-      let c: Float32Array = new Float32Array();
-      for (const id of ids) c = model.run(single, [id]);
-      for (const s of [whole, chunked, single]) model.release(s);
-      expect(Buffer.compare(Buffer.from(a.buffer), Buffer.from(b.buffer))).toBe(0);
-      expect(Buffer.compare(Buffer.from(a.buffer), Buffer.from(c.buffer))).toBe(0);
-    } finally {
-      loaded.close();
-    }
+      ids.forEach((id, t) => {
+        const own = model.run(single, [id]);
+        expect(Buffer.compare(bits(rows.subarray(t * V, (t + 1) * V)), bits(own))).toBe(0);
+      });
+      const argmaxes = ids.map((_, t) => argmax(rows.subarray(t * V, (t + 1) * V)));
+      expect(argmaxes).toEqual(want.tf.argmax);
+      for (const s of [all, single]) model.release(s);
+    });
+  }
+});
+
+describe("sequence state snapshots (the seam multi-turn and speculative decoding need)", () => {
+  const name = "nested14";
+  const ids = expectation(name).tf.ids;
+
+  test("restore a snapshot and continue = continue from the original, bit for bit; so does a decoded copy", () => {
+    using engine = openFixture(name, ids.length + 3);
+    const model = engine.model;
+    const state = model.newState();
+    model.run(state, ids.slice(0, 10));
+    const snapshot = state.snapshot();
+    const bytes = state.encode();
+    const straight = model.run(state, ids.slice(10), "all");
+    // Diverge, then go back: KDA and conv state cannot be trimmed, only restored.
+    model.run(state, [ids[3] as number, ids[4] as number]);
+    state.restore(snapshot);
+    expect(state.position).toBe(10);
+    const again = model.run(state, ids.slice(10), "all");
+    expect(Buffer.compare(bits(straight), bits(again))).toBe(0);
+    const other = model.newState();
+    other.decode(bytes, "state bytes");
+    expect(other.position).toBe(10);
+    const decoded = model.run(other, ids.slice(10), "all");
+    expect(Buffer.compare(bits(straight), bits(decoded))).toBe(0);
+    // A state that had not diverged would make the comparison vacuous: the logits did change.
+    const fresh = model.newState();
+    const unprimed = model.run(fresh, ids.slice(10), "all");
+    expect(Buffer.compare(bits(straight), bits(unprimed))).not.toBe(0);
+    snapshot.free();
+    for (const s of [state, other, fresh]) model.release(s);
+  });
+
+  test("state bytes of another shape, truncated, or altered are refused naming the source", () => {
+    using engine = openFixture(name, ids.length + 1);
+    const model = engine.model;
+    const state = model.newState();
+    model.run(state, ids.slice(0, 5));
+    const good = state.encode();
+    const target = model.newState();
+    const refuse = (bytes: Uint8Array, pattern: RegExp) => expect(() => target.decode(bytes, "x.state")).toThrow(pattern);
+    refuse(good.subarray(0, 8), /^x\.state: not a sequence state of this model \(8 bytes is shorter than the header\)$/);
+    refuse(good.subarray(0, good.length - 4), /bytes, the header implies/);
+    refuse(new Uint8Array([...good, 0, 0, 0, 0]), /bytes, the header implies/);
+    const badMagic = good.slice();
+    badMagic[0] = (good[0] as number) ^ 1;
+    refuse(badMagic, /bad magic/);
+    const badVersion = good.slice();
+    badVersion[4] = 9;
+    refuse(badVersion, /version 9/);
+    const farPosition = good.slice();
+    new DataView(farPosition.buffer).setUint32(8, 1_000_000, true);
+    refuse(farPosition, /position 1000000 exceeds/);
+    const wrongPosition = good.slice();
+    new DataView(wrongPosition.buffer).setUint32(8, 6, true);
+    refuse(wrongPosition, /section \d+ is layer \d+ mla kv of \d+ floats, expected/);
+    const fewerSections = good.slice();
+    new DataView(fewerSections.buffer).setUint32(12, 3, true);
+    refuse(fewerSections, /3 sections, this model carries/);
+    expect(target.position).toBe(0); // refused bytes leave the state as it was
+    // An odd byte offset (a slice of a larger file) decodes the same.
+    const padded = new Uint8Array(good.length + 1);
+    padded.set(good, 1);
+    target.decode(padded.subarray(1), "x.state");
+    expect(target.position).toBe(5);
+    for (const s of [state, target]) model.release(s);
   });
 });

@@ -35,21 +35,15 @@ export function readF32(path: string): Float32Array {
 }
 
 import { loadConfig } from "../../src/checkpoint/config.ts";
-import type { Model } from "../../src/model/forward.ts";
-import { prepareEngine } from "../../src/model/load.ts";
+import { openEngine, type Engine } from "../../src/engine/open.ts";
+import { gbToBytes } from "../../src/units.ts";
 
-/** A fixture model opened in-process (resident trunk, every expert cacheable). */
-export function openModel(name: string, positions: number): { model: Model; close: () => void } {
+/** A fixture model opened in-process (resident trunk, every expert cacheable); close it after. */
+export function openFixture(name: string, positions: number): Engine {
   const dir = modelDir(name);
   const { config } = loadConfig(join(dir, "config.json"));
-  const prepared = prepareEngine({
+  return openEngine({
     modelDir: dir, config, layerCount: config.numLayers, positions, promptTokens: positions,
-    budgets: [{ kind: "cache", gb: 1 }], trunkDir: undefined,
+    budgets: [{ kind: "cache", bytes: gbToBytes(1) }], trunkDir: undefined,
   });
-  try {
-    return { model: prepared.materialize().model, close: () => prepared.close() };
-  } catch (error) {
-    prepared.close();
-    throw error;
-  }
 }

@@ -5,36 +5,39 @@ import { planTrunk } from "../../src/plan/trunk-plan.ts";
 import { K3Error } from "../../src/errors.ts";
 import { tinyConfig } from "../support/configs.ts";
 
-const released = { trunkGb: 108.81, tablesGb: 4.7 };
+const released = { trunkBytes: 108.81e9, tablesBytes: 4.7e9 };
+const GB = 1e9;
 
 describe("auto budget (runtime.md 2.3 worked examples)", () => {
   test("the reference machine: 239.6 GB available -> trunk 111, cache 115.4", () => {
-    const a = autoBudget({ availableGb: 239.6, totalGb: 256 }, released);
-    expect(a.reserveGb).toBeCloseTo(13.192, 3);
-    expect(a.trunkGb).toBeCloseTo(111.0, 6);
-    expect(a.cacheGb).toBeCloseTo(115.4, 1);
+    const a = autoBudget({ availableBytes: 239.6 * GB, totalBytes: 256 * GB }, released);
+    expect(a.reserveBytes / GB).toBeCloseTo(13.192, 3);
+    expect(a.trunkBytes / GB).toBeCloseTo(111.0, 6);
+    expect(a.cacheBytes / GB).toBeCloseTo(115.4, 1);
   });
 
   test("a 64 GB machine with 60 GB available: trunk 25.1, cache 0.5", () => {
-    const a = autoBudget({ availableGb: 60, totalGb: 64 }, released);
-    expect(a.reserveGb).toBeCloseTo(9.6, 6);
-    expect(a.trunkGb).toBeCloseTo(25.1, 6);
-    expect(a.cacheGb).toBe(0.5);
+    const a = autoBudget({ availableBytes: 60 * GB, totalBytes: 64 * GB }, released);
+    expect(a.reserveBytes / GB).toBeCloseTo(9.6, 6);
+    expect(a.trunkBytes / GB).toBeCloseTo(25.1, 6);
+    expect(a.cacheBytes).toBe(0.5 * GB);
   });
 
   test("too little memory is refused with the numbers", () => {
-    expect(() => autoBudget({ availableGb: 9, totalGb: 16 }, released)).toThrow(/below the 3\.0 GB floor/);
+    expect(() => autoBudget({ availableBytes: 9 * GB, totalBytes: 16 * GB }, released)).toThrow(/below the 3\.0 GB floor/);
   });
 
   test("auto follows later-wins like every budget option", () => {
-    const memory = { availableGb: 60, totalGb: 64 };
-    expect(resolveBudgets([{ kind: "auto" }, { kind: "cache", gb: 7 }], memory, released)).toMatchObject({ trunkGb: 25.1, cacheGb: 7 });
-    expect(resolveBudgets([{ kind: "cache", gb: 7 }, { kind: "auto" }], memory, released).cacheGb).toBe(0.5);
-    expect(resolveBudgets([{ kind: "preset", name: "laptop" }, { kind: "trunk", gb: 5 }], memory, released)).toMatchObject({ trunkGb: 5, cacheGb: 1, preset: "laptop" });
+    const memory = { availableBytes: 60 * GB, totalBytes: 64 * GB };
+    const auto = resolveBudgets([{ kind: "auto" }, { kind: "cache", bytes: 7 * GB }], memory, released);
+    expect(auto.trunkBytes / GB).toBeCloseTo(25.1, 6);
+    expect(auto.cacheBytes).toBe(7 * GB);
+    expect(resolveBudgets([{ kind: "cache", bytes: 7 * GB }, { kind: "auto" }], memory, released).cacheBytes).toBe(0.5 * GB);
+    expect(resolveBudgets([{ kind: "preset", name: "laptop" }, { kind: "trunk", bytes: 5 * GB }], memory, released)).toMatchObject({ trunkBytes: 5 * GB, cacheBytes: 1 * GB, preset: "laptop" });
   });
 
   test("MemAvailable is read from /proc/meminfo text", () => {
-    expect(readMemory("MemTotal:       25165824 kB\nMemFree: 1 kB\nMemAvailable:   20000000 kB\n")).toEqual({ availableGb: 20.48, totalGb: 25165824 * 1024 / 1e9 });
+    expect(readMemory("MemTotal:       25165824 kB\nMemFree: 1 kB\nMemAvailable:   20000000 kB\n")).toEqual({ availableBytes: 20_480_000_000, totalBytes: 25165824 * 1024 });
     expect(readMemory("MemTotal: 1 kB\n")).toBeUndefined();
   });
 });
@@ -71,7 +74,7 @@ describe("memory plan", () => {
       config: tinyConfig(), layerCount: 13, positions: 100, promptTokens: 10,
       trunk: { mode: "resident", bytes: 5e9 }, tablesBytes: 1e9, expertCacheBytes: 2e9, baselineBytes: 5e7,
     });
-    expect(plan.totalBytes).toBe(plan.terms.reduce((s, [, b]) => s + b, 0));
+    expect(plan.totalBytes).toBe(plan.terms.reduce((s, t) => s + t.bytes, 0));
     expect(() => checkPlanFits(plan, 10e9)).not.toThrow();
     expect(() => checkPlanFits(plan, 8e9)).toThrow(K3Error);
     expect(() => checkPlanFits(plan, 8e9)).toThrow(/REFUSING TO START: the plan needs 8\.\d\d GB but only 8\.00 GB is available/);
@@ -83,7 +86,7 @@ describe("memory plan", () => {
       config: tinyConfig(), layerCount: 13, positions: 36_864, promptTokens: 10,
       trunk: { mode: "resident", bytes: 1 }, tablesBytes: 1, expertCacheBytes: 1, baselineBytes: 1,
     });
-    const kv = plan.terms.find(([name]) => name === "KV cache")![1];
+    const kv = plan.terms.find((t) => t.name === "KV cache")!.bytes;
     // 4 MLA layers x (4 heads x (24 + 16) + 8) floats x 4 bytes per position.
     expect(kv).toBe(4 * 36_864 * (4 * 40 + 8) * 4);
     expect(() => checkKvFits(plan, kv / 0.9 + 1, 36_864)).not.toThrow();

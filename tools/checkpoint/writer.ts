@@ -8,7 +8,7 @@ import { closeSync, mkdirSync, openSync, renameSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { configFields, type ModelConfig, type ConfigShape } from "../../src/checkpoint/config.ts";
 import { dtypeBytes, type Dtype } from "../../src/checkpoint/safetensors.ts";
-import { writeAtomically } from "../../src/report/results.ts";
+import { writeAtomically } from "../../src/fs.ts";
 import { allTensors, type TensorSpec } from "../../src/checkpoint/tensor-names.ts";
 
 export interface TensorData {

@@ -11,7 +11,7 @@ import { existsSync, mkdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { ModelConfig } from "../../src/checkpoint/config.ts";
 import { allTensors, type TensorSpec } from "../../src/checkpoint/tensor-names.ts";
-import { writeAtomically } from "../../src/report/results.ts";
+import { writeAtomically } from "../../src/fs.ts";
 import { releasedConfig } from "../checkpoint/released-config.ts";
 import { configJson, shardName, tensorBytes, writeSafetensors } from "../checkpoint/writer.ts";
 

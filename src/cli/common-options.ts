@@ -1,0 +1,38 @@
+/** Options several commands share, defined once: the same flag means the same thing everywhere. */
+import type { ModelConfig } from "../checkpoint/config.ts";
+import { usageError } from "../errors.ts";
+import { parseInteger, type OptionDef } from "./args.ts";
+
+/** An option that takes a path: an empty one is a usage error naming the flag. */
+export function requirePath(raw: string, flag: string): string {
+  if (raw.length === 0) throw usageError(`${flag} needs a path`);
+  return raw;
+}
+
+/** What a text command says without --tok; `who` is the flag or command that needs it. */
+export const tokMissingMessage = (who: string): string =>
+  `${who} needs --tok DIR: a directory holding tiktoken.model and tokenizer_config.json (normally the model directory)`;
+
+export const helpOption: OptionDef<unknown> = { name: "help", alias: "h", description: "Print this usage and exit", apply: () => {} };
+
+export function tokOption<T extends { tokDir: string | undefined }>(description: string): OptionDef<T> {
+  return { name: "tok", value: "DIR", description, apply: (o, raw, flag) => { o.tokDir = requirePath(raw, flag); } };
+}
+
+export function configOption<T extends { configPath: string | undefined }>(): OptionDef<T> {
+  return {
+    name: "config", value: "PATH", description: "Model config (default <model_dir>/config.json)",
+    apply: (o, raw, flag) => { o.configPath = requirePath(raw, flag); },
+  };
+}
+
+export function layersOption<T extends { layers: number | undefined }>(description: string): OptionDef<T> {
+  return { name: "layers", value: "N", description, apply: (o, raw, flag) => { o.layers = parseInteger(raw, flag, 1, 1_000_000); } };
+}
+
+/** The layer count to use: all of them, or the first `layers`; more is a usage error. */
+export function checkLayers(layers: number | undefined, config: ModelConfig): number {
+  const count = layers ?? config.numLayers;
+  if (count > config.numLayers) throw usageError(`--layers ${count} exceeds the model's ${config.numLayers} layers`);
+  return count;
+}

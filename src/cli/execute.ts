@@ -1,0 +1,85 @@
+/**
+ * One generation from the command line, shared by `k3 <model_dir>` and `k3 demo`: open the
+ * engine, generate, and tell people what happened on stderr as it happens. Everything printed
+ * is rendered from the engine's plan and the run's result; the exit code follows the result.
+ */
+import type { ModelConfig } from "../checkpoint/config.ts";
+import type { DecodeMode } from "../decode/loop.ts";
+import { generate } from "../engine/generate.ts";
+import { openEngine, type EngineRequest } from "../engine/open.ts";
+import type { RunResult } from "../engine/result.ts";
+import { ExitCode, type ExitCodeValue } from "../errors.ts";
+import type { BudgetAction } from "../plan/budget.ts";
+import { log } from "../report/log.ts";
+import { openingLines, planBlock } from "../report/plan-report.ts";
+import { dropLine, loadLines, runReport, runWarnings, verdictReport } from "../report/run-report.ts";
+import { stepHeader, stepRow } from "../report/table.ts";
+import type { Tokenizer } from "../tokenizer/index.ts";
+import type { ExpertTraceRecorder } from "../weights/expert-trace.ts";
+
+export interface RunSpec {
+  modelDir: string;
+  config: ModelConfig;
+  configShape: string;
+  layerCount: number;
+  layersRequested: number;
+  prompt: readonly number[];
+  maxNewTokens: number;
+  mode: DecodeMode;
+  budgets: readonly BudgetAction[];
+  trunkDir: string | undefined;
+  tokenizer: Tokenizer | undefined;
+  faults?: ReadonlySet<string>;
+  trace?: boolean;
+}
+
+/** What a finished run hands back to its command. */
+export interface RunOutcome {
+  result: RunResult;
+  firstLogits: Float32Array | undefined;
+  /** Every expert request, when `spec.trace` asked for it. */
+  trace: ExpertTraceRecorder | undefined;
+}
+
+const stderr = (text: string) => process.stderr.write(`${text}\n`);
+
+/** Runs `spec` and prints its report; the engine is closed when it returns. */
+export function executeRun(spec: RunSpec): RunOutcome {
+  const request: EngineRequest = {
+    modelDir: spec.modelDir, config: spec.config, layerCount: spec.layerCount,
+    positions: spec.prompt.length + spec.maxNewTokens + 1, promptTokens: spec.prompt.length,
+    budgets: spec.budgets, trunkDir: spec.trunkDir, faults: spec.faults, trace: spec.trace,
+  };
+  using engine = openEngine(request, {
+    onPlan: (plan) => {
+      const intent = { promptTokens: spec.prompt.length, maxNewTokens: spec.maxNewTokens, mode: spec.mode, configShape: spec.configShape };
+      for (const line of openingLines(plan, intent)) log.info(line);
+      stderr(planBlock(plan));
+    },
+    onLayerBound: (bound, total, seconds) => {
+      if (bound % 10 === 0) log.info(`  bound ${bound}/${total} layers, ${seconds.toFixed(1)} s elapsed`);
+    },
+    onWarning: (message) => log.warn(message),
+    onDrop: (drop) => stderr(dropLine(drop)),
+    onBufferedFallback: (path) => log.info(`${path}: the filesystem refuses O_DIRECT; reading through the page cache`),
+  });
+  for (const line of loadLines(engine.plan, engine.loadSeconds, engine.peakRssAfterLoadBytes)) log.info(line);
+  stderr(stepHeader());
+  let firstLogits: Float32Array | undefined;
+  const result = generate(engine, spec.prompt, {
+    maxNewTokens: spec.maxNewTokens, mode: spec.mode, tokenizer: spec.tokenizer, layersRequested: spec.layersRequested,
+  }, {
+    onStep: (step) => stderr(stepRow(step)),
+    onFirstLogits: (logits) => { firstLogits = logits; },
+  });
+  stderr(runReport(result));
+  for (const warning of runWarnings(result)) log.warn(warning);
+  return { result, firstLogits, trace: engine.experts.trace };
+}
+
+/** Prints the verdict, last, and returns the exit code: 4 when an expert was dropped. */
+export function finishRun(result: RunResult): ExitCodeValue {
+  const verdict = verdictReport(result);
+  if (verdict) stderr(verdict);
+  return result.drops.length > 0 ? ExitCode.corruptTokens : ExitCode.ok;
+}

@@ -1,0 +1,86 @@
+/**
+ * One run on an open engine: decode from a prompt, collecting everything the run produced into
+ * a RunResult. Statistics are this run's alone (the engine's counters are read as differences),
+ * so an engine can serve run after run.
+ */
+import { decode, type DecodeMode } from "../decode/loop.ts";
+import type { Sampler } from "../decode/sampler.ts";
+import type { Tokenizer } from "../tokenizer/index.ts";
+import type { ExpertStepStats, TrunkStats } from "./result.ts";
+import { peakRssBytes, type Engine } from "./open.ts";
+import type { RunResult, StepResult } from "./result.ts";
+
+export interface GenerateOptions {
+  maxNewTokens: number;
+  mode: DecodeMode;
+  sampler?: Sampler;
+  stopIds?: ReadonlySet<number>;
+  /** Decodes the generated ids to `generatedText`; without it the text is null. */
+  tokenizer?: Tokenizer;
+  /** The layer count the user asked for (defaults to the model's), for the results. */
+  layersRequested?: number;
+}
+
+export interface GenerateEvents {
+  /** After each step, with its token, time and expert figures. */
+  onStep?: (step: StepResult) => void;
+  /** Each token as it is chosen; returning a reason ends the run after it. */
+  onToken?: (token: number, step: number) => "stop" | "cancelled" | undefined | void;
+  /** The logits of the last prompt position, once (the step-0 logits). */
+  onFirstLogits?: (logits: Float32Array) => void;
+}
+
+function sumStats(steps: readonly StepResult[]): ExpertStepStats {
+  const total: ExpertStepStats = { requests: 0, residentHits: 0, reads: 0, evictions: 0, bytesRead: 0, readSeconds: 0, waitSeconds: 0, drops: 0 };
+  for (const { experts } of steps) for (const key of Object.keys(total) as (keyof ExpertStepStats)[]) total[key] += experts[key];
+  return total;
+}
+
+function statsSince(now: TrunkStats, before: TrunkStats): TrunkStats {
+  const delta = { ...now };
+  for (const key of Object.keys(delta) as (keyof TrunkStats)[]) delta[key] -= before[key];
+  return delta;
+}
+
+export function generate(engine: Engine, prompt: readonly number[], options: GenerateOptions, events: GenerateEvents = {}): RunResult {
+  const { experts, streamed, plan } = engine;
+  const trunkBefore = streamed ? { ...streamed.stats } : undefined;
+  const dropsBefore = experts.drops.length;
+  const badScalesBefore = engine.badScaleBytes();
+  const warningsBefore = engine.warnings.length;
+  const steps: StepResult[] = [];
+  const decoded = decode(engine.model, prompt, {
+    maxNewTokens: options.maxNewTokens, mode: options.mode, sampler: options.sampler, stopIds: options.stopIds,
+    onToken: events.onToken,
+    beforeStep: () => experts.beginStep(),
+    afterStep: (record) => {
+      experts.endStep();
+      const step = { ...record, experts: { ...experts.step } };
+      steps.push(step);
+      events.onStep?.(step);
+    },
+  });
+  if (decoded.firstLogits) events.onFirstLogits?.(decoded.firstLogits);
+  const decodeSeconds = steps.reduce((sum, s) => sum + s.seconds, 0);
+  const total = sumStats(steps);
+  const trunkStats = streamed && trunkBefore ? statsSince(streamed.stats, trunkBefore) : undefined;
+  const waited = (trunkStats?.waitSeconds ?? 0) + total.waitSeconds;
+  const generated = decoded.generated;
+  return {
+    promptIds: [...prompt], generatedIds: generated, fullIds: [...prompt, ...generated],
+    generatedText: options.tokenizer && generated.length > 0 ? options.tokenizer.decodeText(generated) : null,
+    finishReason: decoded.finish, mode: options.mode,
+    layers: plan.layerCount, layersRequested: options.layersRequested ?? plan.modelLayers,
+    secondsPerToken: steps.length > 0 ? decodeSeconds / steps.length : 0, decodeSeconds,
+    wallSeconds: (performance.now() - engine.openedAt) / 1000,
+    peakRssBytes: peakRssBytes(), peakRssAfterLoadBytes: engine.peakRssAfterLoadBytes, loadSeconds: engine.loadSeconds,
+    expertDrops: experts.drops.length - dropsBefore, expertBytesRead: total.bytesRead,
+    trunkBytesRead: trunkStats?.bytesRead ?? plan.trunkPayloadBytes,
+    steps, plan, trunkStats,
+    experts: { total, residentSlots: experts.residentSlots },
+    ioShare: decodeSeconds > 0 ? waited / decodeSeconds : 0,
+    drops: experts.drops.slice(dropsBefore),
+    badScaleBytes: engine.badScaleBytes() - badScalesBefore,
+    warnings: [...new Set(engine.warnings.slice(Math.max(warningsBefore, engine.warningsAtLoad)))],
+  };
+}

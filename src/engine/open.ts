@@ -1,0 +1,175 @@
+/**
+ * Opening a checkpoint for generation. The plan comes first and is handed to the caller before
+ * anything large is allocated: the shards are indexed, every tensor is checked by name, the
+ * budgets are resolved and the trunk, the expert cache and the memory are planned; then the
+ * request is refused if it cannot fit, and only then are the trunk, the model tables and the
+ * expert cache loaded (or opened for streaming) and composed into the Model. Everything opened
+ * is released on every path: by `close()`, or at once if opening fails half-way.
+ */
+import type { ModelConfig } from "../checkpoint/config.ts";
+import { indexCheckpoint, type CheckpointIndex } from "../checkpoint/safetensors.ts";
+import { lmHeadName, modelTensors } from "../checkpoint/tensor-names.ts";
+import { Model } from "../model/forward.ts";
+import { nativeOps } from "../model/native-ops.ts";
+import { readCapacity, setBufferedFallbackReporter } from "../native/file.ts";
+import { threadsFromEnv } from "../native/kernels.ts";
+import { readMemory, resolveBudgets, type BudgetAction, type Budgets } from "../plan/budget.ts";
+import { checkKvFits, checkPlanFits, memoryPlan, type MemoryPlan } from "../plan/memory-plan.ts";
+import { planTrunk, type TrunkPlan } from "../plan/trunk-plan.ts";
+import { checkBindable, vectorBytes } from "../weights/bind.ts";
+import { ExpertCache, planExpertCache, type ExpertCachePlan, type ExpertDrop } from "../weights/expert-cache.ts";
+import { loadModelTables } from "../weights/model-tables.ts";
+import { ResidentTrunk } from "../weights/resident-trunk.ts";
+import { openPackedTrunk, StreamedTrunk } from "../weights/streamed-trunk.ts";
+import { TensorReader } from "../weights/tensor-reader.ts";
+import type { Trunk } from "../weights/trunk.ts";
+import { layerLayout } from "../weights/trunk-layout.ts";
+
+export interface EngineRequest {
+  modelDir: string;
+  config: ModelConfig;
+  layerCount: number;
+  /** Positions each sequence state holds: prompt + new tokens + 1 for one run. */
+  positions: number;
+  /** Ids of the largest single forward call (the prompt's prefill): sizes the activations. */
+  promptTokens: number;
+  /** Budget options in the order given: a later one wins. */
+  budgets: readonly BudgetAction[];
+  /** A packed trunk directory: the trunk is streamed from it instead of held resident. */
+  trunkDir: string | undefined;
+  /** "layer:expert" keys whose reads are made to fail (tests of the dropped-expert path). */
+  faults?: ReadonlySet<string>;
+  /** Record every expert request (for --dump-cache-trace). */
+  trace?: boolean;
+}
+
+/** How the trunk is held: resident (read whole at open), or streamed from a packed trunk. */
+export type TrunkPlacement =
+  | { mode: "resident"; bytes: number }
+  | { mode: "streamed"; plan: TrunkPlan; packedBytes: number };
+
+/** Everything known before anything large is allocated. */
+export interface EnginePlan {
+  modelDir: string;
+  layerCount: number;
+  modelLayers: number;
+  tensorCount: number;
+  shardCount: number;
+  indexSeconds: number;
+  budgets: Budgets;
+  trunk: TrunkPlacement;
+  /** Bytes of the bound layers' trunk tensors in the checkpoint. */
+  trunkPayloadBytes: number;
+  expertCache: ExpertCachePlan;
+  memory: MemoryPlan;
+  /** MemAvailable when the plan was made; undefined without /proc/meminfo. */
+  availableBytes: number | undefined;
+  positions: number;
+}
+
+export interface EngineEvents {
+  /** The plan is made and nothing large is allocated yet; the refusal checks come next. */
+  onPlan?: (plan: EnginePlan) => void;
+  /** Every layer bound while loading a resident trunk. */
+  onLayerBound?: (bound: number, total: number, seconds: number) => void;
+  onWarning?: (message: string) => void;
+  /** A routed expert failed to load: the tokens of this run are invalid. */
+  onDrop?: (drop: ExpertDrop) => void;
+  /** The first time a filesystem refuses O_DIRECT (reads then go through the page cache). */
+  onBufferedFallback?: (path: string) => void;
+}
+
+export interface Engine {
+  readonly config: ModelConfig;
+  readonly plan: EnginePlan;
+  readonly model: Model;
+  readonly experts: ExpertCache;
+  readonly streamed: StreamedTrunk | undefined;
+  readonly loadSeconds: number;
+  readonly peakRssAfterLoadBytes: number;
+  /** Warnings from binding layers; a streamed trunk binds during the run, so this can grow. */
+  readonly warnings: readonly string[];
+  /** How many of `warnings` were there when loading finished (and were reported then). */
+  readonly warningsAtLoad: number;
+  /** MXFP4 scale bytes of 255 (NaN in OCP MX) met so far, each treated as a zero multiplier. */
+  badScaleBytes(): number;
+  /** When opening started (performance.now), for whole-run wall time. */
+  readonly openedAt: number;
+  close(): void;
+  [Symbol.dispose](): void;
+}
+
+export function peakRssBytes(): number {
+  return process.resourceUsage().maxRSS * 1024; // Linux reports kilobytes
+}
+
+/** Bytes of the model-level tensors (embedding, LM head, norms). */
+function tableBytes(index: CheckpointIndex, config: ModelConfig): number {
+  return modelTensors(config).reduce((sum, spec) => sum + (spec.name === lmHeadName && config.tieWordEmbeddings ? 0 : index.get(spec.name)?.nbytes ?? 0), 0);
+}
+
+export function openEngine(request: EngineRequest, events: EngineEvents = {}): Engine {
+  const openedAt = performance.now();
+  const { config, layerCount } = request;
+  threadsFromEnv(); // a bad K3_THREADS is a usage error before anything is loaded
+  setBufferedFallbackReporter(events.onBufferedFallback ?? (() => {}));
+  const warn = events.onWarning ?? (() => {});
+  if (!request.trunkDir && request.budgets.some((b) => b.kind !== "cache")) {
+    warn("--preset/--trunk-gb without --trunk: the trunk is held resident, so the trunk budget does not apply");
+  }
+  const index = indexCheckpoint(request.modelDir);
+  const indexSeconds = (performance.now() - openedAt) / 1000;
+  checkBindable(index, config, layerCount);
+  const layouts = Array.from({ length: layerCount }, (_, l) => layerLayout(index, config, l));
+  // Each resident layer: its bytes, the read's alignment window, and its widened vectors.
+  const residentBytes = layouts.reduce((sum, layout) => sum + readCapacity(layout.bytes) + vectorBytes(layout), 0);
+  const tablesBytes = tableBytes(index, config);
+  const memory = readMemory();
+  const budgets = resolveBudgets(request.budgets, memory, { trunkBytes: residentBytes, tablesBytes });
+  const packed = request.trunkDir ? openPackedTrunk(request.trunkDir, layouts) : undefined;
+  const trunk: TrunkPlacement = packed
+    ? { mode: "streamed", plan: planTrunk(packed.layerCosts, budgets.trunkBytes), packedBytes: packed.packedBytes }
+    : { mode: "resident", bytes: residentBytes };
+  const expertCache = planExpertCache(index, config, layerCount, budgets.cacheBytes);
+  const plan: EnginePlan = {
+    modelDir: request.modelDir, layerCount, modelLayers: config.numLayers, tensorCount: index.tensorCount,
+    shardCount: index.shards.length, indexSeconds, budgets, trunk, expertCache, positions: request.positions,
+    trunkPayloadBytes: layouts.reduce((sum, l) => sum + l.bytes, 0),
+    availableBytes: memory?.availableBytes,
+    memory: memoryPlan({
+      config, layerCount, positions: request.positions, promptTokens: request.promptTokens,
+      trunk: { mode: trunk.mode, bytes: trunk.mode === "streamed" ? trunk.plan.bytes : trunk.bytes },
+      tablesBytes, expertCacheBytes: expertCache.slots * expertCache.slotBytes, baselineBytes: process.memoryUsage().rss,
+    }),
+  };
+  events.onPlan?.(plan);
+  checkKvFits(plan.memory, plan.availableBytes, request.positions);
+  checkPlanFits(plan.memory, plan.availableBytes);
+
+  using opened = new DisposableStack();
+  const reader = opened.adopt(new TensorReader(index), (r) => r.close());
+  const loadStarted = performance.now();
+  const warnings: string[] = [];
+  const streamed = packed && trunk.mode === "streamed"
+    ? opened.adopt(new StreamedTrunk(packed, config, trunk.plan, warnings), (t) => t.close())
+    : undefined;
+  const onLayer = (bound: number) => events.onLayerBound?.(bound, layerCount, (performance.now() - loadStarted) / 1000);
+  const held: Trunk = streamed ?? opened.adopt(new ResidentTrunk(index, reader, config, layouts, warnings, onLayer), (t) => t.close());
+  const tables = opened.adopt(loadModelTables(index, reader, config), (t) => t.close());
+  reader.releaseScratch(); // loading is done; nothing should hold a read-sized buffer now
+  const experts = opened.adopt(
+    new ExpertCache(index, config, expertCache, { faults: request.faults, trace: request.trace, onDrop: events.onDrop }),
+    (e) => e.close(),
+  );
+  const ops = nativeOps();
+  const model = opened.adopt(new Model(config, held, tables, experts, ops, request.positions), (m) => m.close());
+  for (const warning of warnings) warn(warning);
+  const loadSeconds = (performance.now() - loadStarted) / 1000;
+  const owned = opened.move(); // opened: from here the engine owns everything
+  const close = () => owned.dispose();
+  return {
+    config, plan, model, experts, streamed, loadSeconds, peakRssAfterLoadBytes: peakRssBytes(), openedAt,
+    warnings, warningsAtLoad: warnings.length, badScaleBytes: () => ops.badScaleBytes,
+    close, [Symbol.dispose]: close,
+  };
+}

@@ -1,0 +1,76 @@
+/**
+ * What one run produced, as plain data: the ids and text, every step's time and cache figures,
+ * the plan it ran under, the trunk and expert statistics, and what went wrong. `--out` writes it
+ * whole (keys in snake_case, the convention of the results file), and the stderr report is a
+ * function of it alone.
+ */
+import type { DecodeMode, FinishReason } from "../decode/loop.ts";
+import type { ExpertCachePlan, ExpertDrop, ExpertStepStats } from "../weights/expert-cache.ts";
+import type { TrunkStats } from "../weights/streamed-trunk.ts";
+import type { EnginePlan } from "./open.ts";
+
+export type { EnginePlan, TrunkPlacement } from "./open.ts";
+export type { ExpertCachePlan, ExpertDrop, ExpertStepStats, TrunkStats };
+
+export interface StepResult {
+  step: number;
+  token: number;
+  seconds: number;
+  /** This step's expert requests; `residentHits` is the TRUE hit rate's numerator. */
+  experts: ExpertStepStats;
+}
+
+export interface RunResult {
+  promptIds: number[];
+  generatedIds: number[];
+  /** The whole sequence: prompt then generated. */
+  fullIds: number[];
+  /** The generated ids decoded once (text prompts); null for --ids runs. */
+  generatedText: string | null;
+  finishReason: FinishReason;
+  mode: DecodeMode;
+  layers: number;
+  layersRequested: number;
+  /** Step wall time over generated tokens; loading and setup excluded. */
+  secondsPerToken: number;
+  /** Sum of the step wall times. */
+  decodeSeconds: number;
+  /** From opening the checkpoint to the end of the run. */
+  wallSeconds: number;
+  peakRssBytes: number;
+  peakRssAfterLoadBytes: number;
+  loadSeconds: number;
+  expertDrops: number;
+  expertBytesRead: number;
+  trunkBytesRead: number;
+  steps: StepResult[];
+  plan: EnginePlan;
+  /** Streamed trunk statistics; undefined when the trunk is resident. */
+  trunkStats: TrunkStats | undefined;
+  experts: {
+    total: ExpertStepStats;
+    /** Slots holding an expert when the run ended. */
+    residentSlots: number;
+  };
+  /** Seconds the forward pass waited on the disk (trunk and experts) over the decode seconds. */
+  ioShare: number;
+  drops: ExpertDrop[];
+  badScaleBytes: number;
+  /** Warnings raised while the run bound streamed layers, each once. */
+  warnings: string[];
+}
+
+const snakeCase = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** Deep copy with snake_case keys (values untouched). */
+function snakeKeys(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(snakeKeys);
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [snakeCase(k), snakeKeys(v)]));
+}
+
+/** The results file: one line of JSON, `seconds_per_token` to 4 dp (runtime.md 7.5). */
+export function resultJson(result: RunResult): string {
+  const rounded = { ...result, secondsPerToken: Number(result.secondsPerToken.toFixed(4)) };
+  return `${JSON.stringify(snakeKeys(rounded))}\n`;
+}

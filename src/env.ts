@@ -1,0 +1,25 @@
+/**
+ * The environment variables k3 reads: the one table. README's list of variables is checked
+ * against it (test/unit/env.test.ts), and code reads them only through `envValue`.
+ */
+export const environment = {
+  K3_THREADS: { audience: "users", effect: "compute threads (output does not change with it)" },
+  OMP_NUM_THREADS: { audience: "users", effect: "compute threads when K3_THREADS is not set" },
+  K3_NOHUGE: { audience: "users", effect: "turns off the huge-page advice for weight buffers" },
+  XDG_CACHE_HOME: { audience: "users", effect: "where k3 demo unpacks its model (else $HOME/.cache)" },
+  HOME: { audience: "users", effect: "the home directory, for the demo's cache" },
+  K3_INJECT_EXPERT_FAULT: { audience: "tests", effect: "layer:expert[,...]: those expert reads fail (the dropped-expert path)" },
+  K3_PACK_KILL_AFTER_LAYERS: { audience: "tests", effect: "kills pack-trunk after N layers" },
+  K3_KIMI_TOKENIZER: { audience: "tests", effect: "the released Kimi rank table for the tokenizer tests" },
+  K3_TOKENIZER_FULL_SWEEP: { audience: "tests", effect: "1: the tokenizer sweep over every code point" },
+  K3_BENCH_DIR: { audience: "bench", effect: "where the K3-width benchmark checkpoint lives" },
+  K3_BENCH_SKIP_STREAMING: { audience: "bench", effect: "1: skips the K3-width streaming benchmark" },
+} as const;
+
+export type EnvName = keyof typeof environment;
+
+/** The variable's value, or undefined when it is unset or empty. */
+export function envValue(name: EnvName, env: Record<string, string | undefined> = process.env): string | undefined {
+  const value = env[name];
+  return value === undefined || value === "" ? undefined : value;
+}

@@ -1,0 +1,19 @@
+/**
+ * What a decode loop needs from a model, declared where the model lives so that decode depends
+ * on model and never the reverse: run new ids on a carried state and get logits back.
+ */
+
+/** Which positions of a call get logits: the last one (decoding), or every one (verifying a draft). */
+export type Outputs = "last" | "all";
+
+export interface Forward<State> {
+  /** The vocabulary size: the width of one row of logits. */
+  readonly vocabSize: number;
+  newState(): State;
+  /**
+   * Feeds `ids` after whatever `state` has consumed. Returns [rows][vocab] logits, one row for
+   * "last" (the default) or one per id for "all"; each row is bit-identical either way.
+   */
+  run(state: State, ids: readonly number[], outputs?: Outputs): Float32Array;
+  release(state: State): void;
+}

@@ -1,0 +1,75 @@
+/**
+ * What is printed before anything large is allocated (runtime.md 2.2, 3.1, 5.4): the preset
+ * listing, the budgets, the index, the memory plan and the trunk streaming banner.
+ */
+import type { EnginePlan } from "../engine/result.ts";
+import type { MemoryPlan } from "../plan/memory-plan.ts";
+import { autoPresetNote, presetFooter, presets } from "../plan/presets.ts";
+import type { TrunkPlan } from "../plan/trunk-plan.ts";
+import { budgetGb, formatBytes, gb, pct } from "./format.ts";
+import { bytesToGb } from "../units.ts";
+
+/** The `--list-presets` text (runtime.md 2.2): name padded to 12, budgets to two decimals. */
+export function presetListing(): string {
+  const lines = ["presets (trunk / expert-cache, in GB):"];
+  for (const p of presets) {
+    const budgets = `${p.trunkGb.toFixed(2).padStart(6)} / ${p.cacheGb.toFixed(2).padStart(6)}`;
+    lines.push(`  ${p.name.padEnd(12)}${budgets}  ${p.note}`);
+  }
+  lines.push(`  ${"auto".padEnd(12)}${"fit".padStart(5)} / ${"fit".padStart(5)}  ${autoPresetNote}`);
+  lines.push(...presetFooter);
+  return `${lines.join("\n")}\n`;
+}
+
+export function planText(plan: MemoryPlan, availableBytes: number | undefined): string {
+  const lines = ["memory plan"];
+  for (const term of plan.terms) lines.push(`  ${term.name.padEnd(17)}${formatBytes(term.bytes)}`);
+  lines.push(`  ${"TOTAL".padEnd(17)}${formatBytes(plan.totalBytes)}`);
+  lines.push(`  ${"available".padEnd(17)}${availableBytes === undefined ? "unknown (no /proc/meminfo)" : formatBytes(availableBytes)}`);
+  return lines.join("\n");
+}
+
+export function trunkBanner(plan: TrunkPlan, packedBytes: number, layerCount: number, direct: boolean): string {
+  const lines = [
+    `trunk stream: ${formatBytes(packedBytes)} packed, ${plan.pinned}/${layerCount} layers PINNED (${formatBytes(plan.pinnedBytes)}), ring ${plan.ringSlots} x ${formatBytes(plan.slotBytes)}`,
+    `              ${direct ? "reads use O_DIRECT (page cache bypassed)" : "buffered I/O (the filesystem refuses O_DIRECT)"}`,
+  ];
+  if (plan.raised) lines.push(`              the budget was below one ring slot and was raised to ${formatBytes(plan.bytes)}; tokens are unchanged`);
+  if (plan.ringSlots === 1 && plan.twoSlotBudget !== undefined) {
+    lines.push(`              ring held at 1 slot: no read-ahead. Raise --trunk-gb to at least ${bytesToGb(plan.twoSlotBudget).toFixed(6)} to enable it.`);
+  }
+  lines.push(`              deterministic hit rate ${pct(plan.pinned, layerCount)}% (a cyclic scan defeats LRU, so a pinned prefix is used instead)`);
+  return lines.join("\n");
+}
+
+/** What the run will do, as the caller described it (the engine does not know the prompt's source). */
+export interface RunIntent {
+  promptTokens: number;
+  maxNewTokens: number;
+  mode: string;
+  /** Which config shape was read: "flat" or "nested". */
+  configShape: string;
+}
+
+/** The lines between indexing and the memory plan: for consola's info level, in order. */
+export function openingLines(plan: EnginePlan, intent: RunIntent): string[] {
+  const { budgets } = plan;
+  const lines: string[] = [];
+  const a = budgets.auto;
+  if (a) {
+    lines.push(`auto budget: ${gb(a.availableBytes)} GB available, ${gb(a.reserveBytes)} GB reserved -> trunk ${gb(a.trunkBytes)} GB / expert cache ${gb(a.cacheBytes)} GB`);
+  }
+  lines.push(
+    `model ${plan.modelDir}: ${plan.layerCount} layers, prompt ${intent.promptTokens} tokens, generating ${intent.maxNewTokens} (${intent.mode})` +
+      (budgets.preset ? `; preset ${budgets.preset} (trunk ${budgetGb(budgets.trunkBytes)} GB / expert cache ${budgetGb(budgets.cacheBytes)} GB)` : ""),
+  );
+  lines.push(`indexed ${plan.tensorCount} tensors from ${plan.shardCount} shard(s) in ${plan.indexSeconds.toFixed(3)} s (config: ${intent.configShape})`);
+  return lines;
+}
+
+/** The memory plan and, when streaming, the trunk banner: printed as they are. */
+export function planBlock(plan: EnginePlan): string {
+  const blocks = [planText(plan.memory, plan.availableBytes)];
+  if (plan.trunk.mode === "streamed") blocks.push(trunkBanner(plan.trunk.plan, plan.trunk.packedBytes, plan.layerCount, true));
+  return blocks.join("\n");
+}
