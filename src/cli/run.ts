@@ -2,7 +2,8 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig } from "../checkpoint/config.ts";
-import { resultJson, type RunResult } from "../engine/result.ts";
+import type { RunResult } from "../engine/result.ts";
+import { resultJson } from "../report/results.ts";
 import { envValue } from "../env.ts";
 import { usageError } from "../errors.ts";
 import { writeAtomically } from "../fs.ts";

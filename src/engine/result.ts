@@ -1,8 +1,7 @@
 /**
  * What one run produced, as plain data: the ids and text, every step's time and cache figures,
  * the plan it ran under, the trunk and expert statistics, and what went wrong. `--out` writes it
- * whole (keys in snake_case, the convention of the results file), and the stderr report is a
- * function of it alone.
+ * whole (report/results.ts), and the stderr report is a function of it alone.
  */
 import type { DecodeMode, FinishReason } from "../decode/loop.ts";
 import type { ExpertCachePlan, ExpertDrop, ExpertStepStats } from "../weights/expert-cache.ts";
@@ -58,19 +57,4 @@ export interface RunResult {
   badScaleBytes: number;
   /** Warnings raised while the run bound streamed layers, each once. */
   warnings: string[];
-}
-
-const snakeCase = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
-
-/** Deep copy with snake_case keys (values untouched). */
-function snakeKeys(value: unknown): unknown {
-  if (Array.isArray(value)) return value.map(snakeKeys);
-  if (value === null || typeof value !== "object") return value;
-  return Object.fromEntries(Object.entries(value).map(([k, v]) => [snakeCase(k), snakeKeys(v)]));
-}
-
-/** The results file: one line of JSON, `seconds_per_token` to 4 dp (runtime.md 7.5). */
-export function resultJson(result: RunResult): string {
-  const rounded = { ...result, secondsPerToken: Number(result.secondsPerToken.toFixed(4)) };
-  return `${JSON.stringify(snakeKeys(rounded))}\n`;
 }

@@ -1,35 +1,20 @@
-/** The JSON results file (runtime.md 7.5), written whole or not at all. */
-import { renameSync, writeFileSync } from "node:fs";
-import { K3Error, ExitCode } from "../errors.ts";
+/**
+ * The JSON results file (runtime.md 7.5): the whole RunResult on one line, keys in snake_case
+ * (the file's convention since the original engine), `seconds_per_token` to 4 dp.
+ */
+import type { RunResult } from "../engine/result.ts";
 
-export interface RunResults {
-  prompt_ids: number[];
-  generated_ids: number[];
-  full_ids: number[];
-  layers: number;
-  layers_requested: number;
-  seconds_per_token: number;
-  wall_seconds: number;
-  mode: "incremental" | "recompute";
-  peak_rss_bytes: number;
-  expert_drops: number;
-  expert_bytes_read: number;
-  trunk_bytes_read: number;
-  /** The generated ids decoded once, for text prompts; null for --ids runs. */
-  generated_text: string | null;
+const snakeCase = (key: string) => key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+
+/** Deep copy with snake_case keys; an absent value is written as null so every key is there. */
+function snakeKeys(value: unknown): unknown {
+  if (value === undefined) return null;
+  if (Array.isArray(value)) return value.map(snakeKeys);
+  if (value === null || typeof value !== "object") return value;
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [snakeCase(k), snakeKeys(v)]));
 }
 
-export function resultsJson(results: RunResults): string {
-  return `${JSON.stringify({ ...results, seconds_per_token: Number(results.seconds_per_token.toFixed(4)) })}\n`;
-}
-
-/** Writes `text` to `path` through a temporary file and a rename, so no half file is left. */
-export function writeAtomically(path: string, data: string | Uint8Array, what: string): void {
-  const temporary = `${path}.${process.pid}.tmp`;
-  try {
-    writeFileSync(temporary, data);
-    renameSync(temporary, path);
-  } catch (error) {
-    throw new K3Error(ExitCode.runtime, `${path}: cannot write ${what} (${(error as NodeJS.ErrnoException).code ?? "error"})`);
-  }
+export function resultJson(result: RunResult): string {
+  const rounded = { ...result, secondsPerToken: Number(result.secondsPerToken.toFixed(4)) };
+  return `${JSON.stringify(snakeKeys(rounded))}\n`;
 }
