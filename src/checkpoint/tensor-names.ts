@@ -25,9 +25,6 @@ export const lmHeadName = "language_model.lm_head.weight";
 export const layerPrefix = (layer: number) => `${modelPrefix}layers.${layer}.`;
 export const expertPrefix = (layer: number, expert: number) => `${layerPrefix(layer)}block_sparse_moe.experts.${expert}.`;
 
-/** Routed experts are `...block_sparse_moe.experts.<number>.`; `shared_experts.` is trunk. */
-export const routedExpertPattern = /\.block_sparse_moe\.experts\.\d+\./;
-
 export function attentionKind(config: ModelConfig, layer: number): AttentionKind {
   return config.fullAttnLayers.includes(layer + 1) ? "mla" : "kda";
 }
@@ -149,14 +146,4 @@ export function allTensors(config: ModelConfig): TensorSpec[] {
   }
   specs.push(...modelTensors(config));
   return specs;
-}
-
-export type NameClass = "routed_expert" | "trunk" | "model" | "non_text";
-
-/** Residency class of a checkpoint tensor by name alone (model.md 3.7). */
-export function classifyName(name: string): NameClass {
-  if (name.startsWith("vision_tower.") || name.startsWith("mm_projector.")) return "non_text";
-  if (routedExpertPattern.test(name)) return "routed_expert";
-  if (name.startsWith(`${modelPrefix}layers.`)) return "trunk";
-  return "model";
 }
