@@ -10,8 +10,9 @@
  * reports the tokens as corrupt and exits 4 (runtime.md 6.5). It is never skipped silently.
  */
 import type { ModelConfig } from "../checkpoint/config.ts";
-import type { CheckpointIndex, TensorEntry } from "../checkpoint/safetensors.ts";
+import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { expertTensors, ffnKind } from "../checkpoint/tensor-names.ts";
+import { entriesOf, placeTensors } from "../checkpoint/tensor-run.ts";
 import { K3Error, ExitCode } from "../errors.ts";
 import { DirectFile, type PendingRead } from "../native/file.ts";
 import { NativeBuffer } from "../native/memory.ts";
@@ -83,20 +84,12 @@ export function planExpertCache(index: CheckpointIndex, config: ModelConfig, lay
 }
 
 function locate(index: CheckpointIndex, config: ModelConfig, layer: number, expert: number): ExpertLocation {
-  const entries: TensorEntry[] = expertTensors(config, layer, expert).map((spec) => {
-    const entry = index.get(spec.name);
-    if (!entry) throw new K3Error(ExitCode.runtime, `${index.dir}: missing ${spec.name}`);
-    return entry;
-  });
-  const shard = entries[0]!.shard;
-  const start = Math.min(...entries.map((e) => e.offset));
-  const end = Math.max(...entries.map((e) => e.offset + e.nbytes));
-  const bytes = entries.reduce((sum, e) => sum + e.nbytes, 0);
-  if (!entries.every((e) => e.shard === shard) || end - start !== bytes) {
+  const { run, bytes, offsets } = placeTensors(entriesOf(index, expertTensors(config, layer, expert)));
+  if (!run) {
     // The release stores each expert as one run; k3 relies on it to read an expert at once.
     throw new K3Error(ExitCode.runtime, `${index.dir}: the six tensors of expert ${expert} of layer ${layer} are not one contiguous run in one shard`);
   }
-  return { shard, start, bytes, offsets: entries.map((e) => e.offset - start) as ExpertLocation["offsets"] };
+  return { shard: run.shard, start: run.start, bytes, offsets: offsets as ExpertLocation["offsets"] };
 }
 
 type SlotState =
