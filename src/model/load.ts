@@ -90,6 +90,7 @@ export function prepareEngine(request: EngineRequest): PreparedEngine {
     tablesBytes, expertCacheBytes: expertPlan.slots * expertPlan.slotBytes, baselineBytes: process.memoryUsage().rss,
   });
   const reader = new TensorReader(index);
+  // First in, so closed last: the expert cache reads through the reader's files.
   const closers: (() => void)[] = [() => reader.close()];
   if (streamed) closers.push(() => streamed.close());
   const close = () => {
@@ -103,7 +104,7 @@ export function prepareEngine(request: EngineRequest): PreparedEngine {
     const tables = loadModelTables(index, reader, config);
     closers.push(() => tables.close());
     reader.releaseScratch(); // loading is done; nothing should hold a read-sized buffer now
-    const experts = new ExpertCache(index, config, layerCount, {
+    const experts = new ExpertCache(index, config, layerCount, reader.files, {
       budgetBytes: budgets.cacheGb * 1e9, faults: request.faults, trace: request.trace, onDrop: request.onDrop,
     });
     closers.push(() => experts.close());

@@ -14,9 +14,10 @@ import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { expertTensors, ffnKind } from "../checkpoint/tensor-names.ts";
 import { entriesOf, placeTensors } from "../checkpoint/tensor-run.ts";
 import { K3Error, ExitCode } from "../errors.ts";
-import { DirectFile, type PendingRead } from "../native/file.ts";
+import type { PendingRead } from "../native/file.ts";
 import { NativeBuffer } from "../native/memory.ts";
 import { ExpertTraceRecorder } from "./expert-trace.ts";
+import type { ShardFiles } from "./shard-files.ts";
 import type { ExpertWeights } from "./types.ts";
 
 const alignment = 4096;
@@ -110,7 +111,8 @@ export class ExpertCache {
   #clock = 0;
   readonly #where = new Map<number, number>();
   readonly #locations = new Map<number, ExpertLocation>();
-  readonly #files = new Map<number, DirectFile>();
+  /** The tensor reader's files: it closes them, after this cache has collected its reads. */
+  readonly #files: ShardFiles;
   readonly #faults: ReadonlySet<string>;
   readonly #onDrop: (drop: ExpertDrop) => void;
   /** Keys of the batch being served: never evicted while the token still needs them. */
@@ -122,9 +124,10 @@ export class ExpertCache {
   readonly drops: ExpertDrop[] = [];
   readonly trace: ExpertTraceRecorder | undefined;
 
-  constructor(index: CheckpointIndex, config: ModelConfig, layerCount: number, options: ExpertCacheOptions) {
+  constructor(index: CheckpointIndex, config: ModelConfig, layerCount: number, files: ShardFiles, options: ExpertCacheOptions) {
     this.#index = index;
     this.#config = config;
+    this.#files = files;
     this.plan = planExpertCache(index, config, layerCount, options.budgetBytes);
     this.#faults = options.faults ?? new Set();
     this.#onDrop = options.onDrop ?? (() => {});
@@ -144,15 +147,6 @@ export class ExpertCache {
       this.#locations.set(key, location);
     }
     return location;
-  }
-
-  #file(shard: number): DirectFile {
-    let file = this.#files.get(shard);
-    if (!file) {
-      file = new DirectFile(this.#index.shards[shard]!.path);
-      this.#files.set(shard, file);
-    }
-    return file;
   }
 
   /** Starts a new decode step's counters (the whole-run totals keep accumulating). */
@@ -207,7 +201,7 @@ export class ExpertCache {
       // Fault injection reads past the end of the shard, so the real failure path runs.
       const faulty = this.#faults.has(`${layer}:${expert}`);
       const offset = faulty ? this.#index.shards[location.shard]!.fileBytes + alignment : location.start;
-      const read = this.#file(location.shard).submit(offset, location.bytes, this.#arena!, slot * this.plan.slotBytes);
+      const read = this.#files.get(location.shard).submit(offset, location.bytes, this.#arena!, slot * this.plan.slotBytes);
       this.#slots[slot] = { kind: "inflight", key, read };
       this.#readThisBatch.add(key);
     }
@@ -276,7 +270,6 @@ export class ExpertCache {
         // Closing: the read's outcome no longer matters, only that it has landed.
       }
     }
-    for (const file of this.#files.values()) file.close();
     this.#arena?.free();
   }
 }
