@@ -7,7 +7,7 @@
  */
 import type { ModelConfig } from "../checkpoint/config.ts";
 import { indexCheckpoint, type CheckpointIndex } from "../checkpoint/safetensors.ts";
-import { lmHeadName, modelTensors } from "../checkpoint/tensor-names.ts";
+import { lmHeadName, modelTensors, tensorList } from "../checkpoint/tensor-names.ts";
 import { readMemory, resolveBudgets, type BudgetAction, type Budgets } from "../plan/budget.ts";
 import { memoryPlan, type MemoryPlan } from "../plan/memory-plan.ts";
 import { readCapacity } from "../native/file.ts";
@@ -64,7 +64,7 @@ export interface LoadedModel {
 
 /** Bytes of the model-level tensors (embedding, LM head, norms). */
 function tableBytes(index: CheckpointIndex, config: ModelConfig): number {
-  return modelTensors(config).reduce((sum, spec) => sum + (spec.name === lmHeadName && config.tieWordEmbeddings ? 0 : index.get(spec.name)?.nbytes ?? 0), 0);
+  return tensorList(modelTensors(config)).reduce((sum, spec) => sum + (spec.name === lmHeadName && config.tieWordEmbeddings ? 0 : index.get(spec.name)?.nbytes ?? 0), 0);
 }
 
 export function prepareEngine(request: EngineRequest): PreparedEngine {
