@@ -135,7 +135,7 @@ class LayerBinder {
 /** True when A and B have the same keys. */
 type SameKeys<A, B> = [Exclude<keyof A, keyof B>, Exclude<keyof B, keyof A>] extends [never, never] ? true : false;
 type Holds<T extends true> = T;
-// A table field the binder does not bind (or a weights field with no table entry) fails to compile.
+// A table field with no weights field to bind it into, or a weights field with no table entry, fails to compile.
 type TablesMatchWeights = [
   Holds<SameKeys<KdaTensors, Omit<KdaWeights, "kind">>>,
   Holds<SameKeys<MlaTensors, Omit<MlaWeights, "kind">>>,
