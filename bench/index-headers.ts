@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ModelConfig } from "../src/checkpoint/config.ts";
 import { indexCheckpoint } from "../src/checkpoint/safetensors.ts";
-import { expertTensors, ffnKind, modelTensors, trunkTensors, type TensorSpec } from "../src/checkpoint/tensor-names.ts";
+import { expertTensors, ffnKind, modelTensors, tensorList, trunkTensors, type TensorSpec } from "../src/checkpoint/tensor-names.ts";
 import { releasedConfig } from "../tools/checkpoint/released-config.ts";
 import { headerFor, shardName, tensorBytes } from "../tools/checkpoint/writer.ts";
 
@@ -23,7 +23,7 @@ function releasedShards(config: ModelConfig): TensorSpec[][] {
     }
     shards.push(specs);
   }
-  shards.push(modelTensors(config));
+  shards.push(tensorList(modelTensors(config)));
   for (const [tower, count] of [["vision_tower", 120], ["mm_projector", 48]] as const) {
     shards.push(Array.from({ length: count }, (_, i) => ({
       name: `${tower}.blocks.${i}.weight`, shape: [1152, 1152], dtype: "BF16" as const, residency: "model" as const,

@@ -8,7 +8,7 @@
  */
 import type { ModelConfig } from "../checkpoint/config.ts";
 import { indexCheckpoint, type CheckpointIndex } from "../checkpoint/safetensors.ts";
-import { lmHeadName, modelTensors } from "../checkpoint/tensor-names.ts";
+import { modelTensors, tensorList } from "../checkpoint/tensor-names.ts";
 import { Model } from "../model/forward.ts";
 import { nativeOps } from "../model/native-ops.ts";
 import { readCapacity, setBufferedFallbackReporter } from "../native/file.ts";
@@ -103,9 +103,9 @@ export function peakRssBytes(): number {
   return process.resourceUsage().maxRSS * 1024; // Linux reports kilobytes
 }
 
-/** Bytes of the model-level tensors (embedding, LM head, norms). */
+/** Bytes of the model-level tensors (embedding, LM head unless tied, norms). */
 function tableBytes(index: CheckpointIndex, config: ModelConfig): number {
-  return modelTensors(config).reduce((sum, spec) => sum + (spec.name === lmHeadName && config.tieWordEmbeddings ? 0 : index.get(spec.name)?.nbytes ?? 0), 0);
+  return tensorList(modelTensors(config)).reduce((sum, spec) => sum + (index.get(spec.name)?.nbytes ?? 0), 0);
 }
 
 export function openEngine(request: EngineRequest, events: EngineEvents = {}): Engine {
@@ -147,6 +147,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   checkPlanFits(plan.memory, plan.availableBytes);
 
   using opened = new DisposableStack();
+  // First in, so closed last: the expert cache reads through the reader's shard files.
   const reader = opened.adopt(new TensorReader(index), (r) => r.close());
   const loadStarted = performance.now();
   const warnings: string[] = [];
@@ -158,7 +159,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   const tables = opened.adopt(loadModelTables(index, reader, config), (t) => t.close());
   reader.releaseScratch(); // loading is done; nothing should hold a read-sized buffer now
   const experts = opened.adopt(
-    new ExpertCache(index, config, expertCache, { faults: request.faults, trace: request.trace, onDrop: events.onDrop }),
+    new ExpertCache(index, config, expertCache, reader.files, { faults: request.faults, trace: request.trace, onDrop: events.onDrop }),
     (e) => e.close(),
   );
   const ops = nativeOps();

@@ -10,7 +10,8 @@ import type { Pointer } from "bun:ffi";
 import type { ModelConfig } from "../checkpoint/config.ts";
 import { dtypeBytes, type CheckpointIndex, type TensorEntry } from "../checkpoint/safetensors.ts";
 import {
-  attentionKind, expertTensors, ffnKind, layerPrefix, modelTensors, trunkTensors, type TensorSpec,
+  attentionKind, denseTensors, expertTensors, ffnKind, kdaTensors, layerNormTensors, mlaTensors, modelTensors, moeTensors,
+  tensorList, trunkTensors, type DenseTensors, type KdaTensors, type MlaTensors, type MoeTensors, type TensorSpec,
 } from "../checkpoint/tensor-names.ts";
 import { K3Error, ExitCode } from "../errors.ts";
 import type { LayerLayout, LayoutTensor } from "./trunk-layout.ts";
@@ -64,7 +65,7 @@ export function checkBindable(index: CheckpointIndex, config: ModelConfig, layer
     // scale_cols x 32 = packed_cols x 2 (which is what proves the group size is 32).
     for (let e = 0; e < config.numExperts; e++) for (const spec of expertTensors(config, layer, e)) check(spec, layer);
   }
-  for (const spec of modelTensors(config)) check(spec, undefined);
+  for (const spec of tensorList(modelTensors(config))) check(spec, undefined);
   if (problems.length === 0) return;
   const head = layersMissing.size > 0 ? `${layersMissing.size} of ${layerCount} layers are missing tensors in this shard set; ` : "";
   const shown = problems.slice(0, 5).join("; ");
@@ -102,10 +103,10 @@ class LayerBinder {
     return tensor;
   }
 
-  matrix(name: string): Matrix {
-    const t = this.#tensor(name);
+  matrix(spec: TensorSpec): Matrix {
+    const t = this.#tensor(spec.name);
     const [rows, cols] = t.shape as [number, number];
-    return { name, ptr: (this.#bytes.base + t.off) as Pointer, rows, cols, dtype: t.dtype as Matrix["dtype"] };
+    return { name: spec.name, ptr: (this.#bytes.base + t.off) as Pointer, rows, cols, dtype: t.dtype as Matrix["dtype"] };
   }
 
   values(name: string): Float32Array {
@@ -114,60 +115,65 @@ class LayerBinder {
     return widenToF32(raw, t.dtype, t.shape.reduce((a, b) => a * b, 1));
   }
 
-  vector(name: string, values: Float32Array = this.values(name)): Vector {
-    return this.#arena.store(name, values);
+  vector(spec: TensorSpec): Vector {
+    return this.#arena.store(spec.name, this.values(spec.name));
   }
 
-  fold(normName: string, projName: string): Vector {
-    return this.vector(`${normName} * ${projName}`, foldPhi(this.values(normName), this.values(projName)));
+  fold(norm: TensorSpec, proj: TensorSpec): Vector {
+    return this.#arena.store(`${norm.name} * ${proj.name}`, foldPhi(this.values(norm.name), this.values(proj.name)));
   }
 
-  aLog(name: string, heads: number): Vector {
-    const all = this.values(name);
+  aLog(spec: TensorSpec, heads: number): Vector {
+    const all = this.values(spec.name);
     if (all.subarray(heads).some((v) => v !== 0)) {
-      this.warnings.push(`${name}: padding after the first ${heads} values (one per head) is not zero`);
+      this.warnings.push(`${spec.name}: padding after the first ${heads} values (one per head) is not zero`);
     }
-    return this.vector(name, all.slice(0, heads));
+    return this.#arena.store(spec.name, all.slice(0, heads));
   }
 }
 
-function bindKda(b: LayerBinder, a: string, config: ModelConfig): KdaWeights {
+/** True when A and B have the same keys. */
+type SameKeys<A, B> = [Exclude<keyof A, keyof B>, Exclude<keyof B, keyof A>] extends [never, never] ? true : false;
+type Holds<T extends true> = T;
+// A table field with no weights field to bind it into, or a weights field with no table entry, fails to compile.
+type TablesMatchWeights = [
+  Holds<SameKeys<KdaTensors, Omit<KdaWeights, "kind">>>,
+  Holds<SameKeys<MlaTensors, Omit<MlaWeights, "kind">>>,
+  Holds<SameKeys<DenseTensors, Omit<DenseWeights, "kind">>>,
+  Holds<SameKeys<MoeTensors, Omit<MoeWeights, "kind">>>,
+];
+
+function bindKda(b: LayerBinder, t: KdaTensors, heads: number): KdaWeights {
   return {
     kind: "kda",
-    q: b.matrix(`${a}q_proj.weight`), k: b.matrix(`${a}k_proj.weight`), v: b.matrix(`${a}v_proj.weight`),
-    qConv: b.vector(`${a}q_conv1d.weight`), kConv: b.vector(`${a}k_conv1d.weight`), vConv: b.vector(`${a}v_conv1d.weight`),
-    fa: b.matrix(`${a}f_a_proj.weight`), fb: b.matrix(`${a}f_b_proj.weight`), beta: b.matrix(`${a}b_proj.weight`),
-    aLog: b.aLog(`${a}A_log`, config.kdaNumHeads), dtBias: b.vector(`${a}dt_bias`),
-    gate: b.matrix(`${a}g_proj.weight`), oNorm: b.vector(`${a}o_norm.weight`), o: b.matrix(`${a}o_proj.weight`),
+    q: b.matrix(t.q), k: b.matrix(t.k), v: b.matrix(t.v),
+    qConv: b.vector(t.qConv), kConv: b.vector(t.kConv), vConv: b.vector(t.vConv),
+    fa: b.matrix(t.fa), fb: b.matrix(t.fb), beta: b.matrix(t.beta),
+    aLog: b.aLog(t.aLog, heads), dtBias: b.vector(t.dtBias),
+    gate: b.matrix(t.gate), oNorm: b.vector(t.oNorm), o: b.matrix(t.o),
   };
 }
 
-function bindMla(b: LayerBinder, a: string, config: ModelConfig): MlaWeights {
+function bindMla(b: LayerBinder, t: MlaTensors): MlaWeights {
   return {
     kind: "mla",
-    qa: b.matrix(`${a}q_a_proj.weight`), qaNorm: b.vector(`${a}q_a_layernorm.weight`),
-    qb: b.matrix(`${a}q_b_proj.weight`),
-    kva: b.matrix(`${a}kv_a_proj_with_mqa.weight`), kvaNorm: b.vector(`${a}kv_a_layernorm.weight`),
-    kvb: b.matrix(`${a}kv_b_proj.weight`),
-    gate: config.mlaUseOutputGate ? b.matrix(`${a}g_proj.weight`) : undefined,
-    o: b.matrix(`${a}o_proj.weight`),
+    qa: b.matrix(t.qa), qaNorm: b.vector(t.qaNorm), qb: b.matrix(t.qb),
+    kva: b.matrix(t.kva), kvaNorm: b.vector(t.kvaNorm), kvb: b.matrix(t.kvb),
+    gate: t.gate ? b.matrix(t.gate) : undefined,
+    o: b.matrix(t.o),
   };
 }
 
-function bindDense(b: LayerBinder, prefix: string): DenseWeights {
-  return {
-    kind: "dense",
-    gate: b.matrix(`${prefix}gate_proj.weight`), up: b.matrix(`${prefix}up_proj.weight`), down: b.matrix(`${prefix}down_proj.weight`),
-  };
+function bindDense(b: LayerBinder, t: DenseTensors): DenseWeights {
+  return { kind: "dense", gate: b.matrix(t.gate), up: b.matrix(t.up), down: b.matrix(t.down) };
 }
 
-function bindMoe(b: LayerBinder, m: string, config: ModelConfig): MoeWeights {
+function bindMoe(b: LayerBinder, t: MoeTensors): MoeWeights {
   return {
     kind: "moe",
-    router: b.matrix(`${m}gate.weight`), routerBias: b.vector(`${m}gate.e_score_correction_bias`),
-    latentDown: b.matrix(`${m}routed_expert_down_proj.weight`), latentUp: b.matrix(`${m}routed_expert_up_proj.weight`),
-    latentNorm: b.vector(`${m}routed_expert_norm.weight`),
-    shared: config.numSharedExperts > 0 ? bindDense(b, `${m}shared_experts.`) : undefined,
+    router: b.matrix(t.router), routerBias: b.vector(t.routerBias),
+    latentDown: b.matrix(t.latentDown), latentUp: b.matrix(t.latentUp), latentNorm: b.vector(t.latentNorm),
+    shared: t.shared ? bindDense(b, t.shared) : undefined,
   };
 }
 
@@ -176,14 +182,16 @@ export function bindLayer(config: ModelConfig, bytes: LayerBytes, arena: VectorA
   arena.reset();
   const b = new LayerBinder(bytes, arena, warnings);
   const layer = bytes.layout.layer;
-  const p = layerPrefix(layer);
+  const norms = layerNormTensors(config, layer);
   return {
     index: layer,
-    inputNorm: b.vector(`${p}input_layernorm.weight`),
-    postNorm: b.vector(`${p}post_attention_layernorm.weight`),
-    phiAttn: b.fold(`${p}self_attention_res_norm.weight`, `${p}self_attention_res_proj.weight`),
-    phiMlp: b.fold(`${p}mlp_res_norm.weight`, `${p}mlp_res_proj.weight`),
-    attention: attentionKind(config, layer) === "kda" ? bindKda(b, `${p}self_attn.`, config) : bindMla(b, `${p}self_attn.`, config),
-    ffn: ffnKind(config, layer) === "dense" ? bindDense(b, `${p}mlp.`) : bindMoe(b, `${p}block_sparse_moe.`, config),
+    inputNorm: b.vector(norms.inputNorm),
+    postNorm: b.vector(norms.postNorm),
+    phiAttn: b.fold(norms.attnResNorm, norms.attnResProj),
+    phiMlp: b.fold(norms.mlpResNorm, norms.mlpResProj),
+    attention: attentionKind(config, layer) === "kda"
+      ? bindKda(b, kdaTensors(config, layer), config.kdaNumHeads)
+      : bindMla(b, mlaTensors(config, layer)),
+    ffn: ffnKind(config, layer) === "dense" ? bindDense(b, denseTensors(config, layer)) : bindMoe(b, moeTensors(config, layer)),
   };
 }

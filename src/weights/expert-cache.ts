@@ -10,12 +10,14 @@
  * reports the tokens as corrupt and exits 4 (runtime.md 6.5). It is never skipped silently.
  */
 import type { ModelConfig } from "../checkpoint/config.ts";
-import type { CheckpointIndex, TensorEntry } from "../checkpoint/safetensors.ts";
+import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { expertTensors, ffnKind } from "../checkpoint/tensor-names.ts";
+import { entriesOf, placeTensors } from "../checkpoint/tensor-run.ts";
 import { K3Error, ExitCode } from "../errors.ts";
-import { DirectFile, type PendingRead } from "../native/file.ts";
+import type { PendingRead } from "../native/file.ts";
 import { NativeBuffer } from "../native/memory.ts";
 import { ExpertTraceRecorder } from "./expert-trace.ts";
+import type { ShardFiles } from "./shard-files.ts";
 import type { ExpertWeights } from "./types.ts";
 
 const alignment = 4096;
@@ -82,20 +84,12 @@ export function planExpertCache(index: CheckpointIndex, config: ModelConfig, lay
 }
 
 function locate(index: CheckpointIndex, config: ModelConfig, layer: number, expert: number): ExpertLocation {
-  const entries: TensorEntry[] = expertTensors(config, layer, expert).map((spec) => {
-    const entry = index.get(spec.name);
-    if (!entry) throw new K3Error(ExitCode.runtime, `${index.dir}: missing ${spec.name}`);
-    return entry;
-  });
-  const shard = entries[0]!.shard;
-  const start = Math.min(...entries.map((e) => e.offset));
-  const end = Math.max(...entries.map((e) => e.offset + e.nbytes));
-  const bytes = entries.reduce((sum, e) => sum + e.nbytes, 0);
-  if (!entries.every((e) => e.shard === shard) || end - start !== bytes) {
+  const { run, bytes, offsets } = placeTensors(entriesOf(index, expertTensors(config, layer, expert)));
+  if (!run) {
     // The release stores each expert as one run; k3 relies on it to read an expert at once.
     throw new K3Error(ExitCode.runtime, `${index.dir}: the six tensors of expert ${expert} of layer ${layer} are not one contiguous run in one shard`);
   }
-  return { shard, start, bytes, offsets: entries.map((e) => e.offset - start) as ExpertLocation["offsets"] };
+  return { shard: run.shard, start: run.start, bytes, offsets: offsets as ExpertLocation["offsets"] };
 }
 
 type SlotState =
@@ -116,7 +110,8 @@ export class ExpertCache {
   #clock = 0;
   readonly #where = new Map<number, number>();
   readonly #locations = new Map<number, ExpertLocation>();
-  readonly #files = new Map<number, DirectFile>();
+  /** The tensor reader's files: it closes them, after this cache has collected its reads. */
+  readonly #files: ShardFiles;
   readonly #faults: ReadonlySet<string>;
   readonly #onDrop: (drop: ExpertDrop) => void;
   /** Keys of the batch being served: never evicted while the token still needs them. */
@@ -128,10 +123,11 @@ export class ExpertCache {
   readonly drops: ExpertDrop[] = [];
   readonly trace: ExpertTraceRecorder | undefined;
 
-  /** `plan` (from `planExpertCache`) sets the slots; the arena is allocated on first use. */
-  constructor(index: CheckpointIndex, config: ModelConfig, plan: ExpertCachePlan, options: ExpertCacheOptions = {}) {
+  /** `plan` (from `planExpertCache`) sets the slots; reads go through the reader's `files`. */
+  constructor(index: CheckpointIndex, config: ModelConfig, plan: ExpertCachePlan, files: ShardFiles, options: ExpertCacheOptions = {}) {
     this.#index = index;
     this.#config = config;
+    this.#files = files;
     this.plan = plan;
     this.#faults = options.faults ?? new Set();
     this.#onDrop = options.onDrop ?? (() => {});
@@ -151,15 +147,6 @@ export class ExpertCache {
       this.#locations.set(key, location);
     }
     return location;
-  }
-
-  #file(shard: number): DirectFile {
-    let file = this.#files.get(shard);
-    if (!file) {
-      file = new DirectFile(this.#index.shards[shard]!.path);
-      this.#files.set(shard, file);
-    }
-    return file;
   }
 
   /** Starts a new decode step's counters (the whole-run totals keep accumulating). */
@@ -214,7 +201,7 @@ export class ExpertCache {
       // Fault injection reads past the end of the shard, so the real failure path runs.
       const faulty = this.#faults.has(`${layer}:${expert}`);
       const offset = faulty ? this.#index.shards[location.shard]!.fileBytes + alignment : location.start;
-      const read = this.#file(location.shard).submit(offset, location.bytes, this.#arena!, slot * this.plan.slotBytes);
+      const read = this.#files.get(location.shard).submit(offset, location.bytes, this.#arena!, slot * this.plan.slotBytes);
       this.#slots[slot] = { kind: "inflight", key, read };
       this.#readThisBatch.add(key);
     }
@@ -283,7 +270,6 @@ export class ExpertCache {
         // Closing: the read's outcome no longer matters, only that it has landed.
       }
     }
-    for (const file of this.#files.values()) file.close();
     this.#arena?.free();
   }
 }

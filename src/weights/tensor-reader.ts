@@ -1,29 +1,23 @@
 /** Reads tensors named in the index from their shards, through the O_DIRECT reader. */
 import type { CheckpointIndex, TensorEntry } from "../checkpoint/safetensors.ts";
 import type { Pointer } from "bun:ffi";
-import { DirectFile, readCapacity } from "../native/file.ts";
+import { readCapacity } from "../native/file.ts";
 import { NativeBuffer } from "../native/memory.ts";
+import { ShardFiles } from "./shard-files.ts";
 
 export class TensorReader {
   readonly index: CheckpointIndex;
-  readonly #files = new Map<number, DirectFile>();
+  /** Shared with the expert cache, which reads through them; closed here. */
+  readonly files: ShardFiles;
 
   constructor(index: CheckpointIndex) {
     this.index = index;
-  }
-
-  #file(shard: number): DirectFile {
-    let file = this.#files.get(shard);
-    if (!file) {
-      file = new DirectFile(this.index.shards[shard]!.path);
-      this.#files.set(shard, file);
-    }
-    return file;
+    this.files = new ShardFiles(index);
   }
 
   /** The raw bytes of [offset, offset + length) of a shard; valid until the next read. */
   readRange(shard: number, offset: number, length: number): Uint8Array {
-    return this.#file(shard).read(offset, length);
+    return this.files.get(shard).read(offset, length);
   }
 
   /** The raw bytes of a tensor; valid until the next read of the same shard. */
@@ -38,7 +32,7 @@ export class TensorReader {
   readRangeToNative(shard: number, offset: number, length: number, purpose: string): { buffer: NativeBuffer; ptr: Pointer } {
     const buffer = NativeBuffer.allocate(readCapacity(length), purpose, "read-target");
     try {
-      const { payload } = this.#file(shard).submit(offset, length, buffer).wait();
+      const { payload } = this.files.get(shard).submit(offset, length, buffer).wait();
       return { buffer, ptr: (buffer.ptr + payload) as Pointer };
     } catch (error) {
       buffer.free();
@@ -53,11 +47,10 @@ export class TensorReader {
 
   /** Frees the per-shard buffers synchronous reads went through; loading is done. */
   releaseScratch(): void {
-    for (const file of this.#files.values()) file.releaseScratch();
+    this.files.releaseScratch();
   }
 
   close(): void {
-    for (const file of this.#files.values()) file.close();
-    this.#files.clear();
+    this.files.close();
   }
 }

@@ -4,9 +4,9 @@
  * The packed trunk file stores exactly these layouts.
  */
 import type { ModelConfig } from "../checkpoint/config.ts";
-import type { CheckpointIndex, Dtype, TensorEntry } from "../checkpoint/safetensors.ts";
+import type { CheckpointIndex, Dtype } from "../checkpoint/safetensors.ts";
 import { trunkTensors } from "../checkpoint/tensor-names.ts";
-import { K3Error, ExitCode } from "../errors.ts";
+import { entriesOf, placeTensors } from "../checkpoint/tensor-run.ts";
 
 export const trunkAlignment = 4096;
 
@@ -28,33 +28,11 @@ export interface LayerLayout {
   run: { shard: number; start: number } | undefined;
 }
 
-const align = (n: number, to: number) => Math.ceil(n / to) * to;
-
 export function layerLayout(index: CheckpointIndex, config: ModelConfig, layer: number): LayerLayout {
-  const entries: TensorEntry[] = trunkTensors(config, layer).map((spec) => {
-    const entry = index.get(spec.name);
-    if (!entry) throw new K3Error(ExitCode.runtime, `${index.dir}: missing ${spec.name}`);
-    return entry;
-  });
-  const start = Math.min(...entries.map((e) => e.offset));
-  const end = Math.max(...entries.map((e) => e.offset + e.nbytes));
-  const payload = entries.reduce((sum, e) => sum + e.nbytes, 0);
-  const oneShard = entries.every((e) => e.shard === entries[0]!.shard);
-  const tensorOf = (e: TensorEntry, off: number): LayoutTensor => ({ name: e.name, off, nbytes: e.nbytes, dtype: e.dtype, shape: e.shape });
-  if (oneShard && end - start === payload) {
-    return {
-      layer, bytes: payload, run: { shard: entries[0]!.shard, start },
-      tensors: entries.map((e) => tensorOf(e, e.offset - start)).sort((a, b) => a.name.localeCompare(b.name)),
-    };
-  }
-  // Not one run: pack the tensors back to back, each 64-byte aligned for vector loads.
-  let at = 0;
-  const tensors = entries.map((e) => {
-    const t = tensorOf(e, at);
-    at = align(at + e.nbytes, 64);
-    return t;
-  });
-  return { layer, bytes: at, run: undefined, tensors: tensors.sort((a, b) => a.name.localeCompare(b.name)) };
+  const entries = entriesOf(index, trunkTensors(config, layer));
+  const { run, bytes, offsets } = placeTensors(entries);
+  const tensors = entries.map((e, i): LayoutTensor => ({ name: e.name, off: offsets[i]!, nbytes: e.nbytes, dtype: e.dtype, shape: e.shape }));
+  return { layer, bytes, run, tensors: tensors.sort((a, b) => a.name.localeCompare(b.name)) };
 }
 
 /** Why a layer cannot be packed as one run (runtime.md 4.2), or undefined when it can. */

@@ -3,9 +3,10 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseConfig } from "../../src/checkpoint/config.ts";
-import { attentionKind, classifyName, ffnKind } from "../../src/checkpoint/tensor-names.ts";
+import { attentionKind, ffnKind } from "../../src/checkpoint/tensor-names.ts";
 import { K3Error } from "../../src/errors.ts";
 import { fixturesDir } from "../support/fixtures.ts";
+import { classifyName } from "../support/tensor-classes.ts";
 
 interface ConfigCase {
   name: string;
