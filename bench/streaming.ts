@@ -20,6 +20,8 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync, s
 import { tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { allTensors, trunkTensors } from "../src/checkpoint/tensor-names.ts";
+import { envValue } from "../src/env.ts";
+import { readMemory } from "../src/plan/budget.ts";
 import { DirectFile, readCapacity, type PendingRead } from "../src/native/file.ts";
 import { NativeBuffer } from "../src/native/memory.ts";
 import { k3WidthConfig } from "../tools/k3width/generate.ts";
@@ -45,7 +47,7 @@ export interface StreamingPaths {
   trunkDir: string;
 }
 
-export function benchPaths(dir = process.env.K3_BENCH_DIR || defaultBenchDir): StreamingPaths {
+export function benchPaths(dir = envValue("K3_BENCH_DIR") ?? defaultBenchDir): StreamingPaths {
   const absolute = resolve(dir);
   return { dir: absolute, trunkDir: `${absolute}-trunk` };
 }
@@ -97,20 +99,7 @@ export function diskCheck(paths = benchPaths()): DiskCheck {
 
 /** MemAvailable in bytes, or undefined without /proc/meminfo. */
 export function memAvailableBytes(): number | undefined {
-  try {
-    const match = readFileSync("/proc/meminfo", "utf8").match(/^MemAvailable:\s+(\d+) kB/m);
-    return match ? Number(match[1]) * 1024 : undefined;
-  } catch {
-    return undefined;
-  }
-}
-
-/** Parses a size as the engine prints it (1000-based: "9.17 GB", "512 B"). */
-export function parseSize(text: string): number | undefined {
-  const match = text.trim().match(/^([\d.]+)\s*(B|KB|MB|GB|TB)$/);
-  if (!match) return undefined;
-  const scale = { B: 1, KB: 1e3, MB: 1e6, GB: 1e9, TB: 1e12 }[match[2] as "B" | "KB" | "MB" | "GB" | "TB"];
-  return Number(match[1]) * scale;
+  return readMemory()?.availableBytes;
 }
 
 async function runLogged(command: string[], what: string): Promise<number> {
@@ -235,13 +224,29 @@ export function measureDirectBandwidth(trunkDir: string, when: string, rounds: n
   return passes;
 }
 
-export interface TrunkFinal {
-  lines: string[];
-  pinned: string | undefined;
-  bytesRead: number | undefined;
-  readSeconds: number | undefined;
-  mbps: number | undefined;
-  waitedSeconds: number | undefined;
+/** The fields of the run's `--out -` results this benchmark reads (report/results.ts writes them). */
+interface ResultJson {
+  generated_ids: number[];
+  seconds_per_token: number;
+  peak_rss_bytes: number;
+  expert_bytes_read: number;
+  load_seconds: number;
+  io_share: number;
+  steps: { seconds: number }[];
+  plan: {
+    memory: { terms: { name: string; bytes: number }[]; total_bytes: number };
+    trunk: { mode: "resident"; bytes: number } | { mode: "streamed"; packed_bytes: number; plan: RingFigures };
+    trunk_payload_bytes: number;
+  };
+  trunk_stats: { bytes_read: number; read_seconds: number; wait_seconds: number; reads: number; hits: number } | null;
+}
+
+interface RingFigures {
+  pinned: number;
+  ring_slots: number;
+  slot_bytes: number;
+  raised: boolean;
+  two_slot_budget: number | null;
 }
 
 export interface StreamingRun {
@@ -249,6 +254,8 @@ export interface StreamingRun {
   args: string[];
   code: number;
   wallSeconds: number;
+  /** The run's results; undefined when it wrote none. */
+  result: ResultJson | undefined;
   generated: number[] | undefined;
   secondsPerToken: number | undefined;
   /** Mean of the steps after step 0 (which also pays for the prefill and first reads). */
@@ -260,70 +267,30 @@ export interface StreamingRun {
   planTotal: number | undefined;
   planTrunk: number | undefined;
   planTrunkLabel: string | undefined;
-  banner: string[];
-  ioShare: string[];
-  trunk: TrunkFinal | undefined;
-  /** Resident only: "resident trunk: X for N layers, loaded in S s". */
+  /** Streamed: trunk reads per second of device time, MB/s. */
+  trunkMbps: number | undefined;
+  /** Resident: the one-time load from the shards. */
   residentLoad: { bytes: number; seconds: number } | undefined;
   expertBytesRead: number | undefined;
   stderrTail: string[];
 }
 
-const stepRowPattern = /^(\d+)\s+(\d+)\s+([\d.]+)\s+(\S+)\s+([\d.]+)\s+(\S+)\s*$/;
+/** A per-step row of the table on stderr, echoed live as progress (never parsed). */
+const stepRowPattern = /^\d+\s+\d+\s+[\d.]+\s/;
 
-function parseTrunkFinal(lines: string[]): TrunkFinal | undefined {
-  const start = lines.findIndex((l) => l.trim() === "trunk [final]");
-  if (start < 0) return undefined;
-  const block: string[] = [];
-  for (let i = start + 1; i < lines.length && /^\s+/.test(lines[i] as string); i++) block.push((lines[i] as string).trim());
-  const read = block.map((l) => l.match(/^read (\S+ \S+) in ([\d.]+) s \(([\d.]+|-) MB\/s\)/)).find((m) => m);
-  const waited = block.map((l) => l.match(/waited ([\d.]+) s/)).find((m) => m);
+/** The figures of one run, from its results. */
+function figures(result: ResultJson): Omit<StreamingRun, "label" | "args" | "code" | "wallSeconds" | "result" | "osPeakRss" | "stderrTail"> {
+  const stepSeconds = result.steps.map((s) => s.seconds);
+  const later = stepSeconds.slice(1);
+  const trunkTerm = result.plan.memory.terms.find((t) => t.name.startsWith("trunk"));
+  const stats = result.trunk_stats;
   return {
-    lines: block,
-    pinned: block.find((l) => l.startsWith("pinned")),
-    bytesRead: read ? parseSize(read[1] as string) : undefined,
-    readSeconds: read ? Number(read[2]) : undefined,
-    mbps: read && read[3] !== "-" ? Number(read[3]) : undefined,
-    waitedSeconds: waited ? Number(waited[1]) : undefined,
-  };
-}
-
-/** What the run printed on stderr, parsed leniently: a missing line becomes undefined. */
-function parseStderr(stderr: string): Pick<StreamingRun, "stepSeconds" | "planTotal" | "planTrunk" | "planTrunkLabel" | "banner" | "ioShare" | "trunk" | "residentLoad"> {
-  const lines = stderr.split("\n").map((l) => l.replace(/\s+$/, ""));
-  const stepSeconds = lines.map((l) => l.match(stepRowPattern)).filter((m) => m !== null).map((m) => Number(m[3]));
-  const planStart = lines.findIndex((l) => l.trim() === "memory plan");
-  let planTotal: number | undefined;
-  let planTrunk: number | undefined;
-  let planTrunkLabel: string | undefined;
-  if (planStart >= 0) {
-    for (let i = planStart + 1; i < lines.length && /^\s+/.test(lines[i] as string); i++) {
-      const m = (lines[i] as string).trim().match(/^(.+?)\s+([\d.]+ (?:B|KB|MB|GB|TB))$/);
-      if (!m) continue;
-      if (m[1] === "TOTAL") planTotal = parseSize(m[2] as string);
-      if ((m[1] as string).startsWith("trunk")) {
-        planTrunk = parseSize(m[2] as string);
-        planTrunkLabel = m[1];
-      }
-    }
-  }
-  const bannerStart = lines.findIndex((l) => l.startsWith("trunk stream:"));
-  const banner: string[] = [];
-  if (bannerStart >= 0) {
-    banner.push(lines[bannerStart] as string);
-    for (let i = bannerStart + 1; i < lines.length && /^\s{4,}/.test(lines[i] as string); i++) banner.push((lines[i] as string).trim());
-  }
-  const ioStart = lines.findIndex((l) => l.startsWith("I/O share of wall clock:"));
-  const ioShare: string[] = [];
-  if (ioStart >= 0) {
-    ioShare.push(lines[ioStart] as string);
-    for (let i = ioStart + 1; i < lines.length && /^\s+/.test(lines[i] as string); i++) ioShare.push((lines[i] as string).trim());
-  }
-  const resident = stderr.match(/resident trunk: (\S+ \S+) for \d+ layers, loaded in ([\d.]+) s/);
-  const residentBytes = resident ? parseSize(resident[1] as string) : undefined;
-  return {
-    stepSeconds, planTotal, planTrunk, planTrunkLabel, banner, ioShare, trunk: parseTrunkFinal(lines),
-    residentLoad: resident && residentBytes !== undefined ? { bytes: residentBytes, seconds: Number(resident[2]) } : undefined,
+    generated: result.generated_ids, secondsPerToken: result.seconds_per_token,
+    steadySecondsPerToken: later.length > 0 ? later.reduce((a, b) => a + b, 0) / later.length : undefined,
+    stepSeconds, peakRss: result.peak_rss_bytes, expertBytesRead: result.expert_bytes_read,
+    planTotal: result.plan.memory.total_bytes, planTrunk: trunkTerm?.bytes, planTrunkLabel: trunkTerm?.name,
+    trunkMbps: stats && stats.read_seconds > 0 ? stats.bytes_read / 1e6 / stats.read_seconds : undefined,
+    residentLoad: result.plan.trunk.mode === "resident" ? { bytes: result.plan.trunk_payload_bytes, seconds: result.load_seconds } : undefined,
   };
 }
 
@@ -349,12 +316,11 @@ async function collectLines(stream: ReadableStream<Uint8Array>, onLine: (line: s
 }
 
 async function runK3(label: string, paths: StreamingPaths, extra: string[], outDir: string): Promise<StreamingRun> {
-  const out = join(outDir, `${label.replace(/[^a-z0-9.]+/gi, "_")}.json`);
-  const args = [paths.dir, "--ids", promptIds, "--gen", String(genTokens), "--cache-gb", String(cacheGb), ...extra, "--out", out];
+  const args = [paths.dir, "--ids", promptIds, "--gen", String(genTokens), "--cache-gb", String(cacheGb), ...extra, "--out", "-"];
   progress(`run '${label}': dist/k3 ${args.join(" ")}`);
   const started = performance.now();
   const child = Bun.spawn([executablePath, ...args], { cwd: outDir, stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  const [stderr] = await Promise.all([
+  const [stderr, stdout] = await Promise.all([
     collectLines(child.stderr, (line) => {
       // Live progress: the per-step rows and the last summary lines.
       if (stepRowPattern.test(line) || /s\/token average|^PEAK RSS|EXPERT DROP|REFUSING|error/i.test(line)) progress(`  ${label}: ${line.trim()}`);
@@ -363,24 +329,20 @@ async function runK3(label: string, paths: StreamingPaths, extra: string[], outD
   ]);
   const code = await child.exited;
   const wallSeconds = (performance.now() - started) / 1000;
-  let json: Record<string, unknown> | undefined;
+  let result: ResultJson | undefined;
   try {
-    json = JSON.parse(readFileSync(out, "utf8")) as Record<string, unknown>;
+    result = JSON.parse(stdout) as ResultJson;
   } catch {
-    json = undefined;
+    result = undefined;
   }
-  const num = (key: string) => (typeof json?.[key] === "number" ? (json[key] as number) : undefined);
-  const parsed = parseStderr(stderr);
-  const later = parsed.stepSeconds.slice(1);
-  const generated = Array.isArray(json?.generated_ids) ? (json.generated_ids as number[]) : undefined;
   const osPeak = child.resourceUsage()?.maxRSS;
   progress(`run '${label}' exited ${code} after ${wallSeconds.toFixed(1)} s`);
+  const none = {
+    generated: undefined, secondsPerToken: undefined, steadySecondsPerToken: undefined, stepSeconds: [], peakRss: undefined,
+    expertBytesRead: undefined, planTotal: undefined, planTrunk: undefined, planTrunkLabel: undefined, trunkMbps: undefined, residentLoad: undefined,
+  };
   return {
-    label, args: extra, code, wallSeconds, generated,
-    secondsPerToken: num("seconds_per_token"),
-    steadySecondsPerToken: later.length > 0 ? later.reduce((a, b) => a + b, 0) / later.length : undefined,
-    peakRss: num("peak_rss_bytes"), osPeakRss: osPeak, expertBytesRead: num("expert_bytes_read"),
-    ...parsed,
+    label, args: extra, code, wallSeconds, result, osPeakRss: osPeak, ...(result ? figures(result) : none),
     stderrTail: stderr.trimEnd().split("\n").slice(-15),
   };
 }
@@ -460,7 +422,7 @@ export async function benchStreaming(paths = benchPaths()): Promise<StreamingBen
     memory = { label: small.label, budgetGb: 1.5, peakRss: small.peakRss, planTotal: small.planTotal, planTrunk: small.planTrunk, margin, ok: margin >= 0 };
     if (!memory.ok) failures.push(`--trunk-gb 1.5: peak RSS ${gb(small.peakRss)} exceeds the memory plan's TOTAL ${gb(small.planTotal)}`);
   } else if (small && small.code === 0) {
-    failures.push("--trunk-gb 1.5: could not read the peak RSS (JSON) or the plan TOTAL (stderr) to compare them");
+    failures.push("--trunk-gb 1.5: the results carry no peak RSS or plan TOTAL to compare");
   }
   return { paths, trunkBytes, prepareSeconds, generateSeconds, packSeconds, direct, directSeconds, runs, identical, memory, failures };
 }
@@ -497,7 +459,7 @@ export function streamingReport(b: StreamingBench): string {
       `${"plan TOTAL".padStart(12)}${"peak-plan".padStart(11)}${"trunk MB/s".padStart(12)}${"/ O_DIRECT".padStart(11)}  ids`,
   );
   for (const r of b.runs) {
-    let rate: number | undefined = r.trunk?.mbps;
+    let rate: number | undefined = r.trunkMbps;
     let rateNote = "";
     if (rate === undefined && r.residentLoad && r.residentLoad.seconds > 0) {
       rate = r.residentLoad.bytes / 1e6 / r.residentLoad.seconds;
@@ -518,10 +480,20 @@ export function streamingReport(b: StreamingBench): string {
     out.push(`  [${r.label}] steps ${r.stepSeconds.map((s) => s.toFixed(2)).join(" / ")} s; wall ${r.wallSeconds.toFixed(1)} s` +
       (r.expertBytesRead === undefined ? "" : `; experts read ${gb(r.expertBytesRead)}`) +
       (r.planTrunk === undefined ? "" : `; plan ${r.planTrunkLabel} ${gb(r.planTrunk)}`));
-    for (const line of r.banner.slice(0, 1)) out.push(`    ${line}`);
-    for (const line of r.banner.slice(1).filter((l) => /raised|ring held/.test(l))) out.push(`      ${line}`);
-    for (const line of r.ioShare) out.push(`    ${line}`);
-    if (r.trunk) for (const line of r.trunk.lines) out.push(`    trunk: ${line}`);
+    const result = r.result;
+    if (!result) continue;
+    const trunk = result.plan.trunk;
+    if (trunk.mode === "streamed") {
+      const ring = trunk.plan;
+      out.push(`    trunk stream: ${ring.pinned} layers pinned, ring ${ring.ring_slots} x ${gb(ring.slot_bytes)}` +
+        (ring.raised ? " (budget raised to one slot)" : "") +
+        (ring.two_slot_budget !== null && ring.ring_slots === 1 ? `; read-ahead needs --trunk-gb ${(ring.two_slot_budget / 1e9).toFixed(2)}` : ""));
+    }
+    out.push(`    I/O share of the decode wall clock: ${(100 * result.io_share).toFixed(1)}%`);
+    const stats = result.trunk_stats;
+    if (stats) {
+      out.push(`    trunk: ${stats.reads} reads, ${stats.hits} hits, ${gb(stats.bytes_read)} in ${stats.read_seconds.toFixed(2)} s of device time, waited ${stats.wait_seconds.toFixed(2)} s`);
+    }
   }
   if (b.memory) {
     const m = b.memory;
@@ -542,7 +514,7 @@ export function streamingReport(b: StreamingBench): string {
 
 /** Why the benchmark should not run here, or undefined when it can. */
 export function streamingSkipReason(paths = benchPaths()): string | undefined {
-  if (process.env.K3_BENCH_SKIP_STREAMING === "1") return "K3_BENCH_SKIP_STREAMING=1";
+  if (envValue("K3_BENCH_SKIP_STREAMING") === "1") return "K3_BENCH_SKIP_STREAMING=1";
   const disk = diskCheck(paths);
   if (disk.tmpfs && disk.neededBytes > 0) {
     return `${disk.measuredAt} is tmpfs: the ${gb(disk.neededBytes - diskMarginBytes)} of checkpoint and pack would sit in RAM; set K3_BENCH_DIR to a disk`;

@@ -15,9 +15,10 @@ describe("presets and budgets", () => {
   test("a later option wins: --preset server --cache-gb 40, and the reverse", () => {
     const a = k3([tiny, ...prompt, "--gen", "1", "--out", "-", "--preset", "server", "--cache-gb", "40"]);
     expect(a.code).toBe(0);
+    expect(JSON.parse(a.stdout).plan.budgets).toMatchObject({ preset: "server", trunk_bytes: 110e9, cache_bytes: 40e9, auto: null });
     expect(a.stderr).toContain("preset server (trunk 110 GB / expert cache 40 GB)");
     const b = k3([tiny, ...prompt, "--gen", "1", "--out", "-", "--cache-gb", "40", "--preset", "server"]);
-    expect(b.stderr).toContain("preset server (trunk 110 GB / expert cache 13 GB)");
+    expect(JSON.parse(b.stdout).plan.budgets).toMatchObject({ preset: "server", trunk_bytes: 110e9, cache_bytes: 13e9 });
   });
 
   test("an unknown preset is a usage error that lists the presets", () => {
@@ -38,15 +39,24 @@ describe("presets and budgets", () => {
   test("--preset auto sizes both budgets from MemAvailable and prints them", () => {
     const r = k3([tiny, ...prompt, "--gen", "2", "--out", "-", "--preset", "auto"]);
     expect(r.code).toBe(0);
+    const results = JSON.parse(r.stdout);
+    const { auto, trunk_bytes: trunk, cache_bytes: cache } = results.plan.budgets;
+    expect(auto.available_bytes).toBeGreaterThan(auto.reserve_bytes);
+    expect([auto.trunk_bytes, auto.cache_bytes]).toEqual([trunk, cache]);
+    // The tiny model's whole trunk fits, so auto gives it all (with the widen headroom) and the rest to the cache.
+    expect(trunk + cache).toBeCloseTo(auto.available_bytes - auto.reserve_bytes, 0);
     expect(r.stderr).toMatch(/auto budget: [\d.]+ GB available, [\d.]+ GB reserved -> trunk [\d.]+ GB \/ expert cache [\d.]+ GB/);
-    expect(JSON.parse(r.stdout).generated_ids).toEqual(want.generated_ids.slice(0, 2));
+    expect(results.generated_ids).toEqual(want.generated_ids.slice(0, 2));
   });
 
   test("the memory plan is printed before the run, with every term", () => {
     const r = k3([tiny, ...prompt, "--gen", "1", "--out", "-"]);
-    for (const term of ["memory plan", "trunk (resident)", "embed + lm_head", "expert cache", "recurrent state", "buffers", "KV cache", "process + index", "TOTAL", "available"]) {
-      expect(r.stderr).toContain(term);
-    }
+    const terms = ["trunk (resident)", "embed + lm_head", "expert cache", "recurrent state", "buffers", "KV cache", "process + index"];
+    const memory = JSON.parse(r.stdout).plan.memory as { terms: { name: string; bytes: number }[]; total_bytes: number };
+    expect(memory.terms.map((t) => t.name)).toEqual(terms);
+    expect(memory.terms.every((t) => t.bytes > 0)).toBe(true);
+    expect(memory.total_bytes).toBe(memory.terms.reduce((sum, t) => sum + t.bytes, 0));
+    for (const term of ["memory plan", ...terms, "TOTAL", "available"]) expect(r.stderr).toContain(term);
     expect(r.stderr.indexOf("memory plan")).toBeLessThan(r.stderr.indexOf("STEP"));
     expect(r.stderr).toContain("PEAK RSS for the whole run:");
     expect(r.stderr).toContain("I/O share of wall clock:");
@@ -64,6 +74,11 @@ describe("a routed expert that cannot be loaded", () => {
     expect(r.stderr).toContain("The token ids above are CORRUPT.");
     const results = JSON.parse(r.stdout);
     expect(results.expert_drops).toBeGreaterThan(0);
+    expect(results.drops).toHaveLength(results.expert_drops);
+    for (const drop of results.drops) {
+      expect(drop.layer).toBe(1);
+      expect(drop.reason).toContain("file ends before the requested bytes");
+    }
   });
 
   test("a malformed fault specification is refused", () => {

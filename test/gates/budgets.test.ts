@@ -10,10 +10,22 @@ import { expectation, modelDir, oracleModels } from "../support/fixtures.ts";
 import { k3 } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
 
-function ids(args: string[]): { ids: number[]; stderr: string } {
+interface Placement {
+  mode: "resident" | "streamed";
+  plan?: { pinned: number; ring_slots: number; raised: boolean };
+}
+
+interface Budgeted {
+  ids: number[];
+  trunk: Placement;
+  cache: { slots: number; requested_slots: number; minimum_slots: number };
+}
+
+function run(args: string[]): Budgeted {
   const r = k3([...args, "--out", "-"]);
   if (r.code !== 0) throw new Error(`k3 exited ${r.code}: ${r.stderr}`);
-  return { ids: JSON.parse(r.stdout).generated_ids as number[], stderr: r.stderr };
+  const results = JSON.parse(r.stdout);
+  return { ids: results.generated_ids as number[], trunk: results.plan.trunk, cache: results.plan.expert_cache };
 }
 
 for (const name of oracleModels) {
@@ -22,29 +34,34 @@ for (const name of oracleModels) {
     const dir = modelDir(name);
     let trunk = "";
     let twoSlotsGb = "";
+    let layerCount = 0;
     beforeAll(() => {
       trunk = join(tempDir("trunk"), "packed");
       const r = k3(["pack-trunk", dir, trunk]);
       expect(r.code).toBe(0);
       // Room for two slots of the largest layer but not for the whole trunk.
       const layers = (JSON.parse(readFileSync(join(trunk, "trunk.json"), "utf8")) as { layers: { nbytes: number }[] }).layers;
+      layerCount = layers.length;
       twoSlotsGb = ((2.3 * Math.max(...layers.map((l) => l.nbytes))) / 1e9).toFixed(9);
     });
     const base = () => [dir, "--ids", want.prompt_ids.join(","), "--gen", "12"];
-    const budgets: [string, () => string[], RegExp][] = [
-      ["resident trunk", () => [], /resident trunk/],
-      ["everything pinned", () => ["--trunk", trunk, "--trunk-gb", "100"], /(\d+)\/\1 layers PINNED/],
-      ["nothing pinned, a single ring slot", () => ["--trunk", trunk, "--trunk-gb", "0"], /0\/\d+ layers PINNED.*ring 1 x/],
-      ["a partial pin and two ring slots with read-ahead", () => ["--trunk", trunk, "--trunk-gb", twoSlotsGb], /\b[0-5]\/1[34] layers PINNED.*ring 2 x/],
-      ["an expert cache of top-k + 1 slots", () => ["--cache-gb", "0"], /raised from 0 to the top-k \+ 1 minimum/],
-      ["streamed, single slot, minimal cache", () => ["--trunk", trunk, "--trunk-gb", "0", "--cache-gb", "0"], /ring 1 x/],
+    const streamed = (pinned: (p: number) => boolean, slots: number) => (r: Budgeted) =>
+      r.trunk.mode === "streamed" && pinned(r.trunk.plan!.pinned) && r.trunk.plan!.ring_slots === slots;
+    const minimalCache = (r: Budgeted) => r.cache.requested_slots === 0 && r.cache.slots === r.cache.minimum_slots;
+    const budgets: [string, () => string[], (r: Budgeted) => boolean][] = [
+      ["resident trunk", () => [], (r) => r.trunk.mode === "resident"],
+      ["everything pinned", () => ["--trunk", trunk, "--trunk-gb", "100"], streamed((p) => p === layerCount, 0)],
+      ["nothing pinned, a single ring slot", () => ["--trunk", trunk, "--trunk-gb", "0"], (r) => streamed((p) => p === 0, 1)(r) && r.trunk.plan!.raised],
+      ["a partial pin and two ring slots with read-ahead", () => ["--trunk", trunk, "--trunk-gb", twoSlotsGb], streamed((p) => p < layerCount, 2)],
+      ["an expert cache of top-k + 1 slots", () => ["--cache-gb", "0"], minimalCache],
+      ["streamed, single slot, minimal cache", () => ["--trunk", trunk, "--trunk-gb", "0", "--cache-gb", "0"], (r) => streamed((p) => p === 0, 1)(r) && minimalCache(r)],
     ];
     for (const mode of ["--incremental", "--recompute"]) {
-      for (const [label, extra, banner] of budgets) {
+      for (const [label, extra, placed] of budgets) {
         test(`${mode}: ${label}`, () => {
-          const run = ids([...base(), mode, ...extra()]);
-          expect(run.stderr).toMatch(banner);
-          expect(run.ids).toEqual(want.generated_ids.slice(0, 12));
+          const r = run([...base(), mode, ...extra()]);
+          expect(placed(r)).toBe(true);
+          expect(r.ids).toEqual(want.generated_ids.slice(0, 12));
         }, 60_000);
       }
     }
