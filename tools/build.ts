@@ -37,9 +37,20 @@ function mtime(path: string): number {
   return existsSync(path) ? statSync(path).mtimeMs : -1;
 }
 
+/**
+ * The environment builds run in: without NODE_ENV, which `bun build` inlines into the bundle.
+ * `bun test` sets NODE_ENV=test, and an executable built under it (by the test preload) would
+ * log differently from one built by `bun run build` (consola picks its reporter from it).
+ */
+function buildEnv(): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [key, value] of Object.entries(process.env)) if (value !== undefined && key !== "NODE_ENV") env[key] = value;
+  return env;
+}
+
 function run(command: string[], what: string): void {
   const started = performance.now();
-  const result = Bun.spawnSync(command, { cwd: root, stdout: "inherit", stderr: "inherit" });
+  const result = Bun.spawnSync(command, { cwd: root, env: buildEnv(), stdout: "inherit", stderr: "inherit" });
   if (result.exitCode !== 0) throw new Error(`${what} failed (exit ${result.exitCode}): ${command.join(" ")}`);
   process.stderr.write(`build: ${what} in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
 }
