@@ -7,11 +7,12 @@ import { modelDir } from "../support/fixtures.ts";
 import { executablePath } from "../../tools/build.ts";
 import { k3 } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
+import { envValue } from "../../src/env.ts";
 
 const tiny = modelDir("tiny13");
 /** The demo's byte-level tokenizer: 256 ranks, one per byte, so every id fits tiny13's vocabulary. */
 const byteTok = resolve(import.meta.dir, "../../assets/demo");
-const kimiTok = process.env.K3_KIMI_TOKENIZER ?? resolve(import.meta.dir, "../../../shared/kimi-tokenizer");
+const kimiTok = envValue("K3_KIMI_TOKENIZER") ?? resolve(import.meta.dir, "../../../shared/kimi-tokenizer");
 const haveKimi = existsSync(join(kimiTok, "tiktoken.model"));
 if (!haveKimi) console.warn(`SKIPPED: the real Kimi tokenizer tests (no tiktoken.model in ${kimiTok}; set K3_KIMI_TOKENIZER)`);
 

@@ -21,6 +21,7 @@ import { Tokenizer } from "../../src/tokenizer/tokenizer.ts";
 import { CODE_POINT_CLASS, HAN, LETTER, LOWERISH, NUMBER, SPACE, UPPERISH } from "../../src/tokenizer/unicode-classes.ts";
 import { CATEGORY_RUNS, HAN_RANGES } from "../../src/tokenizer/unicode-data.ts";
 import { oracle, REPO_ROOT } from "../fixtures/tokenizer/support.ts";
+import { envValue } from "../../src/env.ts";
 
 const MAX = 0x10ffff;
 const isSurrogate = (c: number) => c >= 0xd800 && c <= 0xdfff;
@@ -157,7 +158,7 @@ describe("Unicode classes", () => {
   });
 
   test("BMP, sampled astral code points, run boundaries and Unicode 17 additions: same splits as tiktoken", () => {
-    const full = process.env.K3_TOKENIZER_FULL_SWEEP === "1";
+    const full = envValue("K3_TOKENIZER_FULL_SWEEP") === "1";
     const chosen = new Set<number>();
     for (let c = 0; c <= MAX; c++) {
       if (!isSurrogate(c) && (full || c < 0x10000 || c % 16 === 0)) chosen.add(c);
