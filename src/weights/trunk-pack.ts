@@ -3,13 +3,13 @@
  * offset, verifies what it wrote by reading it back, and only then renames the files into
  * place, trunk.json last: an interrupted pack never leaves a complete-looking pack behind.
  */
-import { closeSync, existsSync, mkdirSync, openSync, readdirSync, renameSync, rmSync, writeSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
 import { basename, join } from "node:path";
 import type { ModelConfig } from "../checkpoint/config.ts";
 import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { K3Error, ExitCode } from "../errors.ts";
 import { DirectFile } from "../native/file.ts";
-import { writeAtomically } from "../fs.ts";
+import { writeAtomically, writeFileAtomically, writeFully } from "../fs.ts";
 import type { TensorReader } from "./tensor-reader.ts";
 import {
   alignUp, hashChunkBytes, readTrunkManifest, trunkBinName, trunkFormatVersion, trunkJsonName,
@@ -90,11 +90,9 @@ export function packTrunk(
   }
   mkdirSync(outDir, { recursive: true });
   removeStaleTemporaries(outDir);
-  const temporaryBin = `${binPath}.${process.pid}.tmp`;
-  const fd = openSync(temporaryBin, "w");
   let bytesDone = 0;
-  try {
-    const padding = new Uint8Array(trunkAlignment);
+  const padding = new Uint8Array(trunkAlignment);
+  const fill = (fd: number) => {
     for (const layer of planned) {
       // Copy in chunks, hashing the same chunks the verifier will hash.
       let hash = 0n;
@@ -102,24 +100,22 @@ export function packTrunk(
         const length = Math.min(hashChunkBytes, layer.payload_bytes - at);
         const chunk = reader.readRange(shards[layer.layer] as number, layer.run_start + at, length);
         hash = Bun.hash.wyhash(chunk, hash);
-        let written = 0;
-        while (written < length) written += writeSync(fd, chunk, written, length - written, layer.file_off + at + written);
+        writeFully(fd, chunk, layer.file_off + at);
       }
       const pad = layer.nbytes - layer.payload_bytes;
-      if (pad > 0) writeSync(fd, padding, 0, pad, layer.file_off + layer.payload_bytes);
+      if (pad > 0) writeFully(fd, padding.subarray(0, pad), layer.file_off + layer.payload_bytes);
       layer.hash = hash.toString(16).padStart(16, "0");
       bytesDone += layer.payload_bytes;
       options.onProgress({ layersDone: layer.layer + 1, layerCount, bytesDone, seconds: (performance.now() - started) / 1000 });
       if (layer.layer + 1 === options.killAfterLayers) process.kill(process.pid, "SIGKILL"); // fault injection
     }
-  } finally {
-    closeSync(fd);
-  }
-  verifyPack(temporaryBin, planned);
+  };
+  writeFileAtomically(binPath, "the packed trunk", fill, (temporary) => {
+    verifyPack(temporary, planned);
+    // The old manifest goes first, so no moment pairs it with the new trunk.bin.
+    rmSync(jsonPath, { force: true });
+  });
   const manifest: TrunkManifest = { format: "k3-trunk", version: trunkFormatVersion, n_layers: layerCount, align: trunkAlignment, layers: planned };
-  // The old manifest goes first, so no moment pairs it with the new trunk.bin.
-  rmSync(jsonPath, { force: true });
-  renameSync(temporaryBin, binPath);
   writeAtomically(jsonPath, `${JSON.stringify(manifest, null, 1)}\n`, "the trunk manifest");
   return { manifest, payloadBytes, largestLayerBytes, seconds: (performance.now() - started) / 1000, alreadyPacked: false };
 }

@@ -4,11 +4,11 @@
  * packed nibbles plus E8M0 scales, and config.json in the nested or flat shape.
  * Tests and benchmarks use it; payloads are streamed, so large checkpoints need little memory.
  */
-import { closeSync, mkdirSync, openSync, renameSync, writeSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { configFields, type ModelConfig, type ConfigShape } from "../../src/checkpoint/config.ts";
 import { dtypeBytes, type Dtype } from "../../src/checkpoint/safetensors.ts";
-import { writeAtomically } from "../../src/fs.ts";
+import { writeAtomically, writeFileAtomically, writeFully } from "../../src/fs.ts";
 import { allTensors, type TensorSpec } from "../../src/checkpoint/tensor-names.ts";
 
 export interface TensorData {
@@ -44,22 +44,16 @@ export function writeSafetensors(path: string, tensors: readonly TensorData[], m
   headerText.copy(padded);
   const prefix = Buffer.alloc(8);
   prefix.writeBigUInt64LE(BigInt(padded.length));
-  const temporary = `${path}.${process.pid}.tmp`;
-  const fd = openSync(temporary, "w");
-  try {
-    writeSync(fd, prefix);
-    writeSync(fd, padded);
+  writeFileAtomically(path, "the checkpoint shard", (fd) => {
+    writeFully(fd, prefix);
+    writeFully(fd, padded);
     for (const t of tensors) {
       const data = t.bytes();
       const expected = tensorBytes(t.dtype, t.shape);
       if (data.byteLength !== expected) throw new Error(`${t.name}: ${data.byteLength} bytes, expected ${expected}`);
-      let done = 0;
-      while (done < data.byteLength) done += writeSync(fd, data, done, data.byteLength - done);
+      writeFully(fd, data);
     }
-  } finally {
-    closeSync(fd);
-  }
-  renameSync(temporary, path);
+  });
 }
 
 /** config.json text for `config` in the released nested shape or the flat fixture shape. */
