@@ -7,6 +7,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { argmax } from "../../src/decode/sampler.ts";
+import { K3Error } from "../../src/errors.ts";
 import { expectation, fixturesDir, modelDir, openFixture, oracleModels, readF32 } from "../support/fixtures.ts";
 import { k3, type K3Result } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -194,6 +195,35 @@ describe("sequence state snapshots (the seam multi-turn and speculative decoding
     padded.set(good, 1);
     target.decode(padded.subarray(1), "x.state");
     expect(target.position).toBe(5);
+    for (const s of [state, target]) model.release(s);
+  });
+
+  test("hostile state bytes: random cuts and byte flips are refused as K3Errors or decode whole, never crash", () => {
+    using engine = openFixture(name, ids.length + 1);
+    const model = engine.model;
+    const state = model.newState();
+    model.run(state, ids.slice(0, 4));
+    const good = state.encode();
+    const target = model.newState();
+    let seed = 0x9e3779b9;
+    const random = (n: number) => {
+      seed = (Math.imul(seed ^ (seed >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0;
+      return seed % n;
+    };
+    let refused = 0;
+    for (let round = 0; round < 300; round++) {
+      const bytes = good.slice(0, round % 3 === 0 ? random(good.length) : good.length);
+      for (let flips = 1 + random(4); flips > 0 && bytes.length > 0; flips--) bytes[random(Math.min(bytes.length, 64 + 12 * 40))] = random(256);
+      try {
+        target.decode(bytes, "fuzz.state");
+        expect(target.position).toBe(4); // a flip inside the floats is data, not structure
+      } catch (error) {
+        expect(error).toBeInstanceOf(K3Error);
+        expect((error as K3Error).message.startsWith("fuzz.state: not a sequence state of this model (")).toBe(true);
+        refused++;
+      }
+    }
+    expect(refused).toBeGreaterThan(100);
     for (const s of [state, target]) model.release(s);
   });
 });
