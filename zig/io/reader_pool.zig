@@ -7,21 +7,13 @@
 //! A job's destination must stay valid and untouched until `wait` returns for it.
 const std = @import("std");
 const aligned_read = @import("aligned_read.zig");
+const Status = @import("../status.zig").Status;
 
 /// Jobs that can be outstanding at once (a named limit: the job table is sized by it).
 pub const max_jobs: u32 = 256;
 /// I/O threads; more than the cores because they mostly wait on the device.
 pub const max_threads: u32 = 32;
 pub const default_threads: u32 = 8;
-
-pub const Status = enum(i32) {
-    ok = 0,
-    short_read = -10001,
-    capacity = -10002,
-    bad_argument = -10003,
-    queue_full = -10005,
-    _,
-};
 
 const State = enum(u8) { free, queued, running, done };
 
