@@ -1,7 +1,8 @@
 //! The exported C ABI of libk3: the only file with `export fn`.
 //!
 //! Every function here is thin: it checks its arguments and calls into zig/io or zig/kernels.
-//! src/native/symbols.ts mirrors this file one to one; change both together.
+//! src/native/abi.ts mirrors this file one to one (functions and shared constants);
+//! test/unit/abi.test.ts compares the two, so change both together.
 //!
 //! Conventions:
 //! - Status codes are i32: 0 is success, a negative value is an error. Values in

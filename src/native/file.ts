@@ -6,7 +6,7 @@ import type { Pointer } from "bun:ffi";
 import { K3Error, ExitCode } from "../errors.ts";
 import { native } from "./library.ts";
 import { NativeBuffer } from "./memory.ts";
-import { NativeStatus } from "./symbols.ts";
+import { Status } from "./abi.ts";
 import { constants as os } from "node:os";
 
 /** Called once per process, the first time a filesystem refuses O_DIRECT. */
@@ -29,13 +29,13 @@ export function readCapacity(length: number): number {
 
 export function describeStatus(status: number, path: string): string {
   switch (status) {
-    case NativeStatus.queueFull:
+    case Status.queueFull:
       return `${path}: too many background reads in flight`;
-    case NativeStatus.shortRead:
+    case Status.shortRead:
       return `${path}: file ends before the requested bytes (truncated?)`;
-    case NativeStatus.capacity:
+    case Status.capacity:
       return `${path}: read buffer too small for the request`;
-    case NativeStatus.badArgument:
+    case Status.badArgument:
       return `${path}: invalid read request`;
     default:
       return `${path}: read failed (${errnoName(-status)})`;
@@ -71,7 +71,7 @@ export class PendingRead {
     const direct = new Uint32Array(1);
     const status = native().k3_io_wait(this.#handle, out.subarray(0, 1), out.subarray(1, 2), direct);
     this.#file.noteDirect(direct[0] === 1);
-    if (status !== NativeStatus.ok) throw new K3Error(ExitCode.runtime, describeStatus(status, this.#file.path));
+    if (status !== Status.ok) throw new K3Error(ExitCode.runtime, describeStatus(status, this.#file.path));
     this.#result = { payload: Number(out[0]), seconds: Number(out[1]) / 1e9 };
     return this.#result;
   }
@@ -114,7 +114,7 @@ export class DirectFile {
       this.#fd, this.#direct, offset, length, this.#scratch.ptr, this.#scratch.bytes, this.#payload,
     );
     this.#noteFallback();
-    if (status !== NativeStatus.ok) throw new K3Error(ExitCode.runtime, describeStatus(status, this.path));
+    if (status !== Status.ok) throw new K3Error(ExitCode.runtime, describeStatus(status, this.path));
     return this.#scratch.u8(Number(this.#payload[0]), length);
   }
 

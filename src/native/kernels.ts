@@ -16,7 +16,10 @@ import type { Pointer } from "bun:ffi";
 import { K3Error, ExitCode, usageError } from "../errors.ts";
 import { native, type Native } from "./library.ts";
 import type { NativeBuffer } from "./memory.ts";
-import { NativeStatus } from "./symbols.ts";
+import {
+  ElementwiseOp, expertRecordFields, KernelPathCode, maxAttnResSources, maxConvTaps, maxKdaHeadDim, maxMlaQueryWidth, maxRouterK,
+  maxThreads, mxfp4Group, RouterDtype, Status,
+} from "./abi.ts";
 
 /** f32 values in native memory: `length` floats at `ptr`. */
 export interface F32Ref {
@@ -67,28 +70,9 @@ export interface RouteOut {
 /** Implementation switch: "simd" (default) or the plain-loop "scalar" reference. */
 export type KernelPath = "simd" | "scalar";
 
-/** Elementwise operator codes of `k3_elementwise` (zig/kernels/situ.zig `Op`). */
-export const ElementwiseOp = {
-  exp: 0,
-  sigmoid: 1,
-  tanh: 2,
-  silu: 3,
-  softplus: 4,
-  gate: 5,
-  add: 6,
-  axpy: 7,
-  situ: 8,
-} as const;
 export type ElementwiseOpName = keyof typeof ElementwiseOp;
 
-/** Largest thread count libk3 accepts (zig/pool.zig `max_threads`). */
-export const maxThreads = 256;
 const maxU32 = 0xffff_ffff;
-const maxAttnResSources = 64;
-const maxRouterK = 256;
-const maxConvTaps = 16;
-const maxKdaHeadDim = 512;
-const maxMlaQueryWidth = 512;
 
 let poolReady = false;
 
@@ -148,15 +132,15 @@ export function setFineGrain(on: boolean): void {
 
 /** Selects the SIMD kernels (default) or the scalar reference, process-wide (tests, benches). */
 export function setKernelPath(path: KernelPath): void {
-  check(lib().k3_kernel_path(path === "scalar" ? 1 : 0), "k3_kernel_path");
+  check(lib().k3_kernel_path(KernelPathCode[path]), "k3_kernel_path");
 }
 
 // ---------------------------------------------------------------------------------------------
 // Argument checks
 
 function check(status: number, what: string): void {
-  if (status === NativeStatus.ok) return;
-  if (status === NativeStatus.outOfMemory) throw new K3Error(ExitCode.runtime, `${what}: out of memory for kernel scratch`);
+  if (status === Status.ok) return;
+  if (status === Status.outOfMemory) throw new K3Error(ExitCode.runtime, `${what}: out of memory for kernel scratch`);
   throw new Error(`${what}: libk3 refused the arguments (status ${status})`);
 }
 
@@ -221,7 +205,7 @@ export function matmulMxfp4(w: Mxfp4Ref, x: F32Ref, y: F32Ref, tokens: number): 
   const what = `matmulMxfp4 ${w.rows}x${w.cols}`;
   const rows = dim(w.rows, "rows", what);
   const cols = dim(w.cols, "cols", what);
-  if (cols % 32 !== 0) throw new Error(`${what}: cols must be a multiple of 32`);
+  if (cols % mxfp4Group !== 0) throw new Error(`${what}: cols must be a multiple of ${mxfp4Group}`);
   const T = dim(tokens, "tokens", what);
   check(lib().k3_matmul_mxfp4(w.packed, w.scales, rows, cols, f32(x, T * cols, "x", what), f32(y, T * rows, "y", what), T, badScales), what);
   return Number(badScales[0]);
@@ -231,7 +215,7 @@ export function matmulMxfp4(w: Mxfp4Ref, x: F32Ref, y: F32Ref, tokens: number): 
 export function mxfp4DecodeRow(packed: Pointer, scales: Pointer, cols: number, out: F32Ref): number {
   const what = "mxfp4DecodeRow";
   dim(cols, "cols", what);
-  if (cols % 32 !== 0) throw new Error(`${what}: cols must be a multiple of 32`);
+  if (cols % mxfp4Group !== 0) throw new Error(`${what}: cols must be a multiple of ${mxfp4Group}`);
   check(lib().k3_mxfp4_decode_row(packed, scales, cols, f32(out, cols, "out", what), badScales), what);
   return Number(badScales[0]);
 }
@@ -421,14 +405,15 @@ export function route(w: MatrixRef, bias: F32Ref, x: F32Ref, tokens: number, k: 
   const sp = out.scores ? f32(out.scores, T * Ne, "scores", what) : null;
   check(
     lib().k3_router(
-      w.ptr, w.dtype === "BF16" ? 0 : 1, f32(bias, Ne, "bias", what), f32(x, T * E, "x", what), T, Ne, E, K,
+      w.ptr, w.dtype === "BF16" ? RouterDtype.bf16 : RouterDtype.f32, f32(bias, Ne, "bias", what), f32(x, T * E, "x", what), T, Ne, E, K,
       renormalize ? 1 : 0, finite(rho, "rho", what), out.experts, out.weights, sp,
     ),
     what,
   );
 }
 
-let expertList = new BigUint64Array(6 * 64);
+const recordLength = expertRecordFields.length;
+let expertList = new BigUint64Array(recordLength * 64);
 
 /**
  * The routed experts of one LatentMoE block: acc[t] = Σ_j weights[t][j] · W2(SiTU(W1 z, W3 z))
@@ -441,18 +426,14 @@ export function moeRouted(z: F32Ref, experts: readonly ExpertRef[], weights: Flo
   const K = dim(k, "k", what);
   const lam = dim(latent, "latent", what);
   const I = dim(inter, "inter", what);
-  if (lam % 32 !== 0 || I % 32 !== 0) throw new Error(`${what}: latent and inter must be multiples of 32`);
+  if (lam % mxfp4Group !== 0 || I % mxfp4Group !== 0) throw new Error(`${what}: latent and inter must be multiples of ${mxfp4Group}`);
   if (experts.length < T * K || weights.length < T * K) throw new Error(`${what}: need ${T * K} experts and weights`);
-  if (expertList.length < 6 * T * K) expertList = new BigUint64Array(6 * T * K);
+  if (expertList.length < recordLength * T * K) expertList = new BigUint64Array(recordLength * T * K);
   for (let i = 0; i < T * K; i++) {
     const e = experts[i] as ExpertRef;
-    const base = 6 * i;
-    expertList[base] = BigInt(e.w1Packed);
-    expertList[base + 1] = BigInt(e.w1Scale);
-    expertList[base + 2] = BigInt(e.w3Packed);
-    expertList[base + 3] = BigInt(e.w3Scale);
-    expertList[base + 4] = BigInt(e.w2Packed);
-    expertList[base + 5] = BigInt(e.w2Scale);
+    expertRecordFields.forEach((field, j) => {
+      expertList[recordLength * i + j] = BigInt(e[field]);
+    });
   }
   check(
     lib().k3_moe_routed(f32(z, T * lam, "z", what), expertList, weights, f32(acc, T * lam, "acc", what), T, K, lam, I, finite(beta1, "beta1", what), finite(beta2, "beta2", what), badScales),

@@ -1,11 +1,8 @@
 /** Native buffers: allocated and freed by libk3, viewed from TypeScript without copying. */
 import { toArrayBuffer, type Pointer } from "bun:ffi";
 import { K3Error, ExitCode } from "../errors.ts";
+import { allocHuge, allocZero } from "./abi.ts";
 import { native } from "./library.ts";
-
-/** zig/abi.zig `alloc_zero` and `alloc_huge`. */
-const allocZero = 1;
-const allocHuge = 2;
 
 export class NativeBuffer {
   readonly bytes: number;
