@@ -5,7 +5,7 @@
 import type { Pointer } from "bun:ffi";
 import { K3Error, ExitCode } from "../errors.ts";
 import { native } from "./library.ts";
-import { NativeBuffer } from "./memory.ts";
+import { allocAlignment, NativeBuffer } from "./memory.ts";
 import { Status } from "./abi.ts";
 import { constants as os } from "node:os";
 
@@ -125,7 +125,7 @@ export class DirectFile {
    */
   submit(offset: number, length: number, buffer: NativeBuffer, bufferOffset = 0): PendingRead {
     const capacity = readCapacity(length);
-    if (bufferOffset + capacity > buffer.bytes || bufferOffset % 4096 !== 0) {
+    if (bufferOffset + capacity > buffer.bytes || bufferOffset % allocAlignment() !== 0) {
       throw new Error(`${this.path}: read target too small or misaligned for ${length} bytes`);
     }
     const target = (buffer.ptr + bufferOffset) as Pointer;

@@ -4,6 +4,18 @@ import { K3Error, ExitCode } from "../errors.ts";
 import { allocHuge, allocZero } from "./abi.ts";
 import { native } from "./library.ts";
 
+let alignment: number | undefined;
+
+/**
+ * The alignment libk3 gives every allocation, which is also the O_DIRECT granularity: direct
+ * reads start, end and land at multiples of it. Asked of the library once (`k3_alloc_alignment`),
+ * so TypeScript never writes the number down.
+ */
+export function allocAlignment(): number {
+  alignment ??= Number(native().k3_alloc_alignment());
+  return alignment;
+}
+
 export class NativeBuffer {
   readonly bytes: number;
   #ptr: Pointer | null;
@@ -14,7 +26,7 @@ export class NativeBuffer {
   }
 
   /**
-   * Aligned for O_DIRECT. "zeroed" memory starts at zero (state, small vectors); a
+   * Aligned to `allocAlignment()`. "zeroed" memory starts at zero (state, small vectors); a
    * "read-target" is filled by reads before use, so it is not zeroed (one pass over fresh pages
    * fewer) and large ones are advised for transparent huge pages unless K3_NOHUGE is set.
    * Failing to allocate is a runtime failure (exit 1).

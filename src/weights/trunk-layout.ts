@@ -8,8 +8,6 @@ import type { CheckpointIndex, Dtype, TensorEntry } from "../checkpoint/safetens
 import { trunkTensors } from "../checkpoint/tensor-names.ts";
 import { K3Error, ExitCode } from "../errors.ts";
 
-export const trunkAlignment = 4096;
-
 export interface LayoutTensor {
   name: string;
   /** Byte offset from the start of the layer's bytes. */

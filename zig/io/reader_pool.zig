@@ -169,9 +169,9 @@ test "reads land in their buffers, several at once" {
     defer file.close();
     const cap = aligned_read.capacityFor(300);
     var handles: [4]i32 = undefined;
-    var bufs: [4][]align(4096) u8 = undefined;
+    var bufs: [4][]align(aligned_read.alignment) u8 = undefined;
     for (&bufs, 0..) |*b, i| {
-        b.* = try std.heap.page_allocator.alignedAlloc(u8, 4096, cap);
+        b.* = try std.heap.page_allocator.alignedAlloc(u8, aligned_read.alignment, cap);
         handles[i] = submit(file.fd, file.direct, 5000 + i * 1000, 300, b.*.ptr, cap);
         try std.testing.expect(handles[i] >= 0);
     }
