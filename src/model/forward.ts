@@ -3,9 +3,10 @@
  * dense | LatentMoE) → output aggregator → final norm → LM head, over the new tokens of a step,
  * continuing the sequence state. Reads top to bottom as the model's equations.
  */
-import { toArrayBuffer } from "bun:ffi";
 import type { ModelConfig } from "../checkpoint/config.ts";
 import type { Forward } from "../decode/greedy.ts";
+import { widenBf16 } from "../native/kernels.ts";
+import { f32View, offsetPointer } from "../native/memory.ts";
 import type { ExpertSource } from "../weights/experts.ts";
 import type { ModelTables } from "../weights/model-tables.ts";
 import type { Trunk } from "../weights/trunk.ts";
@@ -52,13 +53,8 @@ export class Model implements Forward<SequenceState> {
     const { embed } = this.#tables;
     const E = this.config.hiddenSize;
     ids.forEach((id, t) => {
-      if (embed.dtype === "BF16") {
-        const row = new Uint16Array(toArrayBuffer(embed.ptr, id * E * 2, E * 2));
-        const bits = new Uint32Array(out.a.buffer, out.a.byteOffset + t * E * 4, E);
-        for (let i = 0; i < E; i++) bits[i] = (row[i] as number) << 16;
-      } else {
-        out.a.set(new Float32Array(toArrayBuffer(embed.ptr, id * E * 4, E * 4)), t * E);
-      }
+      if (embed.dtype === "BF16") widenBf16(offsetPointer(embed.ptr, id * E * 2), out.row(t, E), E);
+      else out.a.set(f32View(embed.ptr, id * E * 4, E), t * E);
     });
   }
 

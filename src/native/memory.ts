@@ -1,8 +1,33 @@
-/** Native buffers: allocated and freed by libk3, viewed from TypeScript without copying. */
+/**
+ * Native memory: buffers allocated and freed by libk3, typed views of native memory without
+ * copying, and pointer arithmetic, so code outside src/native never touches bun:ffi.
+ */
 import { toArrayBuffer, type Pointer } from "bun:ffi";
 import { K3Error, ExitCode } from "../errors.ts";
 import { allocHuge, allocZero } from "./abi.ts";
 import { native } from "./library.ts";
+
+export type { Pointer };
+
+/** The address `bytes` past `ptr`. */
+export function offsetPointer(ptr: Pointer, bytes: number): Pointer {
+  return (ptr + bytes) as Pointer;
+}
+
+/** `length` bytes at `byteOffset` past `ptr`, viewed in place; valid while the memory is. */
+export function u8View(ptr: Pointer, byteOffset: number, length: number): Uint8Array {
+  return new Uint8Array(toArrayBuffer(ptr, byteOffset, length));
+}
+
+/** `length` u16 values at `byteOffset` past `ptr`, viewed in place; valid while the memory is. */
+export function u16View(ptr: Pointer, byteOffset: number, length: number): Uint16Array {
+  return new Uint16Array(toArrayBuffer(ptr, byteOffset, length * 2));
+}
+
+/** `length` f32 values at `byteOffset` past `ptr`, viewed in place; valid while the memory is. */
+export function f32View(ptr: Pointer, byteOffset: number, length: number): Float32Array {
+  return new Float32Array(toArrayBuffer(ptr, byteOffset, length * 4));
+}
 
 let alignment: number | undefined;
 
@@ -47,7 +72,7 @@ export class NativeBuffer {
 
   /** A view of `length` bytes at `offset`; valid until `free`. */
   u8(offset = 0, length = this.bytes - offset): Uint8Array {
-    return new Uint8Array(toArrayBuffer(this.ptr, offset, length));
+    return u8View(this.ptr, offset, length);
   }
 
   free(): void {

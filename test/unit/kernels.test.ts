@@ -8,8 +8,7 @@
  *   decoder gives.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { toArrayBuffer, type Pointer } from "bun:ffi";
-import { NativeBuffer } from "../../src/native/memory.ts";
+import { f32View, NativeBuffer, offsetPointer, u16View, u8View, type Pointer } from "../../src/native/memory.ts";
 import {
   attnRes, elementwise, initPool, kdaDecay, kdaGatedNorm, kdaQueryScale, kdaRecurrence, l2norm, matmul, matmulMxfp4,
   mlaAttention, moeRouted, mxfp4DecodeRow, poolThreads, rmsnorm, route, setFineGrain, setKernelPath, shortConv, situGlu, threadsFromEnv,
@@ -32,7 +31,7 @@ interface F32Buf extends F32Ref {
 function f32(n: number): F32Buf {
   const buf = NativeBuffer.allocate(Math.max(n, 1) * 4, "test");
   buffers.push(buf);
-  return { ptr: buf.ptr, length: n, a: new Float32Array(toArrayBuffer(buf.ptr, 0, Math.max(n, 1) * 4)) };
+  return { ptr: buf.ptr, length: n, a: f32View(buf.ptr, 0, Math.max(n, 1)) };
 }
 
 function f32From(values: ArrayLike<number>): F32Buf {
@@ -44,13 +43,13 @@ function f32From(values: ArrayLike<number>): F32Buf {
 function bytes(n: number): { ptr: Pointer; a: Uint8Array } {
   const buf = NativeBuffer.allocate(Math.max(n, 1), "test");
   buffers.push(buf);
-  return { ptr: buf.ptr, a: new Uint8Array(toArrayBuffer(buf.ptr, 0, Math.max(n, 1))) };
+  return { ptr: buf.ptr, a: u8View(buf.ptr, 0, Math.max(n, 1)) };
 }
 
 function u16(n: number): { ptr: Pointer; a: Uint16Array } {
   const buf = NativeBuffer.allocate(Math.max(n, 1) * 2, "test");
   buffers.push(buf);
-  return { ptr: buf.ptr, a: new Uint16Array(toArrayBuffer(buf.ptr, 0, Math.max(n, 1) * 2)) };
+  return { ptr: buf.ptr, a: u16View(buf.ptr, 0, Math.max(n, 1)) };
 }
 
 /** Deterministic PRNG (mulberry32) so failures reproduce. */
@@ -289,7 +288,7 @@ describe("linear maps (bf16, f32)", () => {
     expectBits(y.a, yb, "f32 weights vs bf16 weights");
     const one = f32(rows);
     for (let t = 0; t < T; t++) {
-      matmul(W, { ptr: (x.ptr + t * cols * 4) as Pointer, length: cols }, one, 1);
+      matmul(W, { ptr: offsetPointer(x.ptr, t * cols * 4), length: cols }, one, 1);
       expectBits(one.a, yb.subarray(t * rows, (t + 1) * rows), `token ${t} alone`);
     }
   });
@@ -426,7 +425,7 @@ describe("MXFP4", () => {
     })[0] as Float32Array;
     const one = f32(rows);
     for (let t = 0; t < T; t++) {
-      matmulMxfp4(M, { ptr: (x.ptr + t * cols * 4) as Pointer, length: cols }, one, 1);
+      matmulMxfp4(M, { ptr: offsetPointer(x.ptr, t * cols * 4), length: cols }, one, 1);
       expectBits(one.a, base.subarray(t * rows, (t + 1) * rows), `token ${t} alone`);
     }
   });
@@ -566,7 +565,7 @@ describe("ShortConv", () => {
     const hist = f32(C * (K - 1));
     const y = f32((steps + 1) * C);
     shortConv(x, taps, hist, y, steps, C, K);
-    shortConv({ ptr: (x.ptr + steps * C * 4) as Pointer, length: C }, taps, hist, { ptr: (y.ptr + steps * C * 4) as Pointer, length: C }, 1, C, K);
+    shortConv({ ptr: offsetPointer(x.ptr, steps * C * 4), length: C }, taps, hist, { ptr: offsetPointer(y.ptr, steps * C * 4), length: C }, 1, C, K);
     const want = reference();
     expectClose(y.a, want.y, "shortconv outputs");
     expectBits(hist.a, Float32Array.from(want.hist), "shortconv history");
@@ -582,7 +581,7 @@ describe("ShortConv", () => {
     });
     hist.a.fill(0);
     for (let t = 0; t <= steps; t++) {
-      shortConv({ ptr: (x.ptr + t * C * 4) as Pointer, length: C }, taps, hist, { ptr: (y.ptr + t * C * 4) as Pointer, length: C }, 1, C, K);
+      shortConv({ ptr: offsetPointer(x.ptr, t * C * 4), length: C }, taps, hist, { ptr: offsetPointer(y.ptr, t * C * 4), length: C }, 1, C, K);
     }
     expectBits(y.a, base[0] as Float32Array, "one step per call");
   });
@@ -680,7 +679,7 @@ describe("KDA", () => {
       return [out.a, state.a];
     });
     state.a.fill(0);
-    const at = (b: F32Buf, t: number, w: number): F32Ref => ({ ptr: (b.ptr + t * w * 4) as Pointer, length: w });
+    const at = (b: F32Buf, t: number, w: number): F32Ref => ({ ptr: offsetPointer(b.ptr, t * w * 4), length: w });
     for (let t = 0; t < T; t++) kdaRecurrence(at(q, t, P), at(k, t, P), at(v, t, P), at(alpha, t, P), at(beta, t, H), state, at(out, t, P), 1, H, D);
     expectBits(out.a, base[0] as Float32Array, "one token per call");
     expectBits(state.a, base[1] as Float32Array, "state, one token per call");
@@ -755,12 +754,12 @@ describe("MLA attention", () => {
     })[0] as Float32Array;
     const one = f32(H * dv);
     for (let t = 0; t < N; t++) {
-      mlaAttention({ ptr: (q.ptr + t * H * dq * 4) as Pointer, length: H * dq }, kv, kr, one, t, 1, shape);
+      mlaAttention({ ptr: offsetPointer(q.ptr, t * H * dq * 4), length: H * dq }, kv, kr, one, t, 1, shape);
       expectBits(one.a, base.subarray(t * H * dv, (t + 1) * H * dv), `position ${t} incrementally`);
     }
     // a continued prefill (5 cached positions, then 8 new) is the same too
     const rest = f32((N - 5) * H * dv);
-    mlaAttention({ ptr: (q.ptr + 5 * H * dq * 4) as Pointer, length: (N - 5) * H * dq }, kv, kr, rest, 5, N - 5, shape);
+    mlaAttention({ ptr: offsetPointer(q.ptr, 5 * H * dq * 4), length: (N - 5) * H * dq }, kv, kr, rest, 5, N - 5, shape);
     expectBits(rest.a, base.subarray(5 * H * dv), "continued prefill");
     const saved = kv.a[(N - 1) * H * (dn + dv)] as number;
     kv.a[(N - 1) * H * (dn + dv)] = saved + 100;
