@@ -25,8 +25,8 @@ export function nativeOps(): NativeOps {
       return badScaleBytes;
     },
     matmul: (w, x, y, tokens) => k.matmul(w, x, y, tokens),
-    rmsnorm: (x, gain, y, width, rows, eps) => k.rmsnorm(x, gain, y, width, rows, eps),
-    l2norm: (x, width, rows) => k.l2norm(x, x, width, rows),
+    rmsnorm: (x, gain, y, width, rows, eps) => k.rmsnorm(x, gain, y, rows, width, eps),
+    l2norm: (x, width, rows) => k.l2norm(x, x, rows, width),
     expertMix: (z, experts, weights, acc, latent, inter, beta1, beta2) => {
       badScaleBytes += k.moeRouted(z, experts.map(expertRef), weights, acc, 1, experts.length, latent, inter, beta1, beta2);
     },
@@ -38,8 +38,8 @@ export function nativeOps(): NativeOps {
     sigmoidGate: (x, gate, count) => k.sigmoidGate(x, gate, x, count),
     sigmoid: (x, count) => k.sigmoid(x, x, count),
     add: (a, b, count) => k.add(a, b, a, count),
-    mlaAttend: (q, kv, kr, out, first, tokens, shape) => k.mlaAttention(q, kv, kr, out, first, tokens, shape),
-    attnRes: (sources, phi, out, width, tokens, eps) => k.attnRes(sources, phi, out, width, tokens, eps),
+    mlaAttend: (q, kv, kr, out, first, tokens, shape) => k.mlaAttention(q, kv, kr, out, tokens, first, shape),
+    attnRes: (sources, phi, out, width, tokens, eps) => k.attnRes(sources, phi, out, undefined, tokens, width, eps),
     route: (w, bias, x, tokens, topK, renormalize, scaling): Routing => {
       const out = { experts: new Int32Array(tokens * topK), weights: new Float32Array(tokens * topK) };
       k.route(w, bias, x, tokens, topK, renormalize, scaling, out);

@@ -4,6 +4,10 @@
  * the tokens of a step. Arguments are checked here; a failed check is a programming error and
  * throws a plain Error. A native allocation failure becomes a K3Error (exit 1).
  *
+ * Each wrapper takes its export's arguments in the export's order (inputs, outputs, then counts
+ * from outer to inner, then scalars), leaving out only what it derives: a dtype code, a list
+ * length, a shape passed as one object. Optional buffers stay in place and take `undefined`.
+ *
  * Memory is referenced structurally so callers can pass their own types: anything with a
  * `ptr` and a `length` in floats is an `F32Ref` (src/model's F32 and the bound `Vector`s are);
  * matrices carry their dtype.
@@ -224,7 +228,7 @@ export function mxfp4DecodeRow(packed: Pointer, scales: Pointer, cols: number, o
 // Norms and elementwise operators
 
 /** RMSNorm of `rows` rows of `width` (gain optional, eps inside the root). In place allowed. */
-export function rmsnorm(x: F32Ref, gain: F32Ref | undefined, y: F32Ref, width: number, rows: number, eps: number): void {
+export function rmsnorm(x: F32Ref, gain: F32Ref | undefined, y: F32Ref, rows: number, width: number, eps: number): void {
   const what = "rmsnorm";
   const n = dim(width, "width", what);
   const r = dim(rows, "rows", what);
@@ -233,7 +237,7 @@ export function rmsnorm(x: F32Ref, gain: F32Ref | undefined, y: F32Ref, width: n
 }
 
 /** L2Norm (sum of squares, eps 1e-6) of `rows` rows of `width`. In place allowed. */
-export function l2norm(x: F32Ref, y: F32Ref, width: number, rows: number): void {
+export function l2norm(x: F32Ref, y: F32Ref, rows: number, width: number): void {
   const what = "l2norm";
   const n = dim(width, "width", what);
   const r = dim(rows, "rows", what);
@@ -274,7 +278,7 @@ export function add(a: F32Ref, b: F32Ref, y: F32Ref, length: number): void {
 }
 
 /** acc = acc + f32(w·d) (the MoE aggregate; product rounded before the add). */
-export function axpy(acc: F32Ref, d: F32Ref, w: number, length: number): void {
+export function axpy(acc: F32Ref, d: F32Ref, length: number, w: number): void {
   elementwise("axpy", acc, d, acc, length, w);
 }
 
@@ -355,7 +359,7 @@ export function kdaGatedNorm(o: F32Ref, gain: F32Ref, gate: F32Ref, y: F32Ref, t
  * cache: q [tokens][heads][dn+dr], kv [first+tokens][heads][dn+dv] (new positions already
  * appended), kr [first+tokens][dr] shared by all heads; out [tokens][heads][dv].
  */
-export function mlaAttention(q: F32Ref, kv: F32Ref, kr: F32Ref, out: F32Ref, first: number, tokens: number, shape: MlaShape): void {
+export function mlaAttention(q: F32Ref, kv: F32Ref, kr: F32Ref, out: F32Ref, tokens: number, first: number, shape: MlaShape): void {
   const what = "mlaAttention";
   const T = dim(tokens, "tokens", what);
   const p0 = count(first, "first", what);
@@ -374,9 +378,9 @@ const sourceList = new BigUint64Array(maxAttnResSources);
 
 /**
  * out[t] = AttnRes over sources[i][t] (each [tokens][width]) with the fold φ: keys normalised,
- * values raw, softmax over sources in list order. `probs` optional [tokens][sources].
+ * values raw, softmax over sources in list order. `probs` (optional) receives [tokens][sources].
  */
-export function attnRes(sources: readonly F32Ref[], phi: F32Ref, out: F32Ref, width: number, tokens: number, eps: number, probs?: F32Ref): void {
+export function attnRes(sources: readonly F32Ref[], phi: F32Ref, out: F32Ref, probs: F32Ref | undefined, tokens: number, width: number, eps: number): void {
   const what = "attnRes";
   const n = sources.length;
   if (n < 1 || n > maxAttnResSources) throw new Error(`${what}: 1 to ${maxAttnResSources} sources (got ${n})`);

@@ -442,18 +442,18 @@ describe("norms", () => {
   const y = f32(rows * n);
 
   test("RMSNorm: f64 Σx², f32 scale, (w·x)·r — bit for bit; without gain too", () => {
-    rmsnorm(x, w, y, n, rows, 1e-5);
+    rmsnorm(x, w, y, rows, n, 1e-5);
     const want: number[] = [];
     for (let i = 0; i < rows; i++) rmsnormRef(x.a, i * n, n, w.a, 1e-5, want);
     expectBits(y.a, Float32Array.from(want), "rmsnorm");
-    rmsnorm(x, undefined, y, n, rows, 1e-6);
+    rmsnorm(x, undefined, y, rows, n, 1e-6);
     const want2: number[] = [];
     for (let i = 0; i < rows; i++) rmsnormRef(x.a, i * n, n, undefined, 1e-6, want2);
     expectBits(y.a, Float32Array.from(want2), "rmsnorm without gain");
   });
 
   test("L2Norm: SUM of squares, eps 1e-6 inside the root", () => {
-    l2norm(x, y, n, rows);
+    l2norm(x, y, rows, n);
     const want: number[] = [];
     for (let i = 0; i < rows; i++) {
       let ss = 0;
@@ -466,9 +466,9 @@ describe("norms", () => {
 
   test("path identity", () => {
     expectPathIdentity("norms", () => {
-      rmsnorm(x, w, y, n, rows, 1e-5);
+      rmsnorm(x, w, y, rows, n, 1e-5);
       const a = y.a.slice();
-      l2norm(x, y, n, rows);
+      l2norm(x, y, rows, n);
       return [a, y.a];
     });
   });
@@ -631,8 +631,8 @@ describe("KDA", () => {
   fillNormal(v, r);
   for (let i = 0; i < alpha.a.length; i++) alpha.a[i] = 0.005 + 0.99 * r.uniform();
   for (let i = 0; i < beta.a.length; i++) beta.a[i] = r.uniform();
-  l2norm(q, q, D, T * H);
-  l2norm(k, k, D, T * H);
+  l2norm(q, q, T * H, D);
+  l2norm(k, k, T * H, D);
   const state = f32(H * D * D);
   const out = f32(T * P);
 
@@ -743,27 +743,27 @@ describe("MLA attention", () => {
   }
 
   test("causal NoPE attention with the rope slot scored, scale (dn+dr)^-1/2", () => {
-    mlaAttention(q, kv, kr, out, 0, N, shape);
+    mlaAttention(q, kv, kr, out, N, 0, shape);
     expectClose(out.a, reference(), "mla");
   });
 
   test("prefill == incremental (one position per call); path identity; future keys invisible", () => {
     const base = expectPathIdentity("mla", () => {
-      mlaAttention(q, kv, kr, out, 0, N, shape);
+      mlaAttention(q, kv, kr, out, N, 0, shape);
       return [out.a];
     })[0] as Float32Array;
     const one = f32(H * dv);
     for (let t = 0; t < N; t++) {
-      mlaAttention({ ptr: offsetPointer(q.ptr, t * H * dq * 4), length: H * dq }, kv, kr, one, t, 1, shape);
+      mlaAttention({ ptr: offsetPointer(q.ptr, t * H * dq * 4), length: H * dq }, kv, kr, one, 1, t, shape);
       expectBits(one.a, base.subarray(t * H * dv, (t + 1) * H * dv), `position ${t} incrementally`);
     }
     // a continued prefill (5 cached positions, then 8 new) is the same too
     const rest = f32((N - 5) * H * dv);
-    mlaAttention({ ptr: offsetPointer(q.ptr, 5 * H * dq * 4), length: (N - 5) * H * dq }, kv, kr, rest, 5, N - 5, shape);
+    mlaAttention({ ptr: offsetPointer(q.ptr, 5 * H * dq * 4), length: (N - 5) * H * dq }, kv, kr, rest, N - 5, 5, shape);
     expectBits(rest.a, base.subarray(5 * H * dv), "continued prefill");
     const saved = kv.a[(N - 1) * H * (dn + dv)] as number;
     kv.a[(N - 1) * H * (dn + dv)] = saved + 100;
-    mlaAttention(q, kv, kr, out, 0, N, shape);
+    mlaAttention(q, kv, kr, out, N, 0, shape);
     expectBits(out.a.subarray(0, (N - 1) * H * dv), base.subarray(0, (N - 1) * H * dv), "earlier positions after changing the last key");
     kv.a[(N - 1) * H * (dn + dv)] = saved;
   });
@@ -784,7 +784,7 @@ describe("Attention Residuals", () => {
     for (let j = 0; j < E; j++) phi.a[j] = fr((Math.abs(r.normal()) + 0.5) * r.normal());
     const out = f32(T * E);
     const probs = f32(T * n);
-    attnRes(sources, phi, out, E, T, 1e-5, probs);
+    attnRes(sources, phi, out, probs, T, E, 1e-5);
     const want: number[] = [];
     const wantP: number[] = [];
     for (let t = 0; t < T; t++) {
@@ -811,11 +811,11 @@ describe("Attention Residuals", () => {
     expectClose(probs.a, wantP, "attnres probabilities");
     expectClose(out.a, want, "attnres output");
     expectPathIdentity("attnres", () => {
-      attnRes(sources, phi, out, E, T, 1e-5);
+      attnRes(sources, phi, out, undefined, T, E, 1e-5);
       return [out.a];
     });
     // a single source is the identity, bit for bit
-    attnRes([sources[4] as F32Buf], phi, out, E, T, 1e-5);
+    attnRes([sources[4] as F32Buf], phi, out, undefined, T, E, 1e-5);
     expectBits(out.a, (sources[4] as F32Buf).a, "single source");
   });
 });

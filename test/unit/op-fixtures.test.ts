@@ -174,7 +174,7 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
     const x = f32Of(input(f, "x"));
     const y = f32(x.length);
     const n = dimOf(f, "n");
-    rmsnorm(x, f32Of(input(f, "w")), y, n, dimOf(f, "rows"), dimOf(f, "eps"));
+    rmsnorm(x, f32Of(input(f, "w")), y, dimOf(f, "rows"), n, dimOf(f, "eps"));
     expectWantNotTraps(f, { y: y.a });
   });
 
@@ -182,7 +182,7 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
     const f = load("l2norm");
     const x = f32Of(input(f, "x"));
     const y = f32(x.length);
-    l2norm(x, y, dimOf(f, "n"), dimOf(f, "rows"));
+    l2norm(x, y, dimOf(f, "rows"), dimOf(f, "n"));
     expectWantNotTraps(f, { y: y.a });
   });
 
@@ -268,8 +268,8 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
         return raw;
       });
       const [q, k, v] = streams as [F32Buf, F32Buf, F32Buf];
-      l2norm(q, q, D, T * H);
-      l2norm(k, k, D, T * H);
+      l2norm(q, q, T * H, D);
+      l2norm(k, k, T * H, D);
       const beta = proj("b_proj.weight", H);
       sigmoid(beta, beta, T * H);
       const za = proj("f_a_proj.weight", D);
@@ -325,7 +325,7 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
     const proj = input(f, "proj_weight").data;
     const phi = f32Of({ dtype: "f32", shape: [E], data: norm.map((v, j) => Math.fround(v * (proj[j] as number))) });
     const out = f32(T * E);
-    attnRes(sources, phi, out, E, T, dimOf(f, "eps"));
+    attnRes(sources, phi, out, undefined, T, E, dimOf(f, "eps"));
     expectWantNotTraps(f, { out: out.a });
   });
 
@@ -356,16 +356,16 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
       const xs = at(x, first * E, n * E);
       const cq = f32(n * Rq);
       matmul(matrix(f, "q_a_proj.weight"), xs, cq, n);
-      rmsnorm(cq, f32Of(weight(f, "q_a_layernorm.weight")), cq, Rq, n, eps);
+      rmsnorm(cq, f32Of(weight(f, "q_a_layernorm.weight")), cq, n, Rq, eps);
       const q = f32(n * H * (dn + dr));
       matmul(matrix(f, "q_b_proj.weight"), cq, q, n);
       const ckv = at(cacheCkv, first * Rkv, n * Rkv);
       matmul(wLatent, xs, ckv, n);
-      rmsnorm(ckv, f32Of(weight(f, "kv_a_layernorm.weight")), ckv, Rkv, n, eps);
+      rmsnorm(ckv, f32Of(weight(f, "kv_a_layernorm.weight")), ckv, n, Rkv, eps);
       matmul(wRope, xs, at(cacheKr, first * dr, n * dr), n);
       matmul(matrix(f, "kv_b_proj.weight"), ckv, at(cacheKv, first * H * (dn + dv), n * H * (dn + dv)), n);
       const o = f32(n * H * dv);
-      mlaAttention(q, cacheKv, cacheKr, o, first, n, shape);
+      mlaAttention(q, cacheKv, cacheKr, o, n, first, shape);
       const g = f32(n * H * dv);
       matmul(matrix(f, "g_proj.weight"), xs, g, n);
       sigmoidGate(o, g, o, n * H * dv);
@@ -416,7 +416,7 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
     }));
     const acc = f32(T * lam);
     expect(moeRouted(z, refs, weights, acc, T, K, lam, I, b1, b2)).toBe(0);
-    rmsnorm(acc, f32Of(weight(f, "routed_expert_norm.weight")), acc, lam, T, eps);
+    rmsnorm(acc, f32Of(weight(f, "routed_expert_norm.weight")), acc, T, lam, eps);
     const yr = f32(T * E);
     matmul(matrix(f, "routed_expert_up_proj.weight"), acc, yr, T);
     const sg = f32(T * Is);
