@@ -8,7 +8,7 @@ import { cacheReport, expertCacheLine, ioShareReport, runInvalidReport, trunkBan
 import { dumpCacheTrace, traceWrittenLine } from "../weights/expert-trace.ts";
 import { existsSync } from "node:fs";
 import { setBufferedFallbackReporter } from "../native/file.ts";
-import { threadsFromEnv } from "../native/kernels.ts";
+import { badScaleBytes, threadsFromEnv } from "../native/kernels.ts";
 import { decodeSeconds, stepHeader, stepRow, summaryLine } from "../report/table.ts";
 import { resultsJson, writeAtomically } from "../report/results.ts";
 import { formatBytes } from "../report/units.ts";
@@ -173,7 +173,7 @@ async function generate(options: RunOptions, config: ModelConfig, shape: string,
     process.stderr.write(`PEAK RSS for the whole run: ${formatBytes(peak)}   <- quote this, not the plan\n`);
     process.stderr.write(`layers completed: ${layerCount}/${config.numLayers}; routed expert drops: ${experts.drops.length}\n`);
     if (result.steps.length > 0) process.stderr.write(`${cacheReport(prepared.expertPlan, experts.step, experts.residentSlots)}\n`);
-    if (loaded.ops.badScaleBytes > 0) log.warn(`${loaded.ops.badScaleBytes} MXFP4 scale bytes of 255 (NaN in OCP MX) were met and treated as a zero multiplier`);
+    if (badScaleBytes() > 0) log.warn(`${badScaleBytes()} MXFP4 scale bytes of 255 (NaN in OCP MX) were met and treated as a zero multiplier`);
     const json = resultsJson({
       prompt_ids: options.ids, generated_ids: result.generated, full_ids: [...options.ids, ...result.generated],
       layers: layerCount, layers_requested: options.layers ?? config.numLayers,

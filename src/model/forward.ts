@@ -5,14 +5,13 @@
  */
 import type { ModelConfig } from "../checkpoint/config.ts";
 import type { Forward } from "../decode/greedy.ts";
-import { widenBf16 } from "../native/kernels.ts";
+import * as kernels from "../native/kernels.ts";
 import { f32View, offsetPointer } from "../native/memory.ts";
 import type { ExpertSource } from "../weights/experts.ts";
 import type { ModelTables } from "../weights/model-tables.ts";
 import type { Trunk } from "../weights/trunk.ts";
 import { denseMlp, kda, latentMoe, mla, type BlockContext } from "./blocks.ts";
 import { F32Pool, type F32 } from "./f32.ts";
-import type { Ops } from "./ops.ts";
 import { SequenceState } from "./state.ts";
 
 export class Model implements Forward<SequenceState> {
@@ -20,7 +19,6 @@ export class Model implements Forward<SequenceState> {
   readonly #trunk: Trunk;
   readonly #tables: ModelTables;
   readonly #experts: ExpertSource;
-  readonly #ops: Ops;
   readonly #capacity: number;
   /**
    * Activations, reused so nothing is allocated once the largest step has run: the step pool
@@ -31,12 +29,11 @@ export class Model implements Forward<SequenceState> {
   readonly #stepPool = new F32Pool();
   readonly #layerPool = new F32Pool();
 
-  constructor(config: ModelConfig, trunk: Trunk, tables: ModelTables, experts: ExpertSource, ops: Ops, capacity: number) {
+  constructor(config: ModelConfig, trunk: Trunk, tables: ModelTables, experts: ExpertSource, capacity: number) {
     this.config = config;
     this.#trunk = trunk;
     this.#tables = tables;
     this.#experts = experts;
-    this.#ops = ops;
     this.#capacity = capacity;
   }
 
@@ -53,14 +50,13 @@ export class Model implements Forward<SequenceState> {
     const { embed } = this.#tables;
     const E = this.config.hiddenSize;
     ids.forEach((id, t) => {
-      if (embed.dtype === "BF16") widenBf16(offsetPointer(embed.ptr, id * E * 2), out.row(t, E), E);
+      if (embed.dtype === "BF16") kernels.widenBf16(offsetPointer(embed.ptr, id * E * 2), out.row(t, E), E);
       else out.a.set(f32View(embed.ptr, id * E * 4, E), t * E);
     });
   }
 
   run(state: SequenceState, ids: readonly number[]): Float32Array {
     const c = this.config;
-    const ops = this.#ops;
     const T = ids.length;
     const E = c.hiddenSize;
     const first = state.position;
@@ -68,7 +64,7 @@ export class Model implements Forward<SequenceState> {
     const stepPool = this.#stepPool;
     const pool = this.#layerPool;
     stepPool.reset();
-    const ctx: BlockContext = { config: c, ops, pool, tokens: T };
+    const ctx: BlockContext = { config: c, pool, tokens: T };
     const embedded = stepPool.alloc(T * E, "embeddings");
     this.#embed(ids, embedded);
     const blocks: F32[] = []; // B: completed block representations, the embedding first
@@ -80,40 +76,40 @@ export class Model implements Forward<SequenceState> {
       let a = r;
       if (blocks.length > 0) {
         a = pool.alloc(T * E, "attnres pre-attention");
-        ops.attnRes([...blocks, r], w.phiAttn, a, E, T, c.rmsNormEps);
+        kernels.attnRes([...blocks, r], w.phiAttn, a, undefined, T, E, c.rmsNormEps);
       }
       if (layer % c.attnResBlockSize === 0) {
         blocks.push(r); // boundary: snapshot after aggregating, then start a new block
         partial = undefined;
       }
       const normed = pool.alloc(T * E, "input norm");
-      ops.rmsnorm(a, w.inputNorm, normed, E, T, c.rmsNormEps);
+      kernels.rmsnorm(a, w.inputNorm, normed, T, E, c.rmsNormEps);
       const attended = w.attention.kind === "kda"
         ? kda(ctx, w.attention, state.kda.get(layer)!, normed)
         : mla(ctx, w.attention, state.mla.get(layer)!, first, normed);
       // Layer 0 is always a boundary, so `partial` is never the embedding snapshot here.
       if (partial) {
-        ops.add(partial, attended, T * E);
+        kernels.add(partial, attended, partial, T * E);
       } else {
         partial = stepPool.alloc(T * E, "running sum"); // outlives this layer's pool
         partial.copyFrom(attended);
       }
       const m = pool.alloc(T * E, "attnres pre-ffn");
-      ops.attnRes([...blocks, partial], w.phiMlp, m, E, T, c.rmsNormEps);
+      kernels.attnRes([...blocks, partial], w.phiMlp, m, undefined, T, E, c.rmsNormEps);
       const ffnIn = pool.alloc(T * E, "post-attention norm");
-      ops.rmsnorm(m, w.postNorm, ffnIn, E, T, c.rmsNormEps);
+      kernels.rmsnorm(m, w.postNorm, ffnIn, T, E, c.rmsNormEps);
       const ffnOut = w.ffn.kind === "dense" ? denseMlp(ctx, w.ffn, ffnIn, T) : latentMoe(ctx, w.ffn, this.#experts, layer, ffnIn);
-      ops.add(partial, ffnOut, T * E);
+      kernels.add(partial, ffnOut, partial, T * E);
     }
     pool.reset();
     // Only the last position's logits are needed: aggregate, normalise and project one row.
     const last = (x: F32) => x.row(T - 1, E);
     const out = pool.alloc(E, "output aggregate");
-    ops.attnRes([...blocks, partial as F32].map(last), this.#tables.phiOut, out, E, 1, c.rmsNormEps);
+    kernels.attnRes([...blocks, partial as F32].map(last), this.#tables.phiOut, out, undefined, 1, E, c.rmsNormEps);
     const normed = pool.alloc(E, "final norm");
-    ops.rmsnorm(out, this.#tables.finalNorm, normed, E, 1, c.rmsNormEps);
+    kernels.rmsnorm(out, this.#tables.finalNorm, normed, 1, E, c.rmsNormEps);
     const logits = pool.alloc(c.vocabSize, "logits");
-    ops.matmul(this.#tables.lmHead, normed, logits, 1);
+    kernels.matmul(this.#tables.lmHead, normed, logits, 1);
     state.position += T;
     return logits.a.slice();
   }

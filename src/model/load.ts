@@ -11,6 +11,7 @@ import { lmHeadName, modelTensors } from "../checkpoint/tensor-names.ts";
 import { readMemory, resolveBudgets, type BudgetAction, type Budgets } from "../plan/budget.ts";
 import { memoryPlan, type MemoryPlan } from "../plan/memory-plan.ts";
 import { readCapacity } from "../native/file.ts";
+import { resetBadScaleBytes } from "../native/kernels.ts";
 import { checkBindable, vectorBytes } from "../weights/bind.ts";
 import { ExpertCache, planExpertCache, type ExpertCachePlan, type ExpertDrop } from "../weights/expert-cache.ts";
 import { loadModelTables } from "../weights/model-tables.ts";
@@ -20,7 +21,6 @@ import { TensorReader } from "../weights/tensor-reader.ts";
 import type { Trunk } from "../weights/trunk.ts";
 import { layerLayout } from "../weights/trunk-layout.ts";
 import { Model } from "./forward.ts";
-import { nativeOps, type NativeOps } from "./native-ops.ts";
 
 export interface EngineRequest {
   modelDir: string;
@@ -57,7 +57,6 @@ export interface LoadedModel {
   model: Model;
   trunk: Trunk;
   experts: ExpertCache;
-  ops: NativeOps;
   loadSeconds: number;
   warnings: string[];
 }
@@ -107,10 +106,10 @@ export function prepareEngine(request: EngineRequest): PreparedEngine {
       budgetBytes: budgets.cacheGb * 1e9, faults: request.faults, trace: request.trace, onDrop: request.onDrop,
     });
     closers.push(() => experts.close());
-    const ops = nativeOps();
-    const model = new Model(config, trunk, tables, experts, ops, request.positions);
+    resetBadScaleBytes(); // the run reports the bad scale bytes this model meets
+    const model = new Model(config, trunk, tables, experts, request.positions);
     closers.push(() => model.close());
-    return { model, trunk, experts, ops, loadSeconds: (performance.now() - loadStarted) / 1000, warnings };
+    return { model, trunk, experts, loadSeconds: (performance.now() - loadStarted) / 1000, warnings };
   };
   return {
     index, indexSeconds, budgets, residentTrunkBytes, trunkPayloadBytes: layouts.reduce((sum, l) => sum + l.bytes, 0), streamed, expertPlan, plan,

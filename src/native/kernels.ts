@@ -64,10 +64,13 @@ export interface MlaShape {
   readonly dv: number;
 }
 
-/** Router outputs, filled in place: [tokens][k] each; `scores` optional [tokens][experts]. */
-export interface RouteOut {
+/** Router outputs, filled in place by `route`. */
+export interface Routing {
+  /** [tokens][k] selected experts, in selection (descending biased score) order. */
   readonly experts: Uint32Array | Int32Array;
+  /** [tokens][k] combine weights: unbiased scores, renormalised if asked, times ρ. */
   readonly weights: Float32Array;
+  /** Optional [tokens][experts]: σ of every logit. */
   readonly scores?: F32Ref;
 }
 
@@ -200,10 +203,31 @@ export function matmul(w: MatrixRef, x: F32Ref, y: F32Ref, tokens: number): void
 }
 
 const badScales = new BigUint64Array(1);
+let badScaleTotal = 0;
+
+/** The 255 scale bytes the last MXFP4 call met, added to the running count. */
+function tallyBadScales(): number {
+  const met = Number(badScales[0]);
+  badScaleTotal += met;
+  return met;
+}
+
+/**
+ * MXFP4 scale bytes of 255 (NaN in OCP MX) the kernels have met since the last reset, over
+ * every call; each was treated as a zero multiplier (model.md 5.2), and a run reports them.
+ */
+export function badScaleBytes(): number {
+  return badScaleTotal;
+}
+
+/** Starts the bad-scale count from zero (a newly loaded model, tests). */
+export function resetBadScaleBytes(): void {
+  badScaleTotal = 0;
+}
 
 /**
  * y[t][r] = Σ_c W[r][c]·x[t][c] straight from MXFP4. Returns how many scale bytes were 255
- * (each such group contributed zero; the caller reports them).
+ * (each such group contributed zero); they are also added to `badScaleBytes()`.
  */
 export function matmulMxfp4(w: Mxfp4Ref, x: F32Ref, y: F32Ref, tokens: number): number {
   const what = `matmulMxfp4 ${w.rows}x${w.cols}`;
@@ -212,7 +236,7 @@ export function matmulMxfp4(w: Mxfp4Ref, x: F32Ref, y: F32Ref, tokens: number): 
   if (cols % mxfp4Group !== 0) throw new Error(`${what}: cols must be a multiple of ${mxfp4Group}`);
   const T = dim(tokens, "tokens", what);
   check(lib().k3_matmul_mxfp4(w.packed, w.scales, rows, cols, f32(x, T * cols, "x", what), f32(y, T * rows, "y", what), T, badScales), what);
-  return Number(badScales[0]);
+  return tallyBadScales();
 }
 
 /** Decodes one MXFP4 row exactly (E2M1 × 2^(s−127)) into `out`; returns the 255-scale count. */
@@ -221,7 +245,7 @@ export function mxfp4DecodeRow(packed: Pointer, scales: Pointer, cols: number, o
   dim(cols, "cols", what);
   if (cols % mxfp4Group !== 0) throw new Error(`${what}: cols must be a multiple of ${mxfp4Group}`);
   check(lib().k3_mxfp4_decode_row(packed, scales, cols, f32(out, cols, "out", what), badScales), what);
-  return Number(badScales[0]);
+  return tallyBadScales();
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -397,7 +421,7 @@ export function attnRes(sources: readonly F32Ref[], phi: F32Ref, out: F32Ref, pr
  * Router for `tokens` tokens: sequential f64 logits, σ scores, biased top-k selection (ties to
  * the lowest index), unbiased weights, renormalised (if asked) and times ρ. Fills `out`.
  */
-export function route(w: MatrixRef, bias: F32Ref, x: F32Ref, tokens: number, k: number, renormalize: boolean, rho: number, out: RouteOut): void {
+export function route(w: MatrixRef, bias: F32Ref, x: F32Ref, tokens: number, k: number, renormalize: boolean, rho: number, out: Routing): void {
   const what = `route ${w.rows}x${w.cols}`;
   const Ne = dim(w.rows, "experts", what);
   const E = dim(w.cols, "cols", what);
@@ -422,7 +446,7 @@ let expertList = new BigUint64Array(recordLength * 64);
 /**
  * The routed experts of one LatentMoE block: acc[t] = Σ_j weights[t][j] · W2(SiTU(W1 z, W3 z))
  * for the experts in `experts` ([tokens][k], top-k order), f32 accumulation in that order.
- * Returns the number of 255 scale bytes met.
+ * Returns the number of 255 scale bytes met (also added to `badScaleBytes()`).
  */
 export function moeRouted(z: F32Ref, experts: readonly ExpertRef[], weights: Float32Array, acc: F32Ref, tokens: number, k: number, latent: number, inter: number, beta1: number, beta2: number): number {
   const what = "moeRouted";
@@ -443,7 +467,7 @@ export function moeRouted(z: F32Ref, experts: readonly ExpertRef[], weights: Flo
     lib().k3_moe_routed(f32(z, T * lam, "z", what), expertList, weights, f32(acc, T * lam, "acc", what), T, K, lam, I, finite(beta1, "beta1", what), finite(beta2, "beta2", what), badScales),
     what,
   );
-  return Number(badScales[0]);
+  return tallyBadScales();
 }
 
 /** Reads every byte of `buffer` once on all pool threads (bench/kernels.ts); returns a checksum. */

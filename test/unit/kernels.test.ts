@@ -10,8 +10,8 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { f32View, NativeBuffer, offsetPointer, u16View, u8View, type Pointer } from "../../src/native/memory.ts";
 import {
-  attnRes, elementwise, initPool, kdaDecay, kdaGatedNorm, kdaQueryScale, kdaRecurrence, l2norm, matmul, matmulMxfp4,
-  mlaAttention, moeRouted, mxfp4DecodeRow, poolThreads, rmsnorm, route, setFineGrain, setKernelPath, shortConv, situGlu, threadsFromEnv,
+  attnRes, badScaleBytes, elementwise, initPool, kdaDecay, kdaGatedNorm, kdaQueryScale, kdaRecurrence, l2norm, matmul, matmulMxfp4,
+  mlaAttention, moeRouted, mxfp4DecodeRow, poolThreads, resetBadScaleBytes, rmsnorm, route, setFineGrain, setKernelPath, shortConv, situGlu, threadsFromEnv,
   widenBf16, type ExpertRef, type F32Ref, type MatrixRef, type Mxfp4Ref,
 } from "../../src/native/kernels.ts";
 
@@ -360,7 +360,12 @@ describe("MXFP4", () => {
   const M: Mxfp4Ref = { packed: packed.ptr, scales: scales.ptr, rows, cols };
 
   test("matvec follows the §8.3 group order bit for bit, counts 255 scales, matches decode-then-dot", () => {
+    resetBadScaleBytes();
     expect(matmulMxfp4(M, x, y, T)).toBe(2);
+    expect(matmulMxfp4(M, x, y, T)).toBe(2);
+    expect(badScaleBytes()).toBe(4); // the running count a run reports adds every call's
+    resetBadScaleBytes();
+    expect(badScaleBytes()).toBe(0);
     const want = new Float32Array(T * rows);
     const dense = new Float32Array(T * rows);
     for (let t = 0; t < T; t++) {
