@@ -2,10 +2,9 @@
  * A checkpoint file read through libk3's O_DIRECT reader. Reads are widened to aligned
  * windows in native scratch memory; callers get a view of exactly the bytes they asked for.
  */
-import type { Pointer } from "bun:ffi";
 import { K3Error, ExitCode } from "../errors.ts";
 import { native } from "./library.ts";
-import { allocAlignment, NativeBuffer } from "./memory.ts";
+import { allocAlignment, NativeBuffer, offsetPointer } from "./memory.ts";
 import { Status } from "./abi.ts";
 import { constants as os } from "node:os";
 
@@ -128,7 +127,7 @@ export class DirectFile {
     if (bufferOffset + capacity > buffer.bytes || bufferOffset % allocAlignment() !== 0) {
       throw new Error(`${this.path}: read target too small or misaligned for ${length} bytes`);
     }
-    const target = (buffer.ptr + bufferOffset) as Pointer;
+    const target = offsetPointer(buffer.ptr, bufferOffset);
     const handle = native().k3_io_submit(this.#fd, this.#direct[0] as number, offset, length, target, capacity);
     if (handle < 0) throw new K3Error(ExitCode.runtime, describeStatus(handle, this.path));
     return new PendingRead(this, handle, offset, length);
