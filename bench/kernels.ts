@@ -12,9 +12,8 @@
  * The machine may be shared: best-of-N timings are reported, and a noisy neighbour shows as a
  * low all-threads figure.
  */
-import { toArrayBuffer } from "bun:ffi";
 import { availableParallelism, loadavg } from "node:os";
-import { NativeBuffer } from "../src/native/memory.ts";
+import { f32View, NativeBuffer, offsetPointer } from "../src/native/memory.ts";
 import { initPool, matmul, matmulMxfp4, memReadSum, type F32Ref } from "../src/native/kernels.ts";
 
 const GB = 1e9;
@@ -36,13 +35,14 @@ function best(passes: number, run: () => void): number {
   return bestSeconds;
 }
 
-function f32View(buffer: NativeBuffer, floats: number): F32Ref & { a: Float32Array } {
-  return { ptr: buffer.ptr, length: floats, a: new Float32Array(toArrayBuffer(buffer.ptr, 0, floats * 4)) };
+function floatsOf(buffer: NativeBuffer, floats: number): F32Ref & { a: Float32Array } {
+  return { ptr: buffer.ptr, length: floats, a: f32View(buffer.ptr, 0, floats) };
 }
 
 /** Pseudo-random bytes (xorshift), fast enough for hundreds of MB. */
 function fillRandom(buffer: NativeBuffer, mask = 0xffffffff, or = 0): void {
-  const words = new Uint32Array(toArrayBuffer(buffer.ptr, 0, buffer.bytes - (buffer.bytes % 4)));
+  const bytes = buffer.u8();
+  const words = new Uint32Array(bytes.buffer, bytes.byteOffset, Math.floor(buffer.bytes / 4));
   let s = 0x9e3779b9;
   for (let i = 0; i < words.length; i++) {
     s ^= s << 13;
@@ -77,14 +77,14 @@ export function benchKernels(): Row[] {
   // bf16 pairs with exponent bits kept in a normal range (no inf/NaN): mask and or per half
   fillRandom(w, 0xbfffbfff, 0x38003800);
   const x = NativeBuffer.allocate(inCols * 4, "x");
-  const xv = f32View(x, inCols);
+  const xv = floatsOf(x, inCols);
   for (let i = 0; i < inCols; i++) xv.a[i] = Math.sin(i);
   const y = NativeBuffer.allocate(outRows * 4, "y");
   const matrix = { ptr: w.ptr, rows: outRows, cols: inCols, dtype: "BF16" as const };
   for (const t of threadCounts) {
     initPool(t);
-    matmul(matrix, xv, f32View(y, outRows), 1);
-    const seconds = best(10, () => matmul(matrix, xv, f32View(y, outRows), 1));
+    matmul(matrix, xv, floatsOf(y, outRows), 1);
+    const seconds = best(10, () => matmul(matrix, xv, floatsOf(y, outRows), 1));
     rows.push({ what: `bf16 matvec ${outRows}x${inCols}`, threads: t, seconds, gbPerSecond: weightBytes / seconds / GB });
   }
   w.free();
@@ -101,16 +101,16 @@ export function benchKernels(): Row[] {
   const arena = NativeBuffer.allocate(expertBytes * experts, "experts");
   fillRandom(arena);
   // scale bytes in the released range (120-122), never 255
-  const arenaBytes = new Uint8Array(toArrayBuffer(arena.ptr, 0, arena.bytes));
+  const arenaBytes = arena.u8();
   for (let e = 0; e < experts; e++) arenaBytes.fill(121, e * expertBytes + packedBytes, (e + 1) * expertBytes);
   const ex = NativeBuffer.allocate(eCols * 4, "x");
-  const exv = f32View(ex, eCols);
+  const exv = floatsOf(ex, eCols);
   for (let i = 0; i < eCols; i++) exv.a[i] = Math.cos(i);
   const ey = NativeBuffer.allocate(eRows * 4, "y");
-  const eyv = f32View(ey, eRows);
+  const eyv = floatsOf(ey, eRows);
   const expert = (e: number) => ({
-    packed: (arena.ptr + e * expertBytes) as typeof arena.ptr,
-    scales: (arena.ptr + e * expertBytes + packedBytes) as typeof arena.ptr,
+    packed: offsetPointer(arena.ptr, e * expertBytes),
+    scales: offsetPointer(arena.ptr, e * expertBytes + packedBytes),
     rows: eRows,
     cols: eCols,
   });

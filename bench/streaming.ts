@@ -23,7 +23,7 @@ import { allTensors, trunkTensors } from "../src/checkpoint/tensor-names.ts";
 import { envValue } from "../src/env.ts";
 import { readMemory } from "../src/plan/budget.ts";
 import { DirectFile, readCapacity, type PendingRead } from "../src/native/file.ts";
-import { NativeBuffer } from "../src/native/memory.ts";
+import { allocAlignment, NativeBuffer } from "../src/native/memory.ts";
 import { k3WidthConfig } from "../tools/k3width/generate.ts";
 import { tensorBytes } from "../tools/checkpoint/writer.ts";
 import { executablePath, executableStale, libraryStale, root } from "../tools/build.ts";
@@ -60,12 +60,12 @@ export function checkpointBytes(): number {
   return allTensors(k3WidthConfig).reduce((sum, s) => sum + tensorBytes(s.dtype, s.shape), 0);
 }
 
-/** Bytes of the packed trunk (each layer's run, rounded up to 4096). */
+/** Bytes of the packed trunk (each layer's run, rounded up to the direct-read alignment). */
 export function packedTrunkBytes(): number {
   let total = 0;
   for (let layer = 0; layer < k3WidthConfig.numLayers; layer++) {
     const bytes = trunkTensors(k3WidthConfig, layer).reduce((sum, s) => sum + tensorBytes(s.dtype, s.shape), 0);
-    total += Math.ceil(bytes / 4096) * 4096;
+    total += Math.ceil(bytes / allocAlignment()) * allocAlignment();
   }
   return total;
 }

@@ -19,8 +19,10 @@ export const environment = {
 
 export type EnvName = keyof typeof environment;
 
-/** The variable's value, or undefined when it is unset or empty. */
-export function envValue(name: EnvName, env: Record<string, string | undefined> = process.env): string | undefined {
+export type Environment = Readonly<Record<string, string | undefined>>;
+
+/** The variable's value (in `env`, else the process's), or undefined when it is unset or empty. */
+export function envValue(name: EnvName, env: Environment = process.env): string | undefined {
   const value = env[name];
   return value === undefined || value === "" ? undefined : value;
 }

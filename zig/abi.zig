@@ -1,36 +1,23 @@
 //! The exported C ABI of libk3: the only file with `export fn`.
 //!
 //! Every function here is thin: it checks its arguments and calls into zig/io or zig/kernels.
-//! src/native/symbols.ts mirrors this file one to one; change both together.
+//! src/native/abi.ts mirrors this file one to one (functions and shared constants);
+//! test/unit/abi.test.ts compares the two, so change both together.
 //!
 //! Conventions:
 //! - Status codes are i32: 0 is success, a negative value is an error. Values in
-//!   -1 .. -4095 are a negated errno from the OS; the named codes below are k3's own.
+//!   -1 .. -4095 are a negated errno from the OS; the named codes (status.zig) are k3's own.
 //! - Buffers are passed as (pointer, byte length). Large buffers are allocated here with
 //!   `k3_alloc` (aligned for O_DIRECT) and freed with `k3_free`.
 const std = @import("std");
 const aligned_read = @import("io/aligned_read.zig");
 const reader_pool = @import("io/reader_pool.zig");
+const status = @import("status.zig");
 
 pub const abi_version: u32 = 4;
 
-pub const Status = enum(i32) {
-    ok = 0,
-    /// End of file came before the payload was complete.
-    short_read = -10001,
-    /// A buffer is too small or misaligned for the request.
-    capacity = -10002,
-    /// An argument is out of range (null pointer, zero size, unknown handle).
-    bad_argument = -10003,
-    /// An allocation failed.
-    out_of_memory = -10004,
-    /// The background reader's job table is full.
-    queue_full = -10005,
-};
-
-fn code(status: Status) i32 {
-    return @intFromEnum(status);
-}
+pub const Status = status.Status;
+const code = status.code;
 
 export fn k3_abi_version() u32 {
     return abi_version;

@@ -10,9 +10,8 @@ import type { ModelConfig } from "../checkpoint/config.ts";
 import { indexCheckpoint, type CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { modelTensors, tensorList } from "../checkpoint/tensor-names.ts";
 import { Model } from "../model/forward.ts";
-import { nativeOps } from "../model/native-ops.ts";
 import { readCapacity, setBufferedFallbackReporter } from "../native/file.ts";
-import { threadsFromEnv } from "../native/kernels.ts";
+import { badScaleBytes, threadsFromEnv } from "../native/kernels.ts";
 import { readMemory, resolveBudgets, type BudgetAction, type Budgets } from "../plan/budget.ts";
 import { checkKvFits, checkPlanFits, memoryPlan, type MemoryPlan } from "../plan/memory-plan.ts";
 import { planTrunk, type TrunkPlan } from "../plan/trunk-plan.ts";
@@ -91,7 +90,10 @@ export interface Engine {
   readonly warnings: readonly string[];
   /** How many of `warnings` were there when loading finished (and were reported then). */
   readonly warningsAtLoad: number;
-  /** MXFP4 scale bytes of 255 (NaN in OCP MX) met so far, each treated as a zero multiplier. */
+  /**
+   * MXFP4 scale bytes of 255 (NaN in OCP MX) met so far in this process, each treated as a zero
+   * multiplier; a run reports the difference over its own steps.
+   */
   badScaleBytes(): number;
   /** When opening started (performance.now), for whole-run wall time. */
   readonly openedAt: number;
@@ -162,15 +164,14 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
     new ExpertCache(index, config, expertCache, reader.files, { faults: request.faults, trace: request.trace, onDrop: events.onDrop }),
     (e) => e.close(),
   );
-  const ops = nativeOps();
-  const model = opened.adopt(new Model(config, held, tables, experts, ops, request.positions), (m) => m.close());
+  const model = opened.adopt(new Model(config, held, tables, experts, request.positions), (m) => m.close());
   for (const warning of warnings) warn(warning);
   const loadSeconds = (performance.now() - loadStarted) / 1000;
   const owned = opened.move(); // opened: from here the engine owns everything
   const close = () => owned.dispose();
   return {
     config, plan, model, experts, streamed, loadSeconds, peakRssAfterLoadBytes: peakRssBytes(), openedAt,
-    warnings, warningsAtLoad: warnings.length, badScaleBytes: () => ops.badScaleBytes,
+    warnings, warningsAtLoad: warnings.length, badScaleBytes,
     close, [Symbol.dispose]: close,
   };
 }

@@ -4,62 +4,72 @@
  * Every line is one operator of model.md section 6, in its order.
  */
 import type { ModelConfig } from "../checkpoint/config.ts";
+import * as kernels from "../native/kernels.ts";
+import { offsetPointer } from "../native/memory.ts";
 import type { ExpertSource } from "../weights/experts.ts";
-import type { DenseWeights, KdaWeights, MlaWeights, MoeWeights } from "../weights/types.ts";
+import type { DenseWeights, ExpertWeights, KdaWeights, MlaWeights, MoeWeights } from "../weights/types.ts";
 import type { F32, F32Pool } from "./f32.ts";
-import type { Ops } from "./ops.ts";
 import type { KdaState, MlaCache } from "./state.ts";
 
 export interface BlockContext {
   config: ModelConfig;
-  ops: Ops;
   pool: F32Pool;
   tokens: number;
 }
 
+/** An expert's six tensor addresses, as the routed-expert kernel takes them. */
+function expertRef(e: ExpertWeights): kernels.ExpertRef {
+  const at = (offset: number) => offsetPointer(e.buffer.ptr, offset);
+  return {
+    w1Packed: at(e.w1Packed), w1Scale: at(e.w1Scale),
+    w3Packed: at(e.w3Packed), w3Scale: at(e.w3Scale),
+    w2Packed: at(e.w2Packed), w2Scale: at(e.w2Scale),
+  };
+}
+
 /** model.md 6.6. `x` is the normalised input [tokens][E]; returns [tokens][E]. */
 export function kda(ctx: BlockContext, w: KdaWeights, state: KdaState, x: F32): F32 {
-  const { config: c, ops, pool, tokens: T } = ctx;
+  const { config: c, pool, tokens: T } = ctx;
   const H = c.kdaNumHeads;
   const D = c.kdaHeadDim;
   const P = H * D;
   const qRaw = pool.alloc(T * P, "kda q");
   const kRaw = pool.alloc(T * P, "kda k");
   const vRaw = pool.alloc(T * P, "kda v");
-  ops.matmul(w.q, x, qRaw, T);
-  ops.matmul(w.k, x, kRaw, T);
-  ops.matmul(w.v, x, vRaw, T);
+  kernels.matmul(w.q, x, qRaw, T);
+  kernels.matmul(w.k, x, kRaw, T);
+  kernels.matmul(w.v, x, vRaw, T);
   const q = pool.alloc(T * P, "kda q conv");
   const k = pool.alloc(T * P, "kda k conv");
   const v = pool.alloc(T * P, "kda v conv");
-  ops.shortConv(qRaw, w.qConv, state.convQ, q, T, P, c.shortConvKernel);
-  ops.shortConv(kRaw, w.kConv, state.convK, k, T, P, c.shortConvKernel);
-  ops.shortConv(vRaw, w.vConv, state.convV, v, T, P, c.shortConvKernel);
-  ops.l2norm(q, D, T * H);
-  ops.l2norm(k, D, T * H); // v is not normalised
+  kernels.shortConv(qRaw, w.qConv, state.convQ, q, T, P, c.shortConvKernel);
+  kernels.shortConv(kRaw, w.kConv, state.convK, k, T, P, c.shortConvKernel);
+  kernels.shortConv(vRaw, w.vConv, state.convV, v, T, P, c.shortConvKernel);
+  kernels.l2norm(q, q, T * H, D);
+  kernels.l2norm(k, k, T * H, D); // v is not normalised
   const beta = pool.alloc(T * H, "kda beta");
-  ops.matmul(w.beta, x, beta, T);
-  ops.sigmoid(beta, T * H);
+  kernels.matmul(w.beta, x, beta, T);
+  kernels.sigmoid(beta, beta, T * H);
   const zLow = pool.alloc(T * D, "kda decay low rank");
   const z = pool.alloc(T * P, "kda decay");
-  ops.matmul(w.fa, x, zLow, T);
-  ops.matmul(w.fb, zLow, z, T);
+  kernels.matmul(w.fa, x, zLow, T);
+  kernels.matmul(w.fb, zLow, z, T);
   const alpha = pool.alloc(T * P, "kda alpha");
-  ops.kdaDecay(z, w.aLog, w.dtBias, c.gateLowerBound, H, D, T, alpha);
+  kernels.kdaDecay(z, w.aLog, w.dtBias, alpha, undefined, T, H, D, c.gateLowerBound);
   const o = pool.alloc(T * P, "kda output");
-  ops.kdaRecurrence(q, k, v, alpha, beta, state.recurrent, o, T, H, D);
+  kernels.kdaRecurrence(q, k, v, alpha, beta, state.recurrent, o, T, H, D);
   const gate = pool.alloc(T * P, "kda gate");
-  ops.matmul(w.gate, x, gate, T);
+  kernels.matmul(w.gate, x, gate, T);
   const normed = pool.alloc(T * P, "kda gated output");
-  ops.kdaGatedNorm(o, w.oNorm, gate, normed, T, H, D, c.rmsNormEps); // norm first, then the gate
+  kernels.kdaGatedNorm(o, w.oNorm, gate, normed, T, H, D, c.rmsNormEps); // norm first, then the gate
   const out = pool.alloc(T * c.hiddenSize, "kda out");
-  ops.matmul(w.o, normed, out, T);
+  kernels.matmul(w.o, normed, out, T);
   return out;
 }
 
 /** model.md 6.7. Appends the step's keys to `cache` at positions first … first+tokens−1. */
 export function mla(ctx: BlockContext, w: MlaWeights, cache: MlaCache, first: number, x: F32): F32 {
-  const { config: c, ops, pool, tokens: T } = ctx;
+  const { config: c, pool, tokens: T } = ctx;
   const H = c.numAttentionHeads;
   const dn = c.qkNopeHeadDim;
   const dr = c.qkRopeHeadDim;
@@ -67,13 +77,13 @@ export function mla(ctx: BlockContext, w: MlaWeights, cache: MlaCache, first: nu
   const dq = dn + dr;
   const cqRaw = pool.alloc(T * c.qLoraRank, "mla q latent");
   const cq = pool.alloc(T * c.qLoraRank, "mla q latent normed");
-  ops.matmul(w.qa, x, cqRaw, T);
-  ops.rmsnorm(cqRaw, w.qaNorm, cq, c.qLoraRank, T, c.rmsNormEps);
+  kernels.matmul(w.qa, x, cqRaw, T);
+  kernels.rmsnorm(cqRaw, w.qaNorm, cq, T, c.qLoraRank, c.rmsNormEps);
   const q = pool.alloc(T * H * dq, "mla q");
-  ops.matmul(w.qb, cq, q, T);
+  kernels.matmul(w.qb, cq, q, T);
   const kvWidth = c.kvLoraRank + dr;
   const compressed = pool.alloc(T * kvWidth, "mla kv latent");
-  ops.matmul(w.kva, x, compressed, T);
+  kernels.matmul(w.kva, x, compressed, T);
   const latent = pool.alloc(T * c.kvLoraRank, "mla kv latent part");
   for (let t = 0; t < T; t++) {
     latent.a.set(compressed.a.subarray(t * kvWidth, t * kvWidth + c.kvLoraRank), t * c.kvLoraRank);
@@ -81,45 +91,46 @@ export function mla(ctx: BlockContext, w: MlaWeights, cache: MlaCache, first: nu
     cache.kr.a.set(compressed.a.subarray(t * kvWidth + c.kvLoraRank, (t + 1) * kvWidth), (first + t) * dr);
   }
   const latentNormed = pool.alloc(T * c.kvLoraRank, "mla kv latent normed");
-  ops.rmsnorm(latent, w.kvaNorm, latentNormed, c.kvLoraRank, T, c.rmsNormEps);
+  kernels.rmsnorm(latent, w.kvaNorm, latentNormed, T, c.kvLoraRank, c.rmsNormEps);
   const kvRow = H * (dn + dv);
-  ops.matmul(w.kvb, latentNormed, cache.kv.sub(first * kvRow, T * kvRow), T); // appended in place
+  kernels.matmul(w.kvb, latentNormed, cache.kv.sub(first * kvRow, T * kvRow), T); // appended in place
   const attended = pool.alloc(T * H * dv, "mla attention");
-  ops.mlaAttend(q, cache.kv, cache.kr, attended, first, T, { heads: H, dn, dr, dv });
+  kernels.mlaAttention(q, cache.kv, cache.kr, attended, T, first, { heads: H, dn, dr, dv });
   if (w.gate) {
     const gate = pool.alloc(T * H * dv, "mla gate");
-    ops.matmul(w.gate, x, gate, T);
-    ops.sigmoidGate(attended, gate, T * H * dv); // a gate and no norm, unlike KDA
+    kernels.matmul(w.gate, x, gate, T);
+    kernels.sigmoidGate(attended, gate, attended, T * H * dv); // a gate and no norm, unlike KDA
   }
   const out = pool.alloc(T * c.hiddenSize, "mla out");
-  ops.matmul(w.o, attended, out, T);
+  kernels.matmul(w.o, attended, out, T);
   return out;
 }
 
 /** SiTU-GLU MLP: down · SiTU([gate·x | up·x]). Also the fused shared experts (model.md 3.5). */
 export function denseMlp(ctx: BlockContext, w: DenseWeights, x: F32, tokens: number): F32 {
-  const { config: c, ops, pool } = ctx;
+  const { config: c, pool } = ctx;
   const width = w.gate.rows;
   const gate = pool.alloc(tokens * width, "mlp gate");
   const up = pool.alloc(tokens * width, "mlp up");
-  ops.matmul(w.gate, x, gate, tokens);
-  ops.matmul(w.up, x, up, tokens);
+  kernels.matmul(w.gate, x, gate, tokens);
+  kernels.matmul(w.up, x, up, tokens);
   const act = pool.alloc(tokens * width, "mlp activation");
-  ops.situGlu(gate, up, act, tokens * width, c.situBeta, c.situLinearBeta);
+  kernels.situGlu(gate, up, act, tokens * width, c.situBeta, c.situLinearBeta);
   const out = pool.alloc(tokens * w.down.rows, "mlp out");
-  ops.matmul(w.down, act, out, tokens);
+  kernels.matmul(w.down, act, out, tokens);
   return out;
 }
 
 /** model.md 6.11: router on the full-width x, experts in the latent, shared experts on x. */
 export function latentMoe(ctx: BlockContext, w: MoeWeights, experts: ExpertSource, layer: number, x: F32): F32 {
-  const { config: c, ops, pool, tokens: T } = ctx;
+  const { config: c, pool, tokens: T } = ctx;
   const k = c.numExpertsPerToken;
   const latentWidth = c.routedExpertHiddenSize;
   const I = c.moeIntermediateSize;
-  const routing = ops.route(w.router, w.routerBias, x, T, k, c.moeRenormalize, c.routedScalingFactor);
+  const routing: kernels.Routing = { experts: new Int32Array(T * k), weights: new Float32Array(T * k) };
+  kernels.route(w.router, w.routerBias, x, T, k, c.moeRenormalize, c.routedScalingFactor, routing);
   const z = pool.alloc(T * latentWidth, "moe latent");
-  ops.matmul(w.latentDown, x, z, T);
+  kernels.matmul(w.latentDown, x, z, T);
   const acc = pool.alloc(T * latentWidth, "moe aggregate");
   const one = pool.alloc(latentWidth, "one expert's weighted output");
   for (let t = 0; t < T; t++) {
@@ -134,8 +145,8 @@ export function latentMoe(ctx: BlockContext, w: MoeWeights, experts: ExpertSourc
       if (!weights) return; // dropped: counted by the source, the run is reported invalid
       const weight = routing.weights.subarray(t * k + j, t * k + j + 1);
       // acc accumulates w_j·d_j in top-k order (f32), the same code on every path.
-      ops.expertMix(z.row(t, latentWidth), [weights], weight, started ? one : accT, latentWidth, I, c.situBeta, c.situLinearBeta);
-      if (started) ops.add(accT, one, latentWidth);
+      kernels.moeRouted(z.row(t, latentWidth), [expertRef(weights)], weight, started ? one : accT, 1, 1, latentWidth, I, c.situBeta, c.situLinearBeta);
+      if (started) kernels.add(accT, one, accT, latentWidth);
       started = true;
     });
     if (!started) accT.fill(0);
@@ -143,10 +154,10 @@ export function latentMoe(ctx: BlockContext, w: MoeWeights, experts: ExpertSourc
   let normed = acc;
   if (c.latentMoeUseNorm) {
     normed = pool.alloc(T * latentWidth, "moe aggregate normed");
-    ops.rmsnorm(acc, w.latentNorm, normed, latentWidth, T, c.rmsNormEps); // once, on the weighted sum
+    kernels.rmsnorm(acc, w.latentNorm, normed, T, latentWidth, c.rmsNormEps); // once, on the weighted sum
   }
   const out = pool.alloc(T * c.hiddenSize, "moe out");
-  ops.matmul(w.latentUp, normed, out, T);
-  if (w.shared) ops.add(out, denseMlp(ctx, w.shared, x, T), T * c.hiddenSize); // on x, unweighted
+  kernels.matmul(w.latentUp, normed, out, T);
+  if (w.shared) kernels.add(out, denseMlp(ctx, w.shared, x, T), out, T * c.hiddenSize); // on x, unweighted
   return out;
 }

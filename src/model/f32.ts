@@ -2,8 +2,7 @@
  * Activations: f32 arrays in native memory, visible to TypeScript as a Float32Array and to
  * the kernels as a pointer. Views share memory; only `F32Pool` allocates.
  */
-import { toArrayBuffer, type Pointer } from "bun:ffi";
-import { NativeBuffer } from "../native/memory.ts";
+import { f32View, NativeBuffer, offsetPointer, type Pointer } from "../native/memory.ts";
 
 export class F32 {
   readonly ptr: Pointer;
@@ -13,13 +12,13 @@ export class F32 {
   constructor(ptr: Pointer, length: number) {
     this.ptr = ptr;
     this.length = length;
-    this.a = new Float32Array(toArrayBuffer(ptr, 0, length * 4));
+    this.a = f32View(ptr, 0, length);
   }
 
   /** `length` floats starting at float `offset`. */
   sub(offset: number, length: number): F32 {
     if (offset < 0 || offset + length > this.length) throw new Error(`F32 view [${offset}, ${offset + length}) outside ${this.length}`);
-    return new F32((this.ptr + offset * 4) as Pointer, length);
+    return new F32(offsetPointer(this.ptr, offset * 4), length);
   }
 
   /** Row `t` of a row-major [rows][width] array. */
@@ -51,7 +50,7 @@ export class F32Pool {
     const at = this.#available.findIndex((b) => b.bytes >= bytes);
     const buffer = at >= 0 ? (this.#available.splice(at, 1)[0] as NativeBuffer) : NativeBuffer.allocate(bytes, purpose);
     this.#inUse.push(buffer);
-    return new F32(buffer.ptr as Pointer, length);
+    return new F32(buffer.ptr, length);
   }
 
   /** Every buffer is available again (views handed out before must no longer be used). */

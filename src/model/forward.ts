@@ -3,14 +3,14 @@
  * dense | LatentMoE) → output aggregator → final norm → LM head, over the new tokens of a step,
  * continuing the sequence state. Reads top to bottom as the model's equations.
  */
-import { toArrayBuffer } from "bun:ffi";
 import type { ModelConfig } from "../checkpoint/config.ts";
+import * as kernels from "../native/kernels.ts";
+import { f32View, offsetPointer } from "../native/memory.ts";
 import type { ExpertSource } from "../weights/experts.ts";
 import type { ModelTables } from "../weights/model-tables.ts";
 import type { Trunk } from "../weights/trunk.ts";
 import { denseMlp, kda, latentMoe, mla, type BlockContext } from "./blocks.ts";
 import { F32Pool, type F32 } from "./f32.ts";
-import type { Ops } from "./ops.ts";
 import type { Forward, Outputs } from "./sequence.ts";
 import { SequenceState } from "./state.ts";
 
@@ -20,7 +20,6 @@ export class Model implements Forward<SequenceState> {
   readonly #trunk: Trunk;
   readonly #tables: ModelTables;
   readonly #experts: ExpertSource;
-  readonly #ops: Ops;
   readonly #capacity: number;
   /**
    * Activations, reused so nothing is allocated once the largest step has run: the step pool
@@ -31,13 +30,12 @@ export class Model implements Forward<SequenceState> {
   readonly #stepPool = new F32Pool();
   readonly #layerPool = new F32Pool();
 
-  constructor(config: ModelConfig, trunk: Trunk, tables: ModelTables, experts: ExpertSource, ops: Ops, capacity: number) {
+  constructor(config: ModelConfig, trunk: Trunk, tables: ModelTables, experts: ExpertSource, capacity: number) {
     this.config = config;
     this.vocabSize = config.vocabSize;
     this.#trunk = trunk;
     this.#tables = tables;
     this.#experts = experts;
-    this.#ops = ops;
     this.#capacity = capacity;
   }
 
@@ -54,19 +52,13 @@ export class Model implements Forward<SequenceState> {
     const { embed } = this.#tables;
     const E = this.config.hiddenSize;
     ids.forEach((id, t) => {
-      if (embed.dtype === "BF16") {
-        const row = new Uint16Array(toArrayBuffer(embed.ptr, id * E * 2, E * 2));
-        const bits = new Uint32Array(out.a.buffer, out.a.byteOffset + t * E * 4, E);
-        for (let i = 0; i < E; i++) bits[i] = (row[i] as number) << 16;
-      } else {
-        out.a.set(new Float32Array(toArrayBuffer(embed.ptr, id * E * 4, E * 4)), t * E);
-      }
+      if (embed.dtype === "BF16") kernels.widenBf16(offsetPointer(embed.ptr, id * E * 2), out.row(t, E), E);
+      else out.a.set(f32View(embed.ptr, id * E * 4, E), t * E);
     });
   }
 
   run(state: SequenceState, ids: readonly number[], outputs: Outputs = "last"): Float32Array {
     const c = this.config;
-    const ops = this.#ops;
     const T = ids.length;
     const E = c.hiddenSize;
     const first = state.position;
@@ -74,7 +66,7 @@ export class Model implements Forward<SequenceState> {
     const stepPool = this.#stepPool;
     const pool = this.#layerPool;
     stepPool.reset();
-    const ctx: BlockContext = { config: c, ops, pool, tokens: T };
+    const ctx: BlockContext = { config: c, pool, tokens: T };
     const embedded = stepPool.alloc(T * E, "embeddings");
     this.#embed(ids, embedded);
     const blocks: F32[] = []; // B: completed block representations, the embedding first
@@ -86,41 +78,41 @@ export class Model implements Forward<SequenceState> {
       let a = r;
       if (blocks.length > 0) {
         a = pool.alloc(T * E, "attnres pre-attention");
-        ops.attnRes([...blocks, r], w.phiAttn, a, E, T, c.rmsNormEps);
+        kernels.attnRes([...blocks, r], w.phiAttn, a, undefined, T, E, c.rmsNormEps);
       }
       if (layer % c.attnResBlockSize === 0) {
         blocks.push(r); // boundary: snapshot after aggregating, then start a new block
         partial = undefined;
       }
       const normed = pool.alloc(T * E, "input norm");
-      ops.rmsnorm(a, w.inputNorm, normed, E, T, c.rmsNormEps);
+      kernels.rmsnorm(a, w.inputNorm, normed, T, E, c.rmsNormEps);
       const attended = w.attention.kind === "kda"
         ? kda(ctx, w.attention, state.kda.get(layer)!, normed)
         : mla(ctx, w.attention, state.mla.get(layer)!, first, normed);
       // Layer 0 is always a boundary, so `partial` is never the embedding snapshot here.
       if (partial) {
-        ops.add(partial, attended, T * E);
+        kernels.add(partial, attended, partial, T * E);
       } else {
         partial = stepPool.alloc(T * E, "running sum"); // outlives this layer's pool
         partial.copyFrom(attended);
       }
       const m = pool.alloc(T * E, "attnres pre-ffn");
-      ops.attnRes([...blocks, partial], w.phiMlp, m, E, T, c.rmsNormEps);
+      kernels.attnRes([...blocks, partial], w.phiMlp, m, undefined, T, E, c.rmsNormEps);
       const ffnIn = pool.alloc(T * E, "post-attention norm");
-      ops.rmsnorm(m, w.postNorm, ffnIn, E, T, c.rmsNormEps);
+      kernels.rmsnorm(m, w.postNorm, ffnIn, T, E, c.rmsNormEps);
       const ffnOut = w.ffn.kind === "dense" ? denseMlp(ctx, w.ffn, ffnIn, T) : latentMoe(ctx, w.ffn, this.#experts, layer, ffnIn);
-      ops.add(partial, ffnOut, T * E);
+      kernels.add(partial, ffnOut, partial, T * E);
     }
     pool.reset();
     // Aggregate, normalise and project only the rows asked for: decoding needs the last.
     const rows = outputs === "all" ? T : 1;
     const sources = [...blocks, partial as F32].map((x) => (outputs === "all" ? x : x.row(T - 1, E)));
     const out = pool.alloc(rows * E, "output aggregate");
-    ops.attnRes(sources, this.#tables.phiOut, out, E, rows, c.rmsNormEps);
+    kernels.attnRes(sources, this.#tables.phiOut, out, undefined, rows, E, c.rmsNormEps);
     const normed = pool.alloc(rows * E, "final norm");
-    ops.rmsnorm(out, this.#tables.finalNorm, normed, E, rows, c.rmsNormEps);
+    kernels.rmsnorm(out, this.#tables.finalNorm, normed, rows, E, c.rmsNormEps);
     const logits = pool.alloc(rows * c.vocabSize, "logits");
-    ops.matmul(this.#tables.lmHead, normed, logits, rows);
+    kernels.matmul(this.#tables.lmHead, normed, logits, rows);
     state.position += T;
     return logits.a.slice();
   }

@@ -2,11 +2,10 @@
  * A checkpoint file read through libk3's O_DIRECT reader. Reads are widened to aligned
  * windows in native scratch memory; callers get a view of exactly the bytes they asked for.
  */
-import type { Pointer } from "bun:ffi";
 import { K3Error, ExitCode } from "../errors.ts";
 import { native } from "./library.ts";
-import { NativeBuffer } from "./memory.ts";
-import { NativeStatus } from "./symbols.ts";
+import { allocAlignment, NativeBuffer, offsetPointer } from "./memory.ts";
+import { Status } from "./abi.ts";
 import { constants as os } from "node:os";
 
 /** Called once per process, the first time a filesystem refuses O_DIRECT. */
@@ -29,13 +28,13 @@ export function readCapacity(length: number): number {
 
 export function describeStatus(status: number, path: string): string {
   switch (status) {
-    case NativeStatus.queueFull:
+    case Status.queueFull:
       return `${path}: too many background reads in flight`;
-    case NativeStatus.shortRead:
+    case Status.shortRead:
       return `${path}: file ends before the requested bytes (truncated?)`;
-    case NativeStatus.capacity:
+    case Status.capacity:
       return `${path}: read buffer too small for the request`;
-    case NativeStatus.badArgument:
+    case Status.badArgument:
       return `${path}: invalid read request`;
     default:
       return `${path}: read failed (${errnoName(-status)})`;
@@ -71,7 +70,7 @@ export class PendingRead {
     const direct = new Uint32Array(1);
     const status = native().k3_io_wait(this.#handle, out.subarray(0, 1), out.subarray(1, 2), direct);
     this.#file.noteDirect(direct[0] === 1);
-    if (status !== NativeStatus.ok) throw new K3Error(ExitCode.runtime, describeStatus(status, this.#file.path));
+    if (status !== Status.ok) throw new K3Error(ExitCode.runtime, describeStatus(status, this.#file.path));
     this.#result = { payload: Number(out[0]), seconds: Number(out[1]) / 1e9 };
     return this.#result;
   }
@@ -114,7 +113,7 @@ export class DirectFile {
       this.#fd, this.#direct, offset, length, this.#scratch.ptr, this.#scratch.bytes, this.#payload,
     );
     this.#noteFallback();
-    if (status !== NativeStatus.ok) throw new K3Error(ExitCode.runtime, describeStatus(status, this.path));
+    if (status !== Status.ok) throw new K3Error(ExitCode.runtime, describeStatus(status, this.path));
     return this.#scratch.u8(Number(this.#payload[0]), length);
   }
 
@@ -125,10 +124,10 @@ export class DirectFile {
    */
   submit(offset: number, length: number, buffer: NativeBuffer, bufferOffset = 0): PendingRead {
     const capacity = readCapacity(length);
-    if (bufferOffset + capacity > buffer.bytes || bufferOffset % 4096 !== 0) {
+    if (bufferOffset + capacity > buffer.bytes || bufferOffset % allocAlignment() !== 0) {
       throw new Error(`${this.path}: read target too small or misaligned for ${length} bytes`);
     }
-    const target = (buffer.ptr + bufferOffset) as Pointer;
+    const target = offsetPointer(buffer.ptr, bufferOffset);
     const handle = native().k3_io_submit(this.#fd, this.#direct[0] as number, offset, length, target, capacity);
     if (handle < 0) throw new K3Error(ExitCode.runtime, describeStatus(handle, this.path));
     return new PendingRead(this, handle, offset, length);

@@ -4,6 +4,10 @@
  * the tokens of a step. Arguments are checked here; a failed check is a programming error and
  * throws a plain Error. A native allocation failure becomes a K3Error (exit 1).
  *
+ * Each wrapper takes its export's arguments in the export's order (inputs, outputs, then counts
+ * from outer to inner, then scalars), leaving out only what it derives: a dtype code, a list
+ * length, a shape passed as one object. Optional buffers stay in place and take `undefined`.
+ *
  * Memory is referenced structurally so callers can pass their own types: anything with a
  * `ptr` and a `length` in floats is an `F32Ref` (src/model's F32 and the bound `Vector`s are);
  * matrices carry their dtype.
@@ -13,10 +17,14 @@
  * the count (model.md §8.4).
  */
 import type { Pointer } from "bun:ffi";
+import { envValue, type Environment } from "../env.ts";
 import { K3Error, ExitCode, usageError } from "../errors.ts";
 import { native, type Native } from "./library.ts";
 import type { NativeBuffer } from "./memory.ts";
-import { NativeStatus } from "./symbols.ts";
+import {
+  ElementwiseOp, expertRecordFields, KernelPathCode, maxAttnResSources, maxConvTaps, maxKdaHeadDim, maxMlaQueryWidth, maxRouterK,
+  maxThreads, mxfp4Group, RouterDtype, Status,
+} from "./abi.ts";
 
 /** f32 values in native memory: `length` floats at `ptr`. */
 export interface F32Ref {
@@ -57,38 +65,22 @@ export interface MlaShape {
   readonly dv: number;
 }
 
-/** Router outputs, filled in place: [tokens][k] each; `scores` optional [tokens][experts]. */
-export interface RouteOut {
+/** Router outputs, filled in place by `route`. */
+export interface Routing {
+  /** [tokens][k] selected experts, in selection (descending biased score) order. */
   readonly experts: Uint32Array | Int32Array;
+  /** [tokens][k] combine weights: unbiased scores, renormalised if asked, times ρ. */
   readonly weights: Float32Array;
+  /** Optional [tokens][experts]: σ of every logit. */
   readonly scores?: F32Ref;
 }
 
 /** Implementation switch: "simd" (default) or the plain-loop "scalar" reference. */
 export type KernelPath = "simd" | "scalar";
 
-/** Elementwise operator codes of `k3_elementwise` (zig/kernels/situ.zig `Op`). */
-export const ElementwiseOp = {
-  exp: 0,
-  sigmoid: 1,
-  tanh: 2,
-  silu: 3,
-  softplus: 4,
-  gate: 5,
-  add: 6,
-  axpy: 7,
-  situ: 8,
-} as const;
 export type ElementwiseOpName = keyof typeof ElementwiseOp;
 
-/** Largest thread count libk3 accepts (zig/pool.zig `max_threads`). */
-export const maxThreads = 256;
 const maxU32 = 0xffff_ffff;
-const maxAttnResSources = 64;
-const maxRouterK = 256;
-const maxConvTaps = 16;
-const maxKdaHeadDim = 512;
-const maxMlaQueryWidth = 512;
 
 let poolReady = false;
 
@@ -105,9 +97,9 @@ function lib(): Native {
  * The thread count the environment asks for: K3_THREADS, else OMP_NUM_THREADS (which scripts
  * written for the original engine set), or undefined when neither is set. Refuses anything else.
  */
-export function threadsFromEnv(env: Record<string, string | undefined> = process.env): number | undefined {
+export function threadsFromEnv(env?: Environment): number | undefined {
   for (const name of ["K3_THREADS", "OMP_NUM_THREADS"] as const) {
-    const raw = env[name];
+    const raw = envValue(name, env);
     if (raw === undefined || raw.trim() === "") continue;
     const value = Number(raw.trim());
     if (!Number.isInteger(value) || value < 1 || value > maxThreads) {
@@ -148,15 +140,15 @@ export function setFineGrain(on: boolean): void {
 
 /** Selects the SIMD kernels (default) or the scalar reference, process-wide (tests, benches). */
 export function setKernelPath(path: KernelPath): void {
-  check(lib().k3_kernel_path(path === "scalar" ? 1 : 0), "k3_kernel_path");
+  check(lib().k3_kernel_path(KernelPathCode[path]), "k3_kernel_path");
 }
 
 // ---------------------------------------------------------------------------------------------
 // Argument checks
 
 function check(status: number, what: string): void {
-  if (status === NativeStatus.ok) return;
-  if (status === NativeStatus.outOfMemory) throw new K3Error(ExitCode.runtime, `${what}: out of memory for kernel scratch`);
+  if (status === Status.ok) return;
+  if (status === Status.outOfMemory) throw new K3Error(ExitCode.runtime, `${what}: out of memory for kernel scratch`);
   throw new Error(`${what}: libk3 refused the arguments (status ${status})`);
 }
 
@@ -212,35 +204,56 @@ export function matmul(w: MatrixRef, x: F32Ref, y: F32Ref, tokens: number): void
 }
 
 const badScales = new BigUint64Array(1);
+let badScaleTotal = 0;
+
+/** The 255 scale bytes the last MXFP4 call met, added to the running count. */
+function tallyBadScales(): number {
+  const met = Number(badScales[0]);
+  badScaleTotal += met;
+  return met;
+}
+
+/**
+ * MXFP4 scale bytes of 255 (NaN in OCP MX) the kernels have met since the last reset, over
+ * every call; each was treated as a zero multiplier (model.md 5.2), and a run reports them.
+ */
+export function badScaleBytes(): number {
+  return badScaleTotal;
+}
+
+/** Starts the bad-scale count from zero (a newly loaded model, tests). */
+export function resetBadScaleBytes(): void {
+  badScaleTotal = 0;
+}
 
 /**
  * y[t][r] = Σ_c W[r][c]·x[t][c] straight from MXFP4. Returns how many scale bytes were 255
- * (each such group contributed zero; the caller reports them).
+ * (each such group contributed zero); they are also added to `badScaleBytes()`.
  */
 export function matmulMxfp4(w: Mxfp4Ref, x: F32Ref, y: F32Ref, tokens: number): number {
   const what = `matmulMxfp4 ${w.rows}x${w.cols}`;
   const rows = dim(w.rows, "rows", what);
   const cols = dim(w.cols, "cols", what);
-  if (cols % 32 !== 0) throw new Error(`${what}: cols must be a multiple of 32`);
+  if (cols % mxfp4Group !== 0) throw new Error(`${what}: cols must be a multiple of ${mxfp4Group}`);
   const T = dim(tokens, "tokens", what);
   check(lib().k3_matmul_mxfp4(w.packed, w.scales, rows, cols, f32(x, T * cols, "x", what), f32(y, T * rows, "y", what), T, badScales), what);
-  return Number(badScales[0]);
+  return tallyBadScales();
 }
 
 /** Decodes one MXFP4 row exactly (E2M1 × 2^(s−127)) into `out`; returns the 255-scale count. */
 export function mxfp4DecodeRow(packed: Pointer, scales: Pointer, cols: number, out: F32Ref): number {
   const what = "mxfp4DecodeRow";
   dim(cols, "cols", what);
-  if (cols % 32 !== 0) throw new Error(`${what}: cols must be a multiple of 32`);
+  if (cols % mxfp4Group !== 0) throw new Error(`${what}: cols must be a multiple of ${mxfp4Group}`);
   check(lib().k3_mxfp4_decode_row(packed, scales, cols, f32(out, cols, "out", what), badScales), what);
-  return Number(badScales[0]);
+  return tallyBadScales();
 }
 
 // ---------------------------------------------------------------------------------------------
 // Norms and elementwise operators
 
 /** RMSNorm of `rows` rows of `width` (gain optional, eps inside the root). In place allowed. */
-export function rmsnorm(x: F32Ref, gain: F32Ref | undefined, y: F32Ref, width: number, rows: number, eps: number): void {
+export function rmsnorm(x: F32Ref, gain: F32Ref | undefined, y: F32Ref, rows: number, width: number, eps: number): void {
   const what = "rmsnorm";
   const n = dim(width, "width", what);
   const r = dim(rows, "rows", what);
@@ -249,7 +262,7 @@ export function rmsnorm(x: F32Ref, gain: F32Ref | undefined, y: F32Ref, width: n
 }
 
 /** L2Norm (sum of squares, eps 1e-6) of `rows` rows of `width`. In place allowed. */
-export function l2norm(x: F32Ref, y: F32Ref, width: number, rows: number): void {
+export function l2norm(x: F32Ref, y: F32Ref, rows: number, width: number): void {
   const what = "l2norm";
   const n = dim(width, "width", what);
   const r = dim(rows, "rows", what);
@@ -290,7 +303,7 @@ export function add(a: F32Ref, b: F32Ref, y: F32Ref, length: number): void {
 }
 
 /** acc = acc + f32(w·d) (the MoE aggregate; product rounded before the add). */
-export function axpy(acc: F32Ref, d: F32Ref, w: number, length: number): void {
+export function axpy(acc: F32Ref, d: F32Ref, length: number, w: number): void {
   elementwise("axpy", acc, d, acc, length, w);
 }
 
@@ -371,7 +384,7 @@ export function kdaGatedNorm(o: F32Ref, gain: F32Ref, gate: F32Ref, y: F32Ref, t
  * cache: q [tokens][heads][dn+dr], kv [first+tokens][heads][dn+dv] (new positions already
  * appended), kr [first+tokens][dr] shared by all heads; out [tokens][heads][dv].
  */
-export function mlaAttention(q: F32Ref, kv: F32Ref, kr: F32Ref, out: F32Ref, first: number, tokens: number, shape: MlaShape): void {
+export function mlaAttention(q: F32Ref, kv: F32Ref, kr: F32Ref, out: F32Ref, tokens: number, first: number, shape: MlaShape): void {
   const what = "mlaAttention";
   const T = dim(tokens, "tokens", what);
   const p0 = count(first, "first", what);
@@ -390,9 +403,9 @@ const sourceList = new BigUint64Array(maxAttnResSources);
 
 /**
  * out[t] = AttnRes over sources[i][t] (each [tokens][width]) with the fold φ: keys normalised,
- * values raw, softmax over sources in list order. `probs` optional [tokens][sources].
+ * values raw, softmax over sources in list order. `probs` (optional) receives [tokens][sources].
  */
-export function attnRes(sources: readonly F32Ref[], phi: F32Ref, out: F32Ref, width: number, tokens: number, eps: number, probs?: F32Ref): void {
+export function attnRes(sources: readonly F32Ref[], phi: F32Ref, out: F32Ref, probs: F32Ref | undefined, tokens: number, width: number, eps: number): void {
   const what = "attnRes";
   const n = sources.length;
   if (n < 1 || n > maxAttnResSources) throw new Error(`${what}: 1 to ${maxAttnResSources} sources (got ${n})`);
@@ -409,7 +422,7 @@ export function attnRes(sources: readonly F32Ref[], phi: F32Ref, out: F32Ref, wi
  * Router for `tokens` tokens: sequential f64 logits, σ scores, biased top-k selection (ties to
  * the lowest index), unbiased weights, renormalised (if asked) and times ρ. Fills `out`.
  */
-export function route(w: MatrixRef, bias: F32Ref, x: F32Ref, tokens: number, k: number, renormalize: boolean, rho: number, out: RouteOut): void {
+export function route(w: MatrixRef, bias: F32Ref, x: F32Ref, tokens: number, k: number, renormalize: boolean, rho: number, out: Routing): void {
   const what = `route ${w.rows}x${w.cols}`;
   const Ne = dim(w.rows, "experts", what);
   const E = dim(w.cols, "cols", what);
@@ -421,19 +434,20 @@ export function route(w: MatrixRef, bias: F32Ref, x: F32Ref, tokens: number, k: 
   const sp = out.scores ? f32(out.scores, T * Ne, "scores", what) : null;
   check(
     lib().k3_router(
-      w.ptr, w.dtype === "BF16" ? 0 : 1, f32(bias, Ne, "bias", what), f32(x, T * E, "x", what), T, Ne, E, K,
+      w.ptr, w.dtype === "BF16" ? RouterDtype.bf16 : RouterDtype.f32, f32(bias, Ne, "bias", what), f32(x, T * E, "x", what), T, Ne, E, K,
       renormalize ? 1 : 0, finite(rho, "rho", what), out.experts, out.weights, sp,
     ),
     what,
   );
 }
 
-let expertList = new BigUint64Array(6 * 64);
+const recordLength = expertRecordFields.length;
+let expertList = new BigUint64Array(recordLength * 64);
 
 /**
  * The routed experts of one LatentMoE block: acc[t] = Σ_j weights[t][j] · W2(SiTU(W1 z, W3 z))
  * for the experts in `experts` ([tokens][k], top-k order), f32 accumulation in that order.
- * Returns the number of 255 scale bytes met.
+ * Returns the number of 255 scale bytes met (also added to `badScaleBytes()`).
  */
 export function moeRouted(z: F32Ref, experts: readonly ExpertRef[], weights: Float32Array, acc: F32Ref, tokens: number, k: number, latent: number, inter: number, beta1: number, beta2: number): number {
   const what = "moeRouted";
@@ -441,24 +455,20 @@ export function moeRouted(z: F32Ref, experts: readonly ExpertRef[], weights: Flo
   const K = dim(k, "k", what);
   const lam = dim(latent, "latent", what);
   const I = dim(inter, "inter", what);
-  if (lam % 32 !== 0 || I % 32 !== 0) throw new Error(`${what}: latent and inter must be multiples of 32`);
+  if (lam % mxfp4Group !== 0 || I % mxfp4Group !== 0) throw new Error(`${what}: latent and inter must be multiples of ${mxfp4Group}`);
   if (experts.length < T * K || weights.length < T * K) throw new Error(`${what}: need ${T * K} experts and weights`);
-  if (expertList.length < 6 * T * K) expertList = new BigUint64Array(6 * T * K);
+  if (expertList.length < recordLength * T * K) expertList = new BigUint64Array(recordLength * T * K);
   for (let i = 0; i < T * K; i++) {
     const e = experts[i] as ExpertRef;
-    const base = 6 * i;
-    expertList[base] = BigInt(e.w1Packed);
-    expertList[base + 1] = BigInt(e.w1Scale);
-    expertList[base + 2] = BigInt(e.w3Packed);
-    expertList[base + 3] = BigInt(e.w3Scale);
-    expertList[base + 4] = BigInt(e.w2Packed);
-    expertList[base + 5] = BigInt(e.w2Scale);
+    expertRecordFields.forEach((field, j) => {
+      expertList[recordLength * i + j] = BigInt(e[field]);
+    });
   }
   check(
     lib().k3_moe_routed(f32(z, T * lam, "z", what), expertList, weights, f32(acc, T * lam, "acc", what), T, K, lam, I, finite(beta1, "beta1", what), finite(beta2, "beta2", what), badScales),
     what,
   );
-  return Number(badScales[0]);
+  return tallyBadScales();
 }
 
 /** Reads every byte of `buffer` once on all pool threads (bench/kernels.ts); returns a checksum. */

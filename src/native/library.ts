@@ -8,7 +8,7 @@ import { arch } from "node:os";
 import libraryPath from "../../zig-out/lib/libk3.so" with { type: "file" };
 import { runtimeError } from "../errors.ts";
 import { missingCpuFlags, requiredCpuFlags } from "./cpu.ts";
-import { expectedAbiVersion, symbols } from "./symbols.ts";
+import { abiVersion, symbols } from "./abi.ts";
 
 export type Native = ConvertFns<typeof symbols>;
 
@@ -39,8 +39,8 @@ export function native(): Native {
   checkCpu();
   const lib = dlopen(libraryPath, symbols);
   const version = lib.symbols.k3_abi_version();
-  if (version !== expectedAbiVersion) {
-    throw runtimeError(`libk3 ABI version ${version} does not match the binding (${expectedAbiVersion}); rebuild with 'bun run build'`);
+  if (version !== abiVersion) {
+    throw runtimeError(`libk3 ABI version ${version} does not match the binding (${abiVersion}); rebuild with 'bun run build'`);
   }
   loaded = lib.symbols;
   return loaded;

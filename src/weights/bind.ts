@@ -6,7 +6,7 @@
  * a streaming slot) into the structures the forward pass uses: matrices point into the bytes,
  * small vectors are widened to f32.
  */
-import type { Pointer } from "bun:ffi";
+import { u8View, type Pointer } from "../native/memory.ts";
 import type { ModelConfig } from "../checkpoint/config.ts";
 import { dtypeBytes, type CheckpointIndex, type TensorEntry } from "../checkpoint/safetensors.ts";
 import {
@@ -20,7 +20,6 @@ import type {
 } from "./types.ts";
 import { VectorArena } from "./vector-arena.ts";
 import { foldPhi, widenToF32 } from "./widen.ts";
-import { toArrayBuffer } from "bun:ffi";
 
 const sameShape = (a: number[], b: number[]) => a.length === b.length && a.every((d, i) => d === b[i]);
 
@@ -111,7 +110,7 @@ class LayerBinder {
 
   values(name: string): Float32Array {
     const t = this.#tensor(name);
-    const raw = new Uint8Array(toArrayBuffer(this.#bytes.base, t.off, t.nbytes));
+    const raw = u8View(this.#bytes.base, t.off, t.nbytes);
     return widenToF32(raw, t.dtype, t.shape.reduce((a, b) => a * b, 1));
   }
 

@@ -15,12 +15,10 @@ import { expertTensors, ffnKind } from "../checkpoint/tensor-names.ts";
 import { entriesOf, placeTensors } from "../checkpoint/tensor-run.ts";
 import { K3Error, ExitCode } from "../errors.ts";
 import type { PendingRead } from "../native/file.ts";
-import { NativeBuffer } from "../native/memory.ts";
+import { allocAlignment, NativeBuffer } from "../native/memory.ts";
 import { ExpertTraceRecorder } from "./expert-trace.ts";
 import type { ShardFiles } from "./shard-files.ts";
 import type { ExpertWeights } from "./types.ts";
-
-const alignment = 4096;
 
 /** One expert's six tensors, relative to the start of its run on disk. */
 interface ExpertLocation {
@@ -70,12 +68,13 @@ export interface ExpertCachePlan {
   totalExperts: number;
 }
 
-/** Slot size (expert bytes + 2 windows, 4096-aligned) and count for a budget. */
+/** Slot size (expert bytes + 2 windows, aligned for direct reads) and count for a budget. */
 export function planExpertCache(index: CheckpointIndex, config: ModelConfig, layerCount: number, budgetBytes: number): ExpertCachePlan {
   const moeLayers = Array.from({ length: layerCount }, (_, l) => l).filter((l) => ffnKind(config, l) === "moe");
   const totalExperts = moeLayers.length * config.numExperts;
   const probe = moeLayers.length > 0 ? locate(index, config, moeLayers[0] as number, 0) : undefined;
   const expertBytes = probe?.bytes ?? 0;
+  const alignment = allocAlignment();
   const slotBytes = Math.ceil((expertBytes + 2 * alignment) / alignment) * alignment;
   const minimumSlots = config.numExpertsPerToken + 1;
   const requestedSlots = Math.floor(budgetBytes / slotBytes);
@@ -200,7 +199,7 @@ export class ExpertCache {
       const expert = key % this.#config.numExperts;
       // Fault injection reads past the end of the shard, so the real failure path runs.
       const faulty = this.#faults.has(`${layer}:${expert}`);
-      const offset = faulty ? this.#index.shards[location.shard]!.fileBytes + alignment : location.start;
+      const offset = faulty ? this.#index.shards[location.shard]!.fileBytes + allocAlignment() : location.start;
       const read = this.#files.get(location.shard).submit(offset, location.bytes, this.#arena!, slot * this.plan.slotBytes);
       this.#slots[slot] = { kind: "inflight", key, read };
       this.#readThisBatch.add(key);

@@ -2,10 +2,9 @@
  * The resident trunk: every bound layer read from the shards once into its own native buffer
  * (one read per layer when its tensors form one run, as in the release) and bound for good.
  */
-import type { Pointer } from "bun:ffi";
 import type { ModelConfig } from "../checkpoint/config.ts";
 import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
-import { NativeBuffer } from "../native/memory.ts";
+import { NativeBuffer, type Pointer } from "../native/memory.ts";
 import { bindLayer, vectorBytes } from "./bind.ts";
 import type { TensorReader } from "./tensor-reader.ts";
 import type { Trunk } from "./trunk.ts";
@@ -24,7 +23,7 @@ export function readLayerFromShards(reader: TensorReader, index: CheckpointIndex
   }
   const buffer = NativeBuffer.allocate(layout.bytes, `trunk layer ${layout.layer}`, "read-target");
   for (const t of layout.tensors) buffer.u8(t.off, t.nbytes).set(reader.readRaw(index.get(t.name)!));
-  return { buffer, base: buffer.ptr as Pointer };
+  return { buffer, base: buffer.ptr };
 }
 
 export class ResidentTrunk implements Trunk {

@@ -5,7 +5,6 @@
  * computes; with one slot every read is synchronous, because reading ahead would overwrite
  * the layer in use. Each layer's content hash is checked the first time it is read.
  */
-import type { Pointer } from "bun:ffi";
 import { join } from "node:path";
 import type { ModelConfig } from "../checkpoint/config.ts";
 import { K3Error, ExitCode } from "../errors.ts";
@@ -149,7 +148,7 @@ export class StreamedTrunk implements Trunk {
   }
 
   #bind(layer: number, buffer: NativeBuffer, arena: VectorArena): LayerWeights {
-    return bindLayer(this.#config, { layout: this.#layouts[layer]!, base: buffer.ptr as Pointer }, arena, this.#warnings);
+    return bindLayer(this.#config, { layout: this.#layouts[layer]!, base: buffer.ptr }, arena, this.#warnings);
   }
 
   layer(layer: number): LayerWeights {

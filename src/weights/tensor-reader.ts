@@ -1,8 +1,7 @@
 /** Reads tensors named in the index from their shards, through the O_DIRECT reader. */
 import type { CheckpointIndex, TensorEntry } from "../checkpoint/safetensors.ts";
-import type { Pointer } from "bun:ffi";
 import { readCapacity } from "../native/file.ts";
-import { NativeBuffer } from "../native/memory.ts";
+import { NativeBuffer, offsetPointer, type Pointer } from "../native/memory.ts";
 import { ShardFiles } from "./shard-files.ts";
 
 export class TensorReader {
@@ -33,7 +32,7 @@ export class TensorReader {
     const buffer = NativeBuffer.allocate(readCapacity(length), purpose, "read-target");
     try {
       const { payload } = this.files.get(shard).submit(offset, length, buffer).wait();
-      return { buffer, ptr: (buffer.ptr + payload) as Pointer };
+      return { buffer, ptr: offsetPointer(buffer.ptr, payload) };
     } catch (error) {
       buffer.free();
       throw error;

@@ -1,13 +1,14 @@
 /**
  * The packed trunk (runtime.md section 4): trunk.bin holds each layer's trunk run at a
- * 4096-aligned offset, so a layer is one read; trunk.json describes it. Each layer also
+ * O_DIRECT-aligned offset, so a layer is one read; trunk.json describes it. Each layer also
  * records a content hash, checked the first time the layer is read in a run.
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import type { Dtype } from "../checkpoint/safetensors.ts";
 import { K3Error, ExitCode } from "../errors.ts";
-import { trunkAlignment, type LayerLayout } from "./trunk-layout.ts";
+import { allocAlignment } from "../native/memory.ts";
+import type { LayerLayout } from "./trunk-layout.ts";
 
 export const trunkFormatVersion = 1;
 export const trunkBinName = "trunk.bin";
@@ -48,7 +49,8 @@ export function layerHash(bytes: Uint8Array): string {
 }
 
 export function alignUp(n: number): number {
-  return Math.ceil(n / trunkAlignment) * trunkAlignment;
+  const alignment = allocAlignment();
+  return Math.ceil(n / alignment) * alignment;
 }
 
 export function layoutOfPacked(packed: PackedLayer): LayerLayout {
@@ -73,13 +75,14 @@ export function readTrunkManifest(dir: string): TrunkManifest {
     return refuse(jsonPath, `not valid JSON (${(error as Error).message})`);
   }
   if (manifest.format !== "k3-trunk" || manifest.version !== trunkFormatVersion) refuse(jsonPath, `format ${manifest.format} version ${manifest.version} is not k3-trunk version ${trunkFormatVersion}`);
-  if (manifest.align !== trunkAlignment) refuse(jsonPath, `align is ${manifest.align}, expected ${trunkAlignment}`);
+  const alignment = allocAlignment();
+  if (manifest.align !== alignment) refuse(jsonPath, `align is ${manifest.align}, expected ${alignment}`);
   if (!Array.isArray(manifest.layers) || manifest.layers.length !== manifest.n_layers) refuse(jsonPath, "layers must be an array of n_layers entries");
   const fileBytes = statSync(binPath).size;
   manifest.layers.forEach((layer, i) => {
     if (layer.layer !== i) refuse(jsonPath, `entry ${i} is layer ${layer.layer}`);
     if (typeof layer.tensors !== "object" || layer.tensors === null) refuse(jsonPath, `layer ${i} has no tensors object`);
-    if (layer.file_off % trunkAlignment !== 0 || layer.nbytes % trunkAlignment !== 0) refuse(jsonPath, `layer ${i} is not ${trunkAlignment}-aligned`);
+    if (layer.file_off % alignment !== 0 || layer.nbytes % alignment !== 0) refuse(jsonPath, `layer ${i} is not ${alignment}-aligned`);
     if (layer.file_off + layer.nbytes > fileBytes) {
       refuse(binPath, `layer ${i} ends at byte ${layer.file_off + layer.nbytes} but the file has ${fileBytes} (truncated?)`);
     }

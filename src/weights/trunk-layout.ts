@@ -8,8 +8,6 @@ import type { CheckpointIndex, Dtype } from "../checkpoint/safetensors.ts";
 import { trunkTensors } from "../checkpoint/tensor-names.ts";
 import { entriesOf, placeTensors } from "../checkpoint/tensor-run.ts";
 
-export const trunkAlignment = 4096;
-
 export interface LayoutTensor {
   name: string;
   /** Byte offset from the start of the layer's bytes. */

@@ -1,5 +1,5 @@
 /**
- * `k3 pack-trunk`: copies each layer's trunk run verbatim into trunk.bin at a 4096-aligned
+ * `k3 pack-trunk`: copies each layer's trunk run verbatim into trunk.bin at an O_DIRECT-aligned
  * offset, verifies what it wrote by reading it back, and only then renames the files into
  * place, trunk.json last: an interrupted pack never leaves a complete-looking pack behind.
  */
@@ -10,12 +10,13 @@ import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { K3Error, ExitCode } from "../errors.ts";
 import { DirectFile } from "../native/file.ts";
 import { writeAtomically, writeFileAtomically, writeFully } from "../fs.ts";
+import { allocAlignment } from "../native/memory.ts";
 import type { TensorReader } from "./tensor-reader.ts";
 import {
   alignUp, hashChunkBytes, readTrunkManifest, trunkBinName, trunkFormatVersion, trunkJsonName,
   type PackedLayer, type TrunkManifest,
 } from "./trunk-file.ts";
-import { layerLayout, packRefusal, trunkAlignment } from "./trunk-layout.ts";
+import { layerLayout, packRefusal } from "./trunk-layout.ts";
 
 export interface PackProgress {
   layersDone: number;
@@ -91,7 +92,7 @@ export function packTrunk(
   mkdirSync(outDir, { recursive: true });
   removeStaleTemporaries(outDir);
   let bytesDone = 0;
-  const padding = new Uint8Array(trunkAlignment);
+  const padding = new Uint8Array(allocAlignment());
   const fill = (fd: number) => {
     for (const layer of planned) {
       // Copy in chunks, hashing the same chunks the verifier will hash.
@@ -115,7 +116,7 @@ export function packTrunk(
     // The old manifest goes first, so no moment pairs it with the new trunk.bin.
     rmSync(jsonPath, { force: true });
   });
-  const manifest: TrunkManifest = { format: "k3-trunk", version: trunkFormatVersion, n_layers: layerCount, align: trunkAlignment, layers: planned };
+  const manifest: TrunkManifest = { format: "k3-trunk", version: trunkFormatVersion, n_layers: layerCount, align: allocAlignment(), layers: planned };
   writeAtomically(jsonPath, `${JSON.stringify(manifest, null, 1)}\n`, "the trunk manifest");
   return { manifest, payloadBytes, largestLayerBytes, seconds: (performance.now() - started) / 1000, alreadyPacked: false };
 }

@@ -3,8 +3,7 @@
  * config, and held in native memory. Matrices keep their stored dtype (bf16 is widened inside
  * the dot product); small vectors are widened to f32 once at load.
  */
-import type { Pointer } from "bun:ffi";
-import type { NativeBuffer } from "../native/memory.ts";
+import type { NativeBuffer, Pointer } from "../native/memory.ts";
 
 export type MatrixDtype = "BF16" | "F32";
 

@@ -3,8 +3,7 @@
  * A_log, dt_bias, routing bias), widened from their stored dtype once per bind. One arena
  * per resident layer, or per streaming slot, reused on every bind.
  */
-import type { Pointer } from "bun:ffi";
-import { NativeBuffer } from "../native/memory.ts";
+import { NativeBuffer, offsetPointer } from "../native/memory.ts";
 import type { Vector } from "./types.ts";
 
 const vectorAlignment = 64;
@@ -25,7 +24,7 @@ export class VectorArena {
     const bytes = values.byteLength;
     if (this.#used + bytes > this.#buffer.bytes) throw new Error(`vector arena overflow storing ${name}`);
     this.#buffer.u8(this.#used, bytes).set(new Uint8Array(values.buffer, values.byteOffset, bytes));
-    const ptr = (this.#buffer.ptr + this.#used) as Pointer;
+    const ptr = offsetPointer(this.#buffer.ptr, this.#used);
     this.#used = Math.ceil((this.#used + bytes) / vectorAlignment) * vectorAlignment;
     return { name, ptr, length: values.length };
   }

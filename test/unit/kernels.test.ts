@@ -8,11 +8,10 @@
  *   decoder gives.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { toArrayBuffer, type Pointer } from "bun:ffi";
-import { NativeBuffer } from "../../src/native/memory.ts";
+import { f32View, NativeBuffer, offsetPointer, u16View, u8View, type Pointer } from "../../src/native/memory.ts";
 import {
-  attnRes, elementwise, initPool, kdaDecay, kdaGatedNorm, kdaQueryScale, kdaRecurrence, l2norm, matmul, matmulMxfp4,
-  mlaAttention, moeRouted, mxfp4DecodeRow, poolThreads, rmsnorm, route, setFineGrain, setKernelPath, shortConv, situGlu, threadsFromEnv,
+  attnRes, badScaleBytes, elementwise, initPool, kdaDecay, kdaGatedNorm, kdaQueryScale, kdaRecurrence, l2norm, matmul, matmulMxfp4,
+  mlaAttention, moeRouted, mxfp4DecodeRow, poolThreads, resetBadScaleBytes, rmsnorm, route, setFineGrain, setKernelPath, shortConv, situGlu, threadsFromEnv,
   widenBf16, type ExpertRef, type F32Ref, type MatrixRef, type Mxfp4Ref,
 } from "../../src/native/kernels.ts";
 
@@ -32,7 +31,7 @@ interface F32Buf extends F32Ref {
 function f32(n: number): F32Buf {
   const buf = NativeBuffer.allocate(Math.max(n, 1) * 4, "test");
   buffers.push(buf);
-  return { ptr: buf.ptr, length: n, a: new Float32Array(toArrayBuffer(buf.ptr, 0, Math.max(n, 1) * 4)) };
+  return { ptr: buf.ptr, length: n, a: f32View(buf.ptr, 0, Math.max(n, 1)) };
 }
 
 function f32From(values: ArrayLike<number>): F32Buf {
@@ -44,13 +43,13 @@ function f32From(values: ArrayLike<number>): F32Buf {
 function bytes(n: number): { ptr: Pointer; a: Uint8Array } {
   const buf = NativeBuffer.allocate(Math.max(n, 1), "test");
   buffers.push(buf);
-  return { ptr: buf.ptr, a: new Uint8Array(toArrayBuffer(buf.ptr, 0, Math.max(n, 1))) };
+  return { ptr: buf.ptr, a: u8View(buf.ptr, 0, Math.max(n, 1)) };
 }
 
 function u16(n: number): { ptr: Pointer; a: Uint16Array } {
   const buf = NativeBuffer.allocate(Math.max(n, 1) * 2, "test");
   buffers.push(buf);
-  return { ptr: buf.ptr, a: new Uint16Array(toArrayBuffer(buf.ptr, 0, Math.max(n, 1) * 2)) };
+  return { ptr: buf.ptr, a: u16View(buf.ptr, 0, Math.max(n, 1)) };
 }
 
 /** Deterministic PRNG (mulberry32) so failures reproduce. */
@@ -289,7 +288,7 @@ describe("linear maps (bf16, f32)", () => {
     expectBits(y.a, yb, "f32 weights vs bf16 weights");
     const one = f32(rows);
     for (let t = 0; t < T; t++) {
-      matmul(W, { ptr: (x.ptr + t * cols * 4) as Pointer, length: cols }, one, 1);
+      matmul(W, { ptr: offsetPointer(x.ptr, t * cols * 4), length: cols }, one, 1);
       expectBits(one.a, yb.subarray(t * rows, (t + 1) * rows), `token ${t} alone`);
     }
   });
@@ -361,7 +360,12 @@ describe("MXFP4", () => {
   const M: Mxfp4Ref = { packed: packed.ptr, scales: scales.ptr, rows, cols };
 
   test("matvec follows the §8.3 group order bit for bit, counts 255 scales, matches decode-then-dot", () => {
+    resetBadScaleBytes();
     expect(matmulMxfp4(M, x, y, T)).toBe(2);
+    expect(matmulMxfp4(M, x, y, T)).toBe(2);
+    expect(badScaleBytes()).toBe(4); // the running count a run reports adds every call's
+    resetBadScaleBytes();
+    expect(badScaleBytes()).toBe(0);
     const want = new Float32Array(T * rows);
     const dense = new Float32Array(T * rows);
     for (let t = 0; t < T; t++) {
@@ -426,7 +430,7 @@ describe("MXFP4", () => {
     })[0] as Float32Array;
     const one = f32(rows);
     for (let t = 0; t < T; t++) {
-      matmulMxfp4(M, { ptr: (x.ptr + t * cols * 4) as Pointer, length: cols }, one, 1);
+      matmulMxfp4(M, { ptr: offsetPointer(x.ptr, t * cols * 4), length: cols }, one, 1);
       expectBits(one.a, base.subarray(t * rows, (t + 1) * rows), `token ${t} alone`);
     }
   });
@@ -443,18 +447,18 @@ describe("norms", () => {
   const y = f32(rows * n);
 
   test("RMSNorm: f64 Σx², f32 scale, (w·x)·r — bit for bit; without gain too", () => {
-    rmsnorm(x, w, y, n, rows, 1e-5);
+    rmsnorm(x, w, y, rows, n, 1e-5);
     const want: number[] = [];
     for (let i = 0; i < rows; i++) rmsnormRef(x.a, i * n, n, w.a, 1e-5, want);
     expectBits(y.a, Float32Array.from(want), "rmsnorm");
-    rmsnorm(x, undefined, y, n, rows, 1e-6);
+    rmsnorm(x, undefined, y, rows, n, 1e-6);
     const want2: number[] = [];
     for (let i = 0; i < rows; i++) rmsnormRef(x.a, i * n, n, undefined, 1e-6, want2);
     expectBits(y.a, Float32Array.from(want2), "rmsnorm without gain");
   });
 
   test("L2Norm: SUM of squares, eps 1e-6 inside the root", () => {
-    l2norm(x, y, n, rows);
+    l2norm(x, y, rows, n);
     const want: number[] = [];
     for (let i = 0; i < rows; i++) {
       let ss = 0;
@@ -467,9 +471,9 @@ describe("norms", () => {
 
   test("path identity", () => {
     expectPathIdentity("norms", () => {
-      rmsnorm(x, w, y, n, rows, 1e-5);
+      rmsnorm(x, w, y, rows, n, 1e-5);
       const a = y.a.slice();
-      l2norm(x, y, n, rows);
+      l2norm(x, y, rows, n);
       return [a, y.a];
     });
   });
@@ -566,7 +570,7 @@ describe("ShortConv", () => {
     const hist = f32(C * (K - 1));
     const y = f32((steps + 1) * C);
     shortConv(x, taps, hist, y, steps, C, K);
-    shortConv({ ptr: (x.ptr + steps * C * 4) as Pointer, length: C }, taps, hist, { ptr: (y.ptr + steps * C * 4) as Pointer, length: C }, 1, C, K);
+    shortConv({ ptr: offsetPointer(x.ptr, steps * C * 4), length: C }, taps, hist, { ptr: offsetPointer(y.ptr, steps * C * 4), length: C }, 1, C, K);
     const want = reference();
     expectClose(y.a, want.y, "shortconv outputs");
     expectBits(hist.a, Float32Array.from(want.hist), "shortconv history");
@@ -582,7 +586,7 @@ describe("ShortConv", () => {
     });
     hist.a.fill(0);
     for (let t = 0; t <= steps; t++) {
-      shortConv({ ptr: (x.ptr + t * C * 4) as Pointer, length: C }, taps, hist, { ptr: (y.ptr + t * C * 4) as Pointer, length: C }, 1, C, K);
+      shortConv({ ptr: offsetPointer(x.ptr, t * C * 4), length: C }, taps, hist, { ptr: offsetPointer(y.ptr, t * C * 4), length: C }, 1, C, K);
     }
     expectBits(y.a, base[0] as Float32Array, "one step per call");
   });
@@ -632,8 +636,8 @@ describe("KDA", () => {
   fillNormal(v, r);
   for (let i = 0; i < alpha.a.length; i++) alpha.a[i] = 0.005 + 0.99 * r.uniform();
   for (let i = 0; i < beta.a.length; i++) beta.a[i] = r.uniform();
-  l2norm(q, q, D, T * H);
-  l2norm(k, k, D, T * H);
+  l2norm(q, q, T * H, D);
+  l2norm(k, k, T * H, D);
   const state = f32(H * D * D);
   const out = f32(T * P);
 
@@ -680,7 +684,7 @@ describe("KDA", () => {
       return [out.a, state.a];
     });
     state.a.fill(0);
-    const at = (b: F32Buf, t: number, w: number): F32Ref => ({ ptr: (b.ptr + t * w * 4) as Pointer, length: w });
+    const at = (b: F32Buf, t: number, w: number): F32Ref => ({ ptr: offsetPointer(b.ptr, t * w * 4), length: w });
     for (let t = 0; t < T; t++) kdaRecurrence(at(q, t, P), at(k, t, P), at(v, t, P), at(alpha, t, P), at(beta, t, H), state, at(out, t, P), 1, H, D);
     expectBits(out.a, base[0] as Float32Array, "one token per call");
     expectBits(state.a, base[1] as Float32Array, "state, one token per call");
@@ -744,27 +748,27 @@ describe("MLA attention", () => {
   }
 
   test("causal NoPE attention with the rope slot scored, scale (dn+dr)^-1/2", () => {
-    mlaAttention(q, kv, kr, out, 0, N, shape);
+    mlaAttention(q, kv, kr, out, N, 0, shape);
     expectClose(out.a, reference(), "mla");
   });
 
   test("prefill == incremental (one position per call); path identity; future keys invisible", () => {
     const base = expectPathIdentity("mla", () => {
-      mlaAttention(q, kv, kr, out, 0, N, shape);
+      mlaAttention(q, kv, kr, out, N, 0, shape);
       return [out.a];
     })[0] as Float32Array;
     const one = f32(H * dv);
     for (let t = 0; t < N; t++) {
-      mlaAttention({ ptr: (q.ptr + t * H * dq * 4) as Pointer, length: H * dq }, kv, kr, one, t, 1, shape);
+      mlaAttention({ ptr: offsetPointer(q.ptr, t * H * dq * 4), length: H * dq }, kv, kr, one, 1, t, shape);
       expectBits(one.a, base.subarray(t * H * dv, (t + 1) * H * dv), `position ${t} incrementally`);
     }
     // a continued prefill (5 cached positions, then 8 new) is the same too
     const rest = f32((N - 5) * H * dv);
-    mlaAttention({ ptr: (q.ptr + 5 * H * dq * 4) as Pointer, length: (N - 5) * H * dq }, kv, kr, rest, 5, N - 5, shape);
+    mlaAttention({ ptr: offsetPointer(q.ptr, 5 * H * dq * 4), length: (N - 5) * H * dq }, kv, kr, rest, N - 5, 5, shape);
     expectBits(rest.a, base.subarray(5 * H * dv), "continued prefill");
     const saved = kv.a[(N - 1) * H * (dn + dv)] as number;
     kv.a[(N - 1) * H * (dn + dv)] = saved + 100;
-    mlaAttention(q, kv, kr, out, 0, N, shape);
+    mlaAttention(q, kv, kr, out, N, 0, shape);
     expectBits(out.a.subarray(0, (N - 1) * H * dv), base.subarray(0, (N - 1) * H * dv), "earlier positions after changing the last key");
     kv.a[(N - 1) * H * (dn + dv)] = saved;
   });
@@ -785,7 +789,7 @@ describe("Attention Residuals", () => {
     for (let j = 0; j < E; j++) phi.a[j] = fr((Math.abs(r.normal()) + 0.5) * r.normal());
     const out = f32(T * E);
     const probs = f32(T * n);
-    attnRes(sources, phi, out, E, T, 1e-5, probs);
+    attnRes(sources, phi, out, probs, T, E, 1e-5);
     const want: number[] = [];
     const wantP: number[] = [];
     for (let t = 0; t < T; t++) {
@@ -812,11 +816,11 @@ describe("Attention Residuals", () => {
     expectClose(probs.a, wantP, "attnres probabilities");
     expectClose(out.a, want, "attnres output");
     expectPathIdentity("attnres", () => {
-      attnRes(sources, phi, out, E, T, 1e-5);
+      attnRes(sources, phi, out, undefined, T, E, 1e-5);
       return [out.a];
     });
     // a single source is the identity, bit for bit
-    attnRes([sources[4] as F32Buf], phi, out, E, T, 1e-5);
+    attnRes([sources[4] as F32Buf], phi, out, undefined, T, E, 1e-5);
     expectBits(out.a, (sources[4] as F32Buf).a, "single source");
   });
 });

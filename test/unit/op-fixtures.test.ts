@@ -11,10 +11,9 @@
  * the checkpoint's.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { toArrayBuffer, type Pointer } from "bun:ffi";
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { NativeBuffer } from "../../src/native/memory.ts";
+import { f32View, NativeBuffer, offsetPointer, u16View, u8View, type Pointer } from "../../src/native/memory.ts";
 import {
   add, attnRes, kdaDecay, kdaGatedNorm, kdaRecurrence, l2norm, matmul, matmulMxfp4, mlaAttention, moeRouted,
   mxfp4DecodeRow, rmsnorm, route, shortConv, sigmoid, sigmoidGate, situGlu, widenBf16, type ExpertRef, type F32Ref,
@@ -90,7 +89,7 @@ function alloc(bytes: number): NativeBuffer {
 
 function f32(n: number): F32Buf {
   const b = alloc(n * 4);
-  return { ptr: b.ptr, length: n, a: new Float32Array(toArrayBuffer(b.ptr, 0, Math.max(n, 2) * 4)).subarray(0, n) };
+  return { ptr: b.ptr, length: n, a: f32View(b.ptr, 0, Math.max(n, 2)).subarray(0, n) };
 }
 
 function f32Of(t: Tensor): F32Buf {
@@ -101,12 +100,12 @@ function f32Of(t: Tensor): F32Buf {
 
 function u8Of(t: Tensor): { ptr: Pointer; a: Uint8Array } {
   const b = alloc(t.data.length);
-  const a = new Uint8Array(toArrayBuffer(b.ptr, 0, Math.max(t.data.length, 8))).subarray(0, t.data.length);
+  const a = u8View(b.ptr, 0, Math.max(t.data.length, 8)).subarray(0, t.data.length);
   a.set(t.data);
   return { ptr: b.ptr, a };
 }
 
-const at = (b: F32Ref, offsetFloats: number, length: number): F32Ref => ({ ptr: (b.ptr + offsetFloats * 4) as Pointer, length });
+const at = (b: F32Ref, offsetFloats: number, length: number): F32Ref => ({ ptr: offsetPointer(b.ptr, offsetFloats * 4), length });
 
 /** A weight matrix in native memory: bf16 bits when the fixture says the values are bf16-exact. */
 function matrix(f: Fixture, name: string, rows?: number, cols?: number): MatrixRef {
@@ -116,7 +115,7 @@ function matrix(f: Fixture, name: string, rows?: number, cols?: number): MatrixR
   const bf16 = f.weights_bf16_exact?.includes(name) || f.weights_dtype?.[name] === "BF16";
   if (bf16) {
     const b = alloc(t.data.length * 2);
-    const bitsOut = new Uint16Array(toArrayBuffer(b.ptr, 0, t.data.length * 2));
+    const bitsOut = u16View(b.ptr, 0, t.data.length);
     const u = new Uint32Array(Float32Array.from(t.data).buffer);
     u.forEach((v, i) => {
       if ((v & 0xffff) !== 0) throw new Error(`${name}: value ${i} is not bf16-exact`);
@@ -175,7 +174,7 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
     const x = f32Of(input(f, "x"));
     const y = f32(x.length);
     const n = dimOf(f, "n");
-    rmsnorm(x, f32Of(input(f, "w")), y, n, dimOf(f, "rows"), dimOf(f, "eps"));
+    rmsnorm(x, f32Of(input(f, "w")), y, dimOf(f, "rows"), n, dimOf(f, "eps"));
     expectWantNotTraps(f, { y: y.a });
   });
 
@@ -183,7 +182,7 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
     const f = load("l2norm");
     const x = f32Of(input(f, "x"));
     const y = f32(x.length);
-    l2norm(x, y, dimOf(f, "n"), dimOf(f, "rows"));
+    l2norm(x, y, dimOf(f, "rows"), dimOf(f, "n"));
     expectWantNotTraps(f, { y: y.a });
   });
 
@@ -269,8 +268,8 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
         return raw;
       });
       const [q, k, v] = streams as [F32Buf, F32Buf, F32Buf];
-      l2norm(q, q, D, T * H);
-      l2norm(k, k, D, T * H);
+      l2norm(q, q, T * H, D);
+      l2norm(k, k, T * H, D);
       const beta = proj("b_proj.weight", H);
       sigmoid(beta, beta, T * H);
       const za = proj("f_a_proj.weight", D);
@@ -326,7 +325,7 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
     const proj = input(f, "proj_weight").data;
     const phi = f32Of({ dtype: "f32", shape: [E], data: norm.map((v, j) => Math.fround(v * (proj[j] as number))) });
     const out = f32(T * E);
-    attnRes(sources, phi, out, E, T, dimOf(f, "eps"));
+    attnRes(sources, phi, out, undefined, T, E, dimOf(f, "eps"));
     expectWantNotTraps(f, { out: out.a });
   });
 
@@ -348,7 +347,7 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
     const elem = wkva.dtype === "BF16" ? 2 : 4;
     // the one kv_a projection split by rows: latent rows 0…Rkv−1, rope-key rows Rkv…Rkv+dr−1
     const wLatent: MatrixRef = { ...wkva, rows: Rkv };
-    const wRope: MatrixRef = { ...wkva, ptr: (wkva.ptr + Rkv * E * elem) as Pointer, rows: dr };
+    const wRope: MatrixRef = { ...wkva, ptr: offsetPointer(wkva.ptr, Rkv * E * elem), rows: dr };
     const cacheCkv = f32(T * Rkv);
     const cacheKr = f32(T * dr);
     const cacheKv = f32(T * H * (dn + dv));
@@ -357,16 +356,16 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
       const xs = at(x, first * E, n * E);
       const cq = f32(n * Rq);
       matmul(matrix(f, "q_a_proj.weight"), xs, cq, n);
-      rmsnorm(cq, f32Of(weight(f, "q_a_layernorm.weight")), cq, Rq, n, eps);
+      rmsnorm(cq, f32Of(weight(f, "q_a_layernorm.weight")), cq, n, Rq, eps);
       const q = f32(n * H * (dn + dr));
       matmul(matrix(f, "q_b_proj.weight"), cq, q, n);
       const ckv = at(cacheCkv, first * Rkv, n * Rkv);
       matmul(wLatent, xs, ckv, n);
-      rmsnorm(ckv, f32Of(weight(f, "kv_a_layernorm.weight")), ckv, Rkv, n, eps);
+      rmsnorm(ckv, f32Of(weight(f, "kv_a_layernorm.weight")), ckv, n, Rkv, eps);
       matmul(wRope, xs, at(cacheKr, first * dr, n * dr), n);
       matmul(matrix(f, "kv_b_proj.weight"), ckv, at(cacheKv, first * H * (dn + dv), n * H * (dn + dv)), n);
       const o = f32(n * H * dv);
-      mlaAttention(q, cacheKv, cacheKr, o, first, n, shape);
+      mlaAttention(q, cacheKv, cacheKr, o, n, first, shape);
       const g = f32(n * H * dv);
       matmul(matrix(f, "g_proj.weight"), xs, g, n);
       sigmoidGate(o, g, o, n * H * dv);
@@ -409,7 +408,7 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
       w2p: stack("experts.w2.weight_packed"), w2s: stack("experts.w2.weight_scale"),
       w3p: stack("experts.w3.weight_packed"), w3s: stack("experts.w3.weight_scale"),
     };
-    const p = (b: { ptr: Pointer }, e: number, bytesPer: number) => (b.ptr + e * bytesPer) as Pointer;
+    const p = (b: { ptr: Pointer }, e: number, bytesPer: number) => offsetPointer(b.ptr, e * bytesPer);
     const refs: ExpertRef[] = Array.from(experts, (e) => ({
       w1Packed: p(w.w1p, e, (I * lam) / 2), w1Scale: p(w.w1s, e, (I * lam) / 32),
       w3Packed: p(w.w3p, e, (I * lam) / 2), w3Scale: p(w.w3s, e, (I * lam) / 32),
@@ -417,7 +416,7 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
     }));
     const acc = f32(T * lam);
     expect(moeRouted(z, refs, weights, acc, T, K, lam, I, b1, b2)).toBe(0);
-    rmsnorm(acc, f32Of(weight(f, "routed_expert_norm.weight")), acc, lam, T, eps);
+    rmsnorm(acc, f32Of(weight(f, "routed_expert_norm.weight")), acc, T, lam, eps);
     const yr = f32(T * E);
     matmul(matrix(f, "routed_expert_up_proj.weight"), acc, yr, T);
     const sg = f32(T * Is);
@@ -453,7 +452,7 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
     const cols = dimOf(f, "cols");
     const bitsIn = input(f, "w_bf16_bits").data;
     const b = alloc(bitsIn.length * 2);
-    new Uint16Array(toArrayBuffer(b.ptr, 0, bitsIn.length * 2)).set(bitsIn);
+    u16View(b.ptr, 0, bitsIn.length).set(bitsIn);
     const x = f32Of(input(f, "x"));
     const y = f32(rows);
     matmul({ ptr: b.ptr, rows, cols, dtype: "BF16" }, x, y, 1);
@@ -467,7 +466,7 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
     const f = load("bf16_widen");
     const bitsIn = input(f, "bits").data;
     const b = alloc(bitsIn.length * 2);
-    new Uint16Array(toArrayBuffer(b.ptr, 0, bitsIn.length * 2)).set(bitsIn);
+    u16View(b.ptr, 0, bitsIn.length).set(bitsIn);
     const out = f32(bitsIn.length);
     widenBf16(b.ptr, out, bitsIn.length);
     const got = Array.from(new Uint32Array(out.a.slice().buffer));
@@ -502,7 +501,7 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
       const scales = u8Of(st);
       const out = f32(rows * cols);
       for (let r = 0; r < rows; r++) {
-        mxfp4DecodeRow((packed.ptr + (r * cols) / 2) as Pointer, (scales.ptr + (r * cols) / 32) as Pointer, cols, at(out, r * cols, cols));
+        mxfp4DecodeRow(offsetPointer(packed.ptr, (r * cols) / 2), offsetPointer(scales.ptr, (r * cols) / 32), cols, at(out, r * cols, cols));
       }
       return out.a;
     };

@@ -7,21 +7,13 @@
 //! A job's destination must stay valid and untouched until `wait` returns for it.
 const std = @import("std");
 const aligned_read = @import("aligned_read.zig");
+const Status = @import("../status.zig").Status;
 
 /// Jobs that can be outstanding at once (a named limit: the job table is sized by it).
 pub const max_jobs: u32 = 256;
 /// I/O threads; more than the cores because they mostly wait on the device.
 pub const max_threads: u32 = 32;
 pub const default_threads: u32 = 8;
-
-pub const Status = enum(i32) {
-    ok = 0,
-    short_read = -10001,
-    capacity = -10002,
-    bad_argument = -10003,
-    queue_full = -10005,
-    _,
-};
 
 const State = enum(u8) { free, queued, running, done };
 
@@ -177,9 +169,9 @@ test "reads land in their buffers, several at once" {
     defer file.close();
     const cap = aligned_read.capacityFor(300);
     var handles: [4]i32 = undefined;
-    var bufs: [4][]align(4096) u8 = undefined;
+    var bufs: [4][]align(aligned_read.alignment) u8 = undefined;
     for (&bufs, 0..) |*b, i| {
-        b.* = try std.heap.page_allocator.alignedAlloc(u8, 4096, cap);
+        b.* = try std.heap.page_allocator.alignedAlloc(u8, aligned_read.alignment, cap);
         handles[i] = submit(file.fd, file.direct, 5000 + i * 1000, 300, b.*.ptr, cap);
         try std.testing.expect(handles[i] >= 0);
     }

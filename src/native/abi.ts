@@ -1,6 +1,9 @@
 /**
- * The libk3 symbol table: mirrors zig/abi.zig one to one (same names, same order of
- * arguments). Change both files together.
+ * The libk3 ABI as TypeScript sees it, mirroring zig/abi.zig: every `export fn` (same names,
+ * same order, same argument order and FFI types) and every constant both sides must agree on.
+ * Each constant's comment names the Zig declaration it mirrors ("Mirrors zig/… `name`");
+ * test/unit/abi.test.ts reads those names, parses the Zig files and fails on any difference,
+ * so a change on one side only cannot pass the tests.
  */
 import { FFIType } from "bun:ffi";
 
@@ -49,11 +52,11 @@ export const symbols = {
   k3_mem_read_sum: { args: [ptr, u64], returns: u64 },
 } as const;
 
-/** The ABI version this binding was written against (zig/abi.zig `abi_version`). */
-export const expectedAbiVersion = 4;
+/** Mirrors zig/abi.zig `abi_version`: what `k3_abi_version` must return for this binding. */
+export const abiVersion = 4;
 
-/** k3's own status codes (zig/abi.zig `Status`); -1 .. -4095 are negated errno values. */
-export const NativeStatus = {
+/** Mirrors zig/status.zig `Status`: k3's own status codes; -1 .. -4095 are negated errno values. */
+export const Status = {
   ok: 0,
   shortRead: -10001,
   capacity: -10002,
@@ -61,3 +64,61 @@ export const NativeStatus = {
   outOfMemory: -10004,
   queueFull: -10005,
 } as const;
+
+/** Mirrors zig/abi.zig `alloc_zero`: a `k3_alloc` flag, zero-fill the memory. */
+export const allocZero = 1;
+
+/** Mirrors zig/abi.zig `alloc_huge`: a `k3_alloc` flag, advise transparent huge pages. */
+export const allocHuge = 2;
+
+/** Mirrors zig/kernels/common.zig `Path`: the implementations `k3_kernel_path` selects. */
+export const KernelPathCode = {
+  simd: 0,
+  scalar: 1,
+} as const;
+
+/** Mirrors zig/kernels/situ.zig `Op`: the operator codes of `k3_elementwise`. */
+export const ElementwiseOp = {
+  exp: 0,
+  sigmoid: 1,
+  tanh: 2,
+  silu: 3,
+  softplus: 4,
+  gate: 5,
+  add: 6,
+  axpy: 7,
+  situ: 8,
+} as const;
+
+/** Mirrors zig/kernels/router.zig `Dtype`: the `w_dtype` codes of `k3_router`. */
+export const RouterDtype = {
+  bf16: 0,
+  f32: 1,
+} as const;
+
+/**
+ * Mirrors zig/kernels/moe.zig `ExpertPtrs`: the six addresses of one record of the expert list
+ * `k3_moe_routed` takes, in memory order.
+ */
+export const expertRecordFields = ["w1Packed", "w1Scale", "w3Packed", "w3Scale", "w2Packed", "w2Scale"] as const;
+
+/** Mirrors zig/pool.zig `max_threads`: the largest compute thread count `k3_pool_init` accepts. */
+export const maxThreads = 256;
+
+/** Mirrors zig/kernels/attnres.zig `max_sources`: the most sources one `k3_attnres` call takes. */
+export const maxAttnResSources = 64;
+
+/** Mirrors zig/kernels/router.zig `max_k`: the largest top-k of `k3_router`. */
+export const maxRouterK = 256;
+
+/** Mirrors zig/kernels/conv.zig `max_taps`: the longest `k3_shortconv` kernel. */
+export const maxConvTaps = 16;
+
+/** Mirrors zig/kernels/kda.zig `max_head_dim`: the largest `k3_kda_recurrence` head_dim. */
+export const maxKdaHeadDim = 512;
+
+/** Mirrors zig/kernels/mla.zig `max_dq`: the largest dn + dr of `k3_mla_attention`. */
+export const maxMlaQueryWidth = 512;
+
+/** Mirrors zig/kernels/matvec_mxfp4.zig `group`: MXFP4 elements sharing one scale byte. */
+export const mxfp4Group = 32;
