@@ -6,7 +6,7 @@
  * a streaming slot) into the structures the forward pass uses: matrices point into the bytes,
  * small vectors are widened to f32.
  */
-import { u8View, type Pointer } from "../native/memory.ts";
+import { offsetPointer, u8View, type Pointer } from "../native/memory.ts";
 import type { ModelConfig } from "../checkpoint/config.ts";
 import { dtypeBytes, type CheckpointIndex, type TensorEntry } from "../checkpoint/safetensors.ts";
 import {
@@ -105,7 +105,7 @@ class LayerBinder {
   matrix(spec: TensorSpec): Matrix {
     const t = this.#tensor(spec.name);
     const [rows, cols] = t.shape as [number, number];
-    return { name: spec.name, ptr: (this.#bytes.base + t.off) as Pointer, rows, cols, dtype: t.dtype as Matrix["dtype"] };
+    return { name: spec.name, ptr: offsetPointer(this.#bytes.base, t.off), rows, cols, dtype: t.dtype as Matrix["dtype"] };
   }
 
   values(name: string): Float32Array {
