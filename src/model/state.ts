@@ -97,6 +97,12 @@ export class SequenceState {
     return sections;
   }
 
+  /** Back to position 0 with zero recurrent and conv state, as a fresh state starts. */
+  reset(): void {
+    for (const k of this.kda.values()) for (const buffer of [k.recurrent, k.convQ, k.convK, k.convV]) buffer.fill(0);
+    this.position = 0; // MLA rows are rewritten before they are read, so they need no clearing
+  }
+
   /** A copy of everything carried at this position, in native memory; free it when done. */
   snapshot(): StateSnapshot {
     const pool = new F32Pool();
