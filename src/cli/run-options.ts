@@ -2,13 +2,11 @@
 import { usageError } from "../errors.ts";
 import { defaultGeneratedTokens, maxGeneratedTokens } from "../plan/limits.ts";
 import type { DecodeMode } from "../decode/loop.ts";
-import { defaultCacheBytes, defaultTrunkBytes, presetNames, type BudgetAction } from "../plan/budget.ts";
-import { findPreset } from "../plan/presets.ts";
-import { presetListing } from "../report/plan-report.ts";
-import { bytesToGb, gbToBytes } from "../units.ts";
+import type { BudgetAction } from "../plan/budget.ts";
 import { parseIdList, parseInteger, type OptionDef, type PositionalDef } from "./args.ts";
 import type { CommandInfo } from "./usage.ts";
 import { configOption, helpOption, layersOption, requirePath, tokOption } from "./common-options.ts";
+import { memoryOptions } from "./memory-options.ts";
 
 export interface RunOptions {
   modelDir: string;
@@ -37,15 +35,6 @@ export function defaultRunOptions(): RunOptions {
     mode: "incremental", out: "k3_run.json", dumpLogits: undefined, layers: undefined,
     budgets: [], trunkDir: undefined, dumpCacheTrace: undefined,
   };
-}
-
-/** A size given in GB (a non-negative decimal number), in bytes. */
-function parseGb(raw: string, flag: string): number {
-  const value = Number(raw);
-  if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !Number.isFinite(value)) {
-    throw usageError(`${flag} expects a size in GB (a number such as 16 or 0.5), got '${raw}'`);
-  }
-  return gbToBytes(value);
 }
 
 export const runPositionals: readonly PositionalDef[] = [
@@ -98,30 +87,7 @@ export const runOptionTable: readonly OptionDef<RunOptions>[] = [
     description: "Recompute the whole prefix every step (the O(T^2) validation path)",
     apply: (o) => { o.mode = "recompute"; },
   },
-  {
-    name: "preset", value: "NAME",
-    description: `Memory preset, sets --trunk-gb and --cache-gb: ${presetNames().join(", ")} (see --list-presets)`,
-    apply: (o, raw, flag) => {
-      if (raw === "auto") o.budgets.push({ kind: "auto" });
-      else if (findPreset(raw)) o.budgets.push({ kind: "preset", name: raw });
-      else throw usageError(`${flag}: unknown preset '${raw}'`, presetListing());
-    },
-  },
-  {
-    name: "trunk", value: "DIR",
-    description: "Packed trunk directory (k3 pack-trunk): streams the trunk instead of holding it resident",
-    apply: (o, raw, flag) => { o.trunkDir = requirePath(raw, flag); },
-  },
-  {
-    name: "trunk-gb", value: "X|auto",
-    description: `Trunk budget in GB for pinned layers plus the streaming ring (default ${bytesToGb(defaultTrunkBytes)}; needs --trunk)`,
-    apply: (o, raw, flag) => { o.budgets.push(raw === "auto" ? { kind: "auto" } : { kind: "trunk", bytes: parseGb(raw, flag) }); },
-  },
-  {
-    name: "cache-gb", value: "X",
-    description: `Routed-expert cache budget in GB (default ${bytesToGb(defaultCacheBytes)}, at most what all experts need)`,
-    apply: (o, raw, flag) => { o.budgets.push({ kind: "cache", bytes: parseGb(raw, flag) }); },
-  },
+  ...memoryOptions<RunOptions>(),
   {
     name: "dump-cache-trace", value: "DIR",
     description: "Write the expert request trace and histogram into DIR (which must exist) at the end",
