@@ -1,5 +1,4 @@
 /** The options of `k3 <model_dir>`: one table for parsing, validation and usage text. */
-import { usageError } from "../errors.ts";
 import { defaultGeneratedTokens, maxGeneratedTokens } from "../plan/limits.ts";
 import type { DecodeMode } from "../decode/loop.ts";
 import type { BudgetAction } from "../plan/budget.ts";
