@@ -15,7 +15,7 @@ import { applyPenalties, TokenCounts } from "./penalties.ts";
 import { orderByProbability } from "./probability-order.ts";
 import { SplitMix64, type UniformSource } from "./rng.ts";
 import { argmax, greedy, type Sampler } from "./sampler.ts";
-import type { SamplingOptions } from "./sampling-options.ts";
+import { type SamplingOptions, validateSampling } from "./sampling-options.ts";
 
 /** The ids that can be drawn, most likely first, with probabilities that sum to 1. */
 export interface Candidates {
@@ -117,11 +117,13 @@ export function drawFrom(candidates: Candidates, u: number): number {
  * same object, bit for bit, and draws nothing. Otherwise every `choose` makes exactly one draw
  * from `random` (by default SplitMix64 seeded with options.seed), whatever the logits.
  */
-export function createSampler(options: SamplingOptions, random: UniformSource = new SplitMix64(options.seed)): Sampler {
+export function createSampler(options: SamplingOptions, random?: UniformSource): Sampler {
+  validateSampling(options); // callers check with their own naming first; this keeps NaN out regardless
   if (options.temperature === 0) return greedy;
+  const source = random ?? new SplitMix64(options.seed);
   const counts = new TokenCounts();
   return {
-    choose: (logits) => drawFrom(samplingDistribution(logits, options, counts.entries), random.nextUniform()),
+    choose: (logits) => drawFrom(samplingDistribution(logits, options, counts.entries), source.nextUniform()),
     accept: (token) => counts.add(token),
   };
 }
