@@ -70,6 +70,7 @@ export function decode<State>(model: Forward<State>, prompt: readonly number[], 
       }
       if (step === 0) firstLogits = logits.slice();
       const token = sampler.choose(logits);
+      sampler.accept?.(token);
       generated.push(token);
       const record = { step, token, seconds: (performance.now() - started) / 1000 };
       steps.push(record);

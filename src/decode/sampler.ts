@@ -5,6 +5,11 @@
 export interface Sampler {
   /** The id to emit for this row of logits. */
   choose(logits: Float32Array): number;
+  /**
+   * Told every id the run emits, after it is chosen: samplers whose choice depends on what was
+   * generated (presence and frequency penalties) keep their history here. Greedy has none.
+   */
+  accept?(token: number): void;
 }
 
 /** Arg-max with ties to the lowest id (model.md 6.13). NaN never wins. */

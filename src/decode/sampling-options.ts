@@ -1,0 +1,106 @@
+/**
+ * The sampling knobs (chat.md 3.4): their names, ranges, defaults and the one validator. The CLI
+ * flags and the server's request fields both come through here, so a range is written once.
+ */
+import { usageError } from "../errors.ts";
+
+export interface SamplingOptions {
+  /** 0 is greedy: argmax, ties to the lowest id, no randomness used, every other knob ignored. */
+  readonly temperature: number;
+  /** Nucleus mass in (0, 1]; 1 is off. */
+  readonly topP: number;
+  /** Keep this many most likely ids; 0 is off. */
+  readonly topK: number;
+  /** Drop ids below minP times the most likely id's probability; 0 is off. */
+  readonly minP: number;
+  /** Seeds the random stream; the default is a fixed constant, so identical requests agree. */
+  readonly seed: number;
+  /** Subtracted once from the logit of every id already generated; 0 is off. */
+  readonly presencePenalty: number;
+  /** Subtracted per occurrence from the logit of every id already generated; 0 is off. */
+  readonly frequencyPenalty: number;
+}
+
+export type SamplingKnob = keyof SamplingOptions;
+
+/** The seed when none is given. Any fixed value would do; it only has to never change. */
+export const DEFAULT_SEED = 0;
+
+const off = { topK: 0, minP: 0, seed: DEFAULT_SEED, presencePenalty: 0, frequencyPenalty: 0 } as const;
+
+/**
+ * The defaults: the run command stays greedy (the reference path, chat.md 3.4 rule 1); chat uses
+ * Moonshot's evaluation settings, temperature 1.0 and top_p 0.95 (chat.md 3.1, rule 4).
+ */
+export const samplingDefaults = {
+  run: { temperature: 0, topP: 1, ...off },
+  chat: { temperature: 1, topP: 0.95, ...off },
+} as const satisfies Record<string, SamplingOptions>;
+
+/** How each knob is spelled on the command line and in an OpenAI-style request. */
+export const samplingNames = {
+  flag: {
+    temperature: "--temperature", topP: "--top-p", topK: "--top-k", minP: "--min-p", seed: "--seed",
+    presencePenalty: "--presence-penalty", frequencyPenalty: "--frequency-penalty",
+  },
+  field: {
+    temperature: "temperature", topP: "top_p", topK: "top_k", minP: "min_p", seed: "seed",
+    presencePenalty: "presence_penalty", frequencyPenalty: "frequency_penalty",
+  },
+} as const satisfies Record<string, Record<SamplingKnob, string>>;
+
+export type SamplingNaming = keyof typeof samplingNames;
+
+interface Range {
+  readonly accepts: (value: number) => boolean;
+  readonly says: string;
+}
+
+const between = (low: number, high: number): ((v: number) => boolean) => (v) => v >= low && v <= high;
+
+/** 2^64: seeds are taken modulo 2^64, so anything beyond cannot be told apart and is refused. */
+const SEED_LIMIT = 2 ** 64;
+
+const ranges: Record<SamplingKnob, Range> = {
+  temperature: { accepts: between(0, 2), says: "a number from 0 to 2 (0 is greedy)" },
+  topP: { accepts: (v) => v > 0 && v <= 1, says: "a number above 0 and at most 1 (1 is off)" },
+  topK: { accepts: (v) => Number.isSafeInteger(v) && v >= 0, says: "a whole number of at least 0 (0 is off)" },
+  minP: { accepts: between(0, 1), says: "a number from 0 to 1 (0 is off)" },
+  seed: { accepts: (v) => Number.isInteger(v) && v >= -(SEED_LIMIT / 2) && v < SEED_LIMIT, says: "a whole number in [-2^63, 2^64)" },
+  presencePenalty: { accepts: between(-2, 2), says: "a number from -2 to 2 (0 is off)" },
+  frequencyPenalty: { accepts: between(-2, 2), says: "a number from -2 to 2 (0 is off)" },
+};
+
+/**
+ * `defaults` with `given` laid over it, every knob checked; an out-of-range or non-number value
+ * is a usage error (exit 2) whose one line names the option as `naming` spells it.
+ */
+export function resolveSampling(
+  given: Partial<Record<SamplingKnob, unknown>>,
+  defaults: SamplingOptions,
+  naming: SamplingNaming = "flag",
+): SamplingOptions {
+  const check = (knob: SamplingKnob): number => {
+    const value = given[knob] ?? defaults[knob];
+    const range = ranges[knob];
+    if (typeof value !== "number" || Number.isNaN(value) || !range.accepts(value)) {
+      throw usageError(`${samplingNames[naming][knob]} must be ${range.says}, got ${describe(value)}`);
+    }
+    return value;
+  };
+  return {
+    temperature: check("temperature"), topP: check("topP"), topK: check("topK"), minP: check("minP"),
+    seed: check("seed"), presencePenalty: check("presencePenalty"), frequencyPenalty: check("frequencyPenalty"),
+  };
+}
+
+/** Checks a complete set of options (the same rules as resolveSampling). */
+export function validateSampling(options: SamplingOptions, naming: SamplingNaming = "flag"): SamplingOptions {
+  return resolveSampling(options, options, naming);
+}
+
+function describe(value: unknown): string {
+  if (typeof value === "string") return JSON.stringify(value);
+  if (typeof value === "number" || typeof value === "boolean" || value === null) return String(value);
+  return typeof value;
+}
