@@ -5,6 +5,7 @@
  */
 import type { ModelConfig } from "../checkpoint/config.ts";
 import type { DecodeMode } from "../decode/loop.ts";
+import type { SamplingOptions } from "../decode/sampling-options.ts";
 import { generate } from "../engine/generate.ts";
 import { openEngine, type EngineRequest } from "../engine/open.ts";
 import type { RunResult } from "../engine/result.ts";
@@ -26,6 +27,7 @@ export interface RunSpec {
   prompt: readonly number[];
   maxNewTokens: number;
   mode: DecodeMode;
+  sampling: SamplingOptions;
   budgets: readonly BudgetAction[];
   trunkDir: string | undefined;
   tokenizer: Tokenizer | undefined;
@@ -67,7 +69,7 @@ export function executeRun(spec: RunSpec): RunOutcome {
   stderr(stepHeader());
   let firstLogits: Float32Array | undefined;
   const result = generate(engine, spec.prompt, {
-    maxNewTokens: spec.maxNewTokens, mode: spec.mode, tokenizer: spec.tokenizer, layersRequested: spec.layersRequested,
+    maxNewTokens: spec.maxNewTokens, mode: spec.mode, sampling: spec.sampling, tokenizer: spec.tokenizer, layersRequested: spec.layersRequested,
   }, {
     onStep: (step) => stderr(stepRow(step)),
     onFirstLogits: (logits) => { firstLogits = logits; },

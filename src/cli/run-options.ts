@@ -6,6 +6,7 @@ import { parseIdList, parseInteger, type OptionDef, type PositionalDef } from ".
 import type { CommandInfo } from "./usage.ts";
 import { configOption, helpOption, layersOption, requirePath, tokOption } from "./common-options.ts";
 import { memoryOptions } from "./memory-options.ts";
+import { samplingOptions, type SamplingTarget } from "./sampling-options.ts";
 
 export interface RunOptions {
   modelDir: string;
@@ -26,13 +27,14 @@ export interface RunOptions {
   budgets: BudgetAction[];
   trunkDir: string | undefined;
   dumpCacheTrace: string | undefined;
+  sampling: SamplingTarget["sampling"];
 }
 
 export function defaultRunOptions(): RunOptions {
   return {
     modelDir: "", promptSources: [], promptValue: "", tokDir: undefined, ids: [], gen: defaultGeneratedTokens, configPath: undefined,
     mode: "incremental", out: "k3_run.json", dumpLogits: undefined, layers: undefined,
-    budgets: [], trunkDir: undefined, dumpCacheTrace: undefined,
+    budgets: [], trunkDir: undefined, dumpCacheTrace: undefined, sampling: {},
   };
 }
 
@@ -87,6 +89,7 @@ export const runOptionTable: readonly OptionDef<RunOptions>[] = [
     apply: (o) => { o.mode = "recompute"; },
   },
   ...memoryOptions<RunOptions>(),
+  ...samplingOptions<RunOptions>("default 0: the run command decodes greedily"),
   {
     name: "dump-cache-trace", value: "DIR",
     description: "Write the expert request trace and histogram into DIR (which must exist) at the end",

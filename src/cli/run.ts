@@ -2,6 +2,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig } from "../checkpoint/config.ts";
+import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import type { RunResult } from "../engine/result.ts";
 import { resultJson } from "../report/results.ts";
 import { envValue } from "../env.ts";
@@ -30,6 +31,7 @@ export function parseRunArgs(args: readonly string[]): RunOptions {
   if (sources.length > 1) throw usageError(`${sources.join(" and ")} are mutually exclusive: give exactly one prompt source`);
   if (options.promptSources[0] !== "--ids" && !options.tokDir) throw usageError(tokMissingMessage(options.promptSources[0] as string));
   if (options.promptSources[0] === "--ids" && options.promptValue !== "-") checkRequest(options.ids, options.gen);
+  resolveSampling(options.sampling, samplingDefaults.run); // a bad knob is a usage error before anything loads
   return options;
 }
 
@@ -73,7 +75,8 @@ export async function main(args: readonly string[]): Promise<number> {
   }
   const outcome = executeRun({
     modelDir: options.modelDir, config, configShape: shape, layerCount, layersRequested: options.layers ?? config.numLayers,
-    prompt: prompt.ids, maxNewTokens: options.gen, mode: options.mode, budgets: options.budgets, trunkDir: options.trunkDir,
+    prompt: prompt.ids, maxNewTokens: options.gen, mode: options.mode,
+    sampling: resolveSampling(options.sampling, samplingDefaults.run), budgets: options.budgets, trunkDir: options.trunkDir,
     tokenizer: prompt.tokenizer, faults: injectedFaults(), trace: options.dumpCacheTrace !== undefined,
   });
   writeOutputs(options, outcome);

@@ -4,7 +4,8 @@
  * so an engine can serve run after run.
  */
 import { decode, type DecodeMode } from "../decode/loop.ts";
-import type { Sampler } from "../decode/sampler.ts";
+import { createSampler } from "../decode/sampling.ts";
+import { samplingDefaults, type SamplingOptions } from "../decode/sampling-options.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import type { ExpertStepStats, TrunkStats } from "./result.ts";
 import { peakRssBytes, type Engine } from "./open.ts";
@@ -13,7 +14,8 @@ import type { RunResult, StepResult } from "./result.ts";
 export interface GenerateOptions {
   maxNewTokens: number;
   mode: DecodeMode;
-  sampler?: Sampler;
+  /** How tokens are chosen; greedy (the run command's default) when omitted. */
+  sampling?: SamplingOptions;
   stopIds?: ReadonlySet<number>;
   /** Decodes the generated ids to `generatedText`; without it the text is null. */
   tokenizer?: Tokenizer;
@@ -49,8 +51,9 @@ export function generate(engine: Engine, prompt: readonly number[], options: Gen
   const badScalesBefore = engine.badScaleBytes();
   const warningsBefore = engine.warnings.length;
   const steps: StepResult[] = [];
+  const sampling = options.sampling ?? samplingDefaults.run;
   const decoded = decode(engine.model, prompt, {
-    maxNewTokens: options.maxNewTokens, mode: options.mode, sampler: options.sampler, stopIds: options.stopIds,
+    maxNewTokens: options.maxNewTokens, mode: options.mode, sampler: createSampler(sampling), stopIds: options.stopIds,
     onToken: events.onToken,
     beforeStep: () => experts.beginStep(),
     afterStep: (record) => {
@@ -69,7 +72,7 @@ export function generate(engine: Engine, prompt: readonly number[], options: Gen
   return {
     promptIds: [...prompt], generatedIds: generated, fullIds: [...prompt, ...generated],
     generatedText: options.tokenizer && generated.length > 0 ? options.tokenizer.decodeText(generated) : null,
-    finishReason: decoded.finish, mode: options.mode,
+    finishReason: decoded.finish, mode: options.mode, sampling,
     layers: plan.layerCount, layersRequested: options.layersRequested ?? plan.modelLayers,
     secondsPerToken: steps.length > 0 ? decodeSeconds / steps.length : 0, decodeSeconds,
     wallSeconds: (performance.now() - engine.openedAt) / 1000,

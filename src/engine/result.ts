@@ -4,6 +4,7 @@
  * whole (report/results.ts), and the stderr report is a function of it alone.
  */
 import type { DecodeMode, FinishReason } from "../decode/loop.ts";
+import type { SamplingOptions } from "../decode/sampling-options.ts";
 import type { ExpertCachePlan, ExpertDrop, ExpertStepStats } from "../weights/expert-cache.ts";
 import type { TrunkStats } from "../weights/streamed-trunk.ts";
 import type { EnginePlan } from "./open.ts";
@@ -28,6 +29,8 @@ export interface RunResult {
   generatedText: string | null;
   finishReason: FinishReason;
   mode: DecodeMode;
+  /** How the tokens were chosen (temperature 0: greedy). */
+  sampling: SamplingOptions;
   layers: number;
   layersRequested: number;
   /** Step wall time over generated tokens; loading and setup excluded. */

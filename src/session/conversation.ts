@@ -112,6 +112,7 @@ export class Conversation {
     let finish: FinishReason = "length";
     for (let step = 0; step < options.maxNewTokens && logits; step++) {
       const token = options.sampler.choose(logits);
+      options.sampler.accept?.(token);
       generated.push(token);
       options.onToken?.(token);
       if (options.stopIds.has(token)) {
