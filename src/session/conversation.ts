@@ -22,8 +22,8 @@ export interface TurnOptions {
   maxNewTokens: number;
   /** Ids that end the reply; the one met is kept in `generated` but never fed to the state. */
   stopIds: ReadonlySet<number>;
-  /** Each id as it is chosen (for streaming the reply). */
-  onToken?: (token: number) => void;
+  /** Each id as it is chosen (for streaming the reply); "stop" ends the reply after it, unfed. */
+  onToken?: (token: number) => "stop" | undefined | void;
   /** Asked between tokens, after the event loop has run: true ends the reply as cancelled. */
   cancelled?: () => boolean;
 }
@@ -114,8 +114,7 @@ export class Conversation {
       const token = options.sampler.choose(logits);
       options.sampler.accept?.(token);
       generated.push(token);
-      options.onToken?.(token);
-      if (options.stopIds.has(token)) {
+      if (options.onToken?.(token) === "stop" || options.stopIds.has(token)) {
         finish = "stop";
         break;
       }

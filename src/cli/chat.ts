@@ -1,0 +1,334 @@
+/**
+ * `k3 chat <model_dir> --tok DIR`: talk to Kimi K3. On a terminal, a conversation: the reasoning
+ * streamed dimmed, the answer as it is produced, commands after a slash, Ctrl-C stops the reply.
+ * With `--message TEXT`, or stdin not a terminal, one turn: the answer on stdout, the reasoning
+ * on stderr (or, with --json, the OpenAI-style assistant message with usage on stdout).
+ */
+import { join } from "node:path";
+import { createInterface, type Interface } from "node:readline";
+import { loadConfig } from "../checkpoint/config.ts";
+import { EFFORTS, type Effort } from "../chat/request-types.ts";
+import type { ReplyEvent } from "../chat/parse.ts";
+import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
+import { openEngine } from "../engine/open.ts";
+import { ExitCode, usageError } from "../errors.ts";
+import { readOrFail, writeAtomically } from "../fs.ts";
+import { maxGeneratedTokens, maxPositions } from "../plan/limits.ts";
+import type { BudgetAction } from "../plan/budget.ts";
+import { emit, log } from "../report/log.ts";
+import { formatBytes } from "../report/format.ts";
+import { ChatSession, type ChatMessage, type ChatTurn } from "../session/chat-session.ts";
+import { loadTokenizer } from "../tokenizer/index.ts";
+import { parseInteger, type OptionDef } from "./args.ts";
+import { checkLayers, configOption, helpOption, layersOption, tokMissingMessage, tokOption } from "./common-options.ts";
+import { readStdin } from "./prompt.ts";
+import { memoryOptions } from "./memory-options.ts";
+import { samplingOptions, type SamplingTarget } from "./sampling-options.ts";
+import { parseCommandArgs, usageText, type CommandInfo } from "./usage.ts";
+
+interface ChatOptions extends SamplingTarget {
+  tokDir: string | undefined;
+  configPath: string | undefined;
+  layers: number | undefined;
+  budgets: BudgetAction[];
+  trunkDir: string | undefined;
+  system: string | undefined;
+  thinking: boolean;
+  effort: Effort;
+  maxTokens: number;
+  ctx: number;
+  message: string | undefined;
+  json: boolean;
+  hideReasoning: boolean;
+}
+
+const defaultMaxTokens = 2048;
+const defaultCtx = 8192;
+
+const options: readonly OptionDef<ChatOptions>[] = [
+  tokOption("Tokenizer directory (tiktoken.model + tokenizer_config.json with the K3 control tokens)"),
+  ...memoryOptions<ChatOptions>(),
+  { name: "system", value: "TEXT", description: "A system message before the conversation", apply: (o, raw) => { o.system = raw; } },
+  { name: "no-think", description: "Answer without a reasoning section (thinking off)", apply: (o) => { o.thinking = false; } },
+  {
+    name: "effort", value: EFFORTS.join("|"), description: "Thinking effort (default max)",
+    apply: (o, raw, flag) => {
+      if (!(EFFORTS as readonly string[]).includes(raw)) throw usageError(`${flag} must be one of ${EFFORTS.join(", ")}, got '${raw}'`);
+      o.effort = raw as Effort;
+    },
+  },
+  ...samplingOptions<ChatOptions>("chat default 1.0, with --top-p 0.95, as Moonshot evaluates K3"),
+  {
+    name: "max-tokens", value: "N", description: `Longest reply in tokens (default ${defaultMaxTokens})`,
+    apply: (o, raw, flag) => { o.maxTokens = parseInteger(raw, flag, 1, maxGeneratedTokens); },
+  },
+  {
+    name: "ctx", value: "N", description: `Positions the conversation can hold, prompt and replies (default ${defaultCtx})`,
+    apply: (o, raw, flag) => { o.ctx = parseInteger(raw, flag, 16, maxPositions); },
+  },
+  { name: "message", value: "TEXT", description: "One turn with this message, then exit (also when stdin is not a terminal)", apply: (o, raw) => { o.message = raw; } },
+  { name: "json", description: "One turn: print the OpenAI-style assistant message with usage on stdout", apply: (o) => { o.json = true; } },
+  { name: "hide-reasoning", description: "Do not show the reasoning as it streams (it is still kept in the transcript)", apply: (o) => { o.hideReasoning = true; } },
+  configOption(),
+  layersOption("Bind only the first N layers (the output is then not the full model)"),
+  helpOption,
+];
+
+const command: CommandInfo<ChatOptions> = {
+  name: "k3 chat",
+  description: "Talk to Kimi K3: the chat template, reasoning and answer streamed, multi-turn state kept",
+  positionals: [{ name: "model_dir", description: "Checkpoint directory (the .safetensors shards and config.json)" }],
+  options,
+};
+
+const slashHelp = [
+  "/reset             forget the conversation",
+  "/save FILE         write the transcript (OpenAI messages JSON)",
+  "/load FILE         read a transcript written by /save",
+  "/think on|off      thinking on or off for the next turns",
+  "/effort low|high|max",
+  "/stats             what the last turn fed, reused and how fast it ran",
+  "/exit              leave (Ctrl-D too); Ctrl-C stops a reply",
+].join("\n");
+
+export async function main(args: readonly string[]): Promise<number> {
+  const o: ChatOptions = {
+    tokDir: undefined, configPath: undefined, layers: undefined, budgets: [], trunkDir: undefined, system: undefined,
+    thinking: true, effort: "max", maxTokens: defaultMaxTokens, ctx: defaultCtx, message: undefined, json: false,
+    hideReasoning: false, sampling: {},
+  };
+  const positionals = await parseCommandArgs(args, command, o);
+  if (!positionals) return ExitCode.ok;
+  const [modelDir] = positionals;
+  if (!modelDir) throw usageError("chat needs <model_dir>", await usageText(command));
+  if (!o.tokDir) throw usageError(tokMissingMessage("chat"));
+  const sampling = resolveSampling(o.sampling, samplingDefaults.chat);
+  const oneTurn = o.message !== undefined || o.json || !process.stdin.isTTY;
+  const message = oneTurn ? (o.message ?? new TextDecoder().decode(readStdin())) : undefined;
+  if (oneTurn && message!.trim() === "") throw usageError("chat: the message is empty (give --message TEXT or text on stdin)");
+
+  const { config } = loadConfig(o.configPath ?? join(modelDir, "config.json"));
+  const layerCount = checkLayers(o.layers, config);
+  const tokenizer = loadTokenizer(o.tokDir);
+  using engine = openEngine(
+    { modelDir, config, layerCount, positions: o.ctx, promptTokens: o.ctx, budgets: o.budgets, trunkDir: o.trunkDir },
+    { onWarning: (w) => log.warn(w), onDrop: (d) => log.error(`EXPERT DROP: layer ${d.layer} expert ${d.expert} failed to load; this reply is CORRUPT (${d.reason})`) },
+  );
+  log.info(`k3 chat: ${modelDir}, ${layerCount} layers, context ${o.ctx} positions; loaded in ${engine.loadSeconds.toFixed(1)} s, peak RSS ${formatBytes(engine.peakRssAfterLoadBytes)}`);
+  const session = new ChatSession(engine, tokenizer, {
+    system: o.system, thinking: o.thinking, effort: o.effort, sampling, maxNewTokens: o.maxTokens,
+  });
+  try {
+    if (message !== undefined) return await oneShot(session, message, o);
+    await interactive(session, o);
+    return engine.experts.drops.length > 0 ? ExitCode.corruptTokens : ExitCode.ok;
+  } finally {
+    session.close();
+  }
+}
+
+/** One turn for scripts: the answer (or the JSON message) on stdout, the reasoning on stderr. */
+async function oneShot(session: ChatSession, text: string, o: ChatOptions): Promise<number> {
+  const turn = await session.send(text, {
+    onEvent: (event) => {
+      if (o.json) return;
+      if (event.kind === "content") emit(event.text);
+      else if (event.kind === "reasoning" && !o.hideReasoning) process.stderr.write(event.text);
+      else if (event.kind === "warning") log.warn(event.message);
+    },
+  });
+  if (o.json) {
+    const completion = turn.generatedIds.length;
+    emit(`${JSON.stringify({
+      ...turn.message, finish_reason: turn.finishReason,
+      usage: { prompt_tokens: turn.promptTokens, completion_tokens: completion, total_tokens: turn.promptTokens + completion },
+    })}\n`);
+  } else {
+    emit("\n");
+  }
+  log.info(statsLine(turn));
+  return ExitCode.ok;
+}
+
+function statsLine(turn: ChatTurn): string {
+  const t = turn.turn;
+  const rate = t.decodeSeconds > 0 ? (turn.generatedIds.length / t.decodeSeconds).toFixed(2) : "-";
+  return `turn: prompt ${turn.promptIds} ids (${t.fedPromptIds} fed, ${t.reusedPromptIds} reused from the ${t.reusedFrom === "none" ? "start" : `${t.reusedFrom} state`}) ` +
+    `in ${t.prefillSeconds.toFixed(2)} s; reply ${turn.generatedIds.length} tokens at ${rate} tok/s; finish ${turn.finishReason} (${turn.engineFinish})`;
+}
+
+/** Lines from the terminal, one `next()` at a time; a line ending in a backslash continues. */
+class LineReader {
+  readonly #rl: Interface;
+  readonly #queued: string[] = [];
+  #waiting: ((line: string | undefined) => void) | undefined;
+  #closed = false;
+
+  constructor(rl: Interface) {
+    this.#rl = rl;
+    rl.on("line", (line) => {
+      if (this.#waiting) {
+        const resolve = this.#waiting;
+        this.#waiting = undefined;
+        resolve(line);
+      } else {
+        this.#queued.push(line);
+      }
+    });
+    rl.on("close", () => {
+      this.#closed = true;
+      this.#waiting?.(undefined);
+    });
+  }
+
+  #line(prompt: string): Promise<string | undefined> {
+    const queued = this.#queued.shift();
+    if (queued !== undefined) return Promise.resolve(queued);
+    if (this.#closed) return Promise.resolve(undefined);
+    this.#rl.setPrompt(prompt);
+    this.#rl.prompt();
+    return new Promise((resolve) => {
+      this.#waiting = resolve;
+    });
+  }
+
+  /** The next input, its continuation lines joined; undefined at end of input (Ctrl-D). */
+  async next(): Promise<string | undefined> {
+    const parts: string[] = [];
+    let line = await this.#line("> ");
+    while (line !== undefined && line.endsWith("\\")) {
+      parts.push(line.slice(0, -1));
+      line = await this.#line(". ");
+    }
+    if (line === undefined) return parts.length > 0 ? parts.join("\n") : undefined;
+    parts.push(line);
+    return parts.join("\n");
+  }
+}
+
+const dim = (text: string) => `\u001b[2m${text}\u001b[22m`;
+
+async function interactive(session: ChatSession, o: ChatOptions): Promise<void> {
+  const rl = createInterface({ input: process.stdin, output: process.stdout, terminal: true });
+  const reader = new LineReader(rl);
+  let replying = false;
+  let interrupted = false;
+  rl.on("SIGINT", () => {
+    if (replying) {
+      interrupted = true;
+    } else {
+      process.stdout.write("^C (type /exit or press Ctrl-D to leave)\n");
+      rl.prompt();
+    }
+  });
+  process.stdout.write(`Kimi K3 chat. ${slashHelp.split("\n")[0]?.split(/\s{2,}/)[0]}, /exit, and more with /help.\n`);
+  let last: ChatTurn | undefined;
+  try {
+    for (;;) {
+      const input = await reader.next();
+      if (input === undefined) break;
+      const text = input.trim();
+      if (text === "") continue;
+      if (text.startsWith("/")) {
+        if (!runSlash(text, session, last)) break;
+        continue;
+      }
+      replying = true;
+      interrupted = false;
+      let inReasoning = false;
+      try {
+        last = await session.send(input, {
+          cancelled: () => interrupted,
+          onEvent: (event) => { inReasoning = show(event, inReasoning, o.hideReasoning); },
+        });
+        process.stdout.write(last.engineFinish === "cancelled" ? "\n[stopped]\n" : "\n");
+      } catch (error) {
+        process.stdout.write(`\nk3: ${(error as Error).message}\n`);
+      } finally {
+        replying = false;
+      }
+    }
+  } finally {
+    rl.close();
+  }
+}
+
+/** Writes one parser event to the terminal; returns whether the reasoning is open. */
+function show(event: ReplyEvent, inReasoning: boolean, hideReasoning: boolean): boolean {
+  if (event.kind === "reasoning") {
+    if (!hideReasoning) process.stdout.write(dim(event.text));
+    return true;
+  }
+  if (event.kind === "content") {
+    if (inReasoning && !hideReasoning) process.stdout.write("\n\n");
+    process.stdout.write(event.text);
+    return false;
+  }
+  if (event.kind === "tool_call") process.stdout.write(`\n[tool call ${event.call.name}(${event.call.arguments})]\n`);
+  else process.stdout.write(dim(`\n[warning: ${event.message}]\n`));
+  return inReasoning;
+}
+
+/** Runs a slash command; false means leave. */
+function runSlash(text: string, session: ChatSession, last: ChatTurn | undefined): boolean {
+  const [name, ...rest] = text.split(/\s+/);
+  const arg = rest.join(" ");
+  const say = (line: string) => process.stdout.write(`${line}\n`);
+  try {
+    switch (name) {
+      case "/exit":
+      case "/quit":
+        return false;
+      case "/help":
+        say(slashHelp);
+        break;
+      case "/reset":
+        session.reset();
+        say("(conversation forgotten)");
+        break;
+      case "/save":
+        if (!arg) throw usageError("/save needs a file name");
+        writeAtomically(arg, `${JSON.stringify(session.transcript, null, 1)}\n`, "the transcript");
+        say(`(saved ${session.transcript.length} messages to ${arg})`);
+        break;
+      case "/load": {
+        if (!arg) throw usageError("/load needs a file name");
+        session.load(parseTranscript(readOrFail(arg, "the transcript").toString("utf8"), arg));
+        say(`(loaded ${session.transcript.length} messages from ${arg}; the next turn feeds them)`);
+        break;
+      }
+      case "/think":
+        if (arg !== "on" && arg !== "off") throw usageError("/think takes on or off");
+        session.settings.thinking = arg === "on";
+        say(`(thinking ${arg})`);
+        break;
+      case "/effort":
+        if (!(EFFORTS as readonly string[]).includes(arg)) throw usageError(`/effort takes ${EFFORTS.join(", ")}`);
+        session.settings.effort = arg as Effort;
+        say(`(effort ${arg})`);
+        break;
+      case "/stats":
+        say(last ? statsLine(last) : "(no turn yet)");
+        break;
+      default:
+        say(`unknown command ${name}; /help lists them`);
+    }
+  } catch (error) {
+    say(`k3: ${(error as Error).message}`);
+  }
+  return true;
+}
+
+/** A saved transcript: a JSON array of messages, each an object with a string role. */
+function parseTranscript(text: string, path: string): ChatMessage[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw usageError(`${path}: not valid JSON`);
+  }
+  if (!Array.isArray(parsed) || !parsed.every((m) => typeof m === "object" && m !== null && typeof (m as { role?: unknown }).role === "string")) {
+    throw usageError(`${path}: expected a JSON array of messages, each with a "role"`);
+  }
+  return parsed as ChatMessage[];
+}

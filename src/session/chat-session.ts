@@ -1,0 +1,133 @@
+/**
+ * A chat on one engine: the transcript (OpenAI messages) and the Conversation that carries the
+ * model's state across turns. Each turn renders the whole transcript afresh (the prompt is a
+ * pure function of the messages, chat.md 5.4), streams the reply through the parser, and adds
+ * the parsed assistant message to the transcript: what the model sampled is never spliced in.
+ */
+import { MessageBuilder, type AssistantMessage } from "../chat/reply-message.ts";
+import { ReplyParser, type ReplyEvent } from "../chat/parse.ts";
+import { finishReason, type OpenAIFinishReason } from "../chat/finish.ts";
+import { renderChat } from "../chat/render.ts";
+import { parseChatRequest } from "../chat/request.ts";
+import type { Effort } from "../chat/request-types.ts";
+import { controlIds, stopIds } from "../chat/specials.ts";
+import { createSampler } from "../decode/sampling.ts";
+import type { SamplingOptions } from "../decode/sampling-options.ts";
+import type { Engine } from "../engine/open.ts";
+import type { Tokenizer } from "../tokenizer/index.ts";
+import { Conversation, type TurnResult } from "./conversation.ts";
+
+/** One message of the transcript, as an OpenAI chat-completions request carries it. */
+export type ChatMessage = Readonly<Record<string, unknown>> & { readonly role: string };
+
+export interface ChatSettings {
+  system: string | undefined;
+  thinking: boolean;
+  effort: Effort;
+  sampling: SamplingOptions;
+  maxNewTokens: number;
+}
+
+export interface ChatTurn {
+  message: AssistantMessage;
+  finishReason: OpenAIFinishReason;
+  /** The engine's own reason, before the OpenAI mapping (`cancelled` when interrupted). */
+  engineFinish: TurnResult["finish"];
+  generatedIds: number[];
+  promptIds: number;
+  /** `usage.prompt_tokens` (chat.md 4.6). */
+  promptTokens: number;
+  turn: TurnResult;
+  warnings: readonly string[];
+}
+
+export interface TurnEvents {
+  /** Reasoning and content deltas, tool calls and warnings, as the parser yields them. */
+  onEvent?: (event: ReplyEvent) => void;
+  /** Asked between tokens: true stops the reply here (Ctrl-C). */
+  cancelled?: () => boolean;
+}
+
+export class ChatSession {
+  readonly #tokenizer: Tokenizer;
+  readonly #conversation: Conversation;
+  readonly #stopIds: ReadonlySet<number>;
+  readonly settings: ChatSettings;
+  transcript: ChatMessage[] = [];
+
+  constructor(engine: Engine, tokenizer: Tokenizer, settings: ChatSettings) {
+    this.#tokenizer = tokenizer;
+    this.#stopIds = stopIds(controlIds(tokenizer)); // refuses a tokenizer without the K3 names
+    this.#conversation = new Conversation(engine.model);
+    this.settings = settings;
+  }
+
+  /** The request the transcript makes now (system message first, when set). */
+  request(): Record<string, unknown> {
+    const { system, thinking, effort } = this.settings;
+    const messages = system === undefined ? this.transcript : [{ role: "system", content: system }, ...this.transcript];
+    return { messages, thinking: { type: thinking ? "enabled" : "disabled", effort } };
+  }
+
+  /** Adds the user's message, generates the reply and adds it to the transcript. */
+  async send(text: string, events: TurnEvents = {}): Promise<ChatTurn> {
+    this.transcript.push({ role: "user", content: text });
+    try {
+      return await this.reply(events);
+    } catch (error) {
+      this.transcript.pop(); // a refused turn leaves the transcript as it was
+      throw error;
+    }
+  }
+
+  /** Generates the assistant's reply to the transcript as it stands. */
+  async reply(events: TurnEvents = {}): Promise<ChatTurn> {
+    const rendered = renderChat(parseChatRequest(this.request(), { source: "transcript" }), this.#tokenizer);
+    const parser = new ReplyParser(this.#tokenizer, { thinking: this.settings.thinking });
+    const builder = new MessageBuilder(this.settings.thinking);
+    const take = (replyEvents: readonly ReplyEvent[]) => {
+      builder.add(replyEvents);
+      for (const event of replyEvents) events.onEvent?.(event);
+    };
+    const turn = await this.#conversation.turn(rendered, {
+      sampler: createSampler(this.settings.sampling), // per turn: a turn's ids depend on its prompt and seed alone
+      maxNewTokens: this.settings.maxNewTokens,
+      stopIds: this.#stopIds,
+      onToken: (id) => {
+        take(parser.push(id));
+        return parser.end === "new-turn" ? "stop" : undefined;
+      },
+      cancelled: events.cancelled,
+    });
+    take(parser.finish());
+    const message = builder.message();
+    this.transcript.push(message);
+    return {
+      message, finishReason: finishReason(turn.finish, parser.toolCalls > 0), engineFinish: turn.finish,
+      generatedIds: turn.generated, promptIds: rendered.ids.length, promptTokens: rendered.promptTokens, turn,
+      warnings: builder.warnings,
+    };
+  }
+
+  /** Forgets the transcript and the model state. */
+  reset(): void {
+    this.transcript = [];
+    this.#conversation.reset();
+  }
+
+  /** Replaces the transcript (a saved one); it is checked by rendering it, and fed on the next turn. */
+  load(messages: readonly ChatMessage[]): void {
+    const previous = this.transcript;
+    this.transcript = [...messages];
+    try {
+      renderChat(parseChatRequest(this.request(), { source: "transcript" }), this.#tokenizer);
+    } catch (error) {
+      this.transcript = previous;
+      throw error;
+    }
+  }
+
+  close(): void {
+    this.#conversation.close();
+  }
+}
