@@ -67,20 +67,22 @@ export class Fields {
     throw refuse(this.at(key), `expected true or false, got ${typeName(value)}`);
   }
 
-  /** A finite number in [min, max]. */
-  number(key: string, min: number, max: number): number | undefined {
+  /** A finite number in [min, max] (or (min, max] when `aboveMin`); an unbounded side is Infinity. */
+  number(key: string, min: number, max: number, aboveMin = false): number | undefined {
     const value = this.value(key);
     if (value === undefined) return undefined;
     if (!(value instanceof JsonNumber)) throw refuse(this.at(key), `expected a number, got ${typeName(value)}`);
     const x = value.value;
-    if (!(x >= min && x <= max)) throw refuse(this.at(key), `${value.lexeme} is outside [${min}, ${max}]`);
+    if (!Number.isFinite(x) || (aboveMin ? x <= min : x < min) || x > max) {
+      throw refuse(this.at(key), `${value.lexeme} is out of range (${rangeText(min, max, aboveMin)})`);
+    }
     return x;
   }
 
   /** A whole number in [min, max] (`2.0` counts as whole). */
   integer(key: string, min: number, max: number): number | undefined {
     const x = this.number(key, min, max);
-    if (x !== undefined && !Number.isInteger(x)) throw refuse(this.at(key), `expected a whole number, got ${x}`);
+    if (x !== undefined && !Number.isSafeInteger(x)) throw refuse(this.at(key), `expected a whole number, got ${x}`);
     return x;
   }
 
@@ -96,6 +98,12 @@ export class Fields {
     if (value === undefined || isJsonArray(value)) return value;
     throw refuse(this.at(key), `expected an array, got ${typeName(value)}`);
   }
+}
+
+function rangeText(min: number, max: number, aboveMin: boolean): string {
+  const low = min === Number.NEGATIVE_INFINITY ? "" : `${aboveMin ? ">" : ">="} ${min}`;
+  const high = max === Number.POSITIVE_INFINITY ? "" : `<= ${max}`;
+  return [low, high].filter((part) => part !== "").join(" and ") || "any number";
 }
 
 /** Item `i` of an array at `path` as Fields, or a refusal if it is not an object. */

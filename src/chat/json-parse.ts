@@ -133,7 +133,7 @@ class Reader {
       return map;
     }
     for (;;) {
-      if (this.p >= this.text.length) this.fail("syntax", "unterminated object", open);
+      if (this.p >= this.text.length) this.fail("syntax", "an object opened here is not closed", open);
       if (this.text[this.p] !== '"') this.fail("syntax", `expected a string key, found ${describe(this.text, this.p)}`);
       const key = this.string();
       this.skipSpace();
@@ -146,7 +146,7 @@ class Reader {
       const c = this.text[this.p];
       if (c === "}") break;
       if (c !== ",") {
-        if (this.p >= this.text.length) this.fail("syntax", "unterminated object", open);
+        if (this.p >= this.text.length) this.fail("syntax", "an object opened here is not closed", open);
         this.fail("syntax", `expected ',' or '}' in an object, found ${describe(this.text, this.p)}`);
       }
       this.p++;
@@ -168,13 +168,13 @@ class Reader {
       return items;
     }
     for (;;) {
-      if (this.p >= this.text.length) this.fail("syntax", "unterminated array", open);
+      if (this.p >= this.text.length) this.fail("syntax", "an array opened here is not closed", open);
       items.push(this.value());
       this.skipSpace();
       const c = this.text[this.p];
       if (c === "]") break;
       if (c !== ",") {
-        if (this.p >= this.text.length) this.fail("syntax", "unterminated array", open);
+        if (this.p >= this.text.length) this.fail("syntax", "an array opened here is not closed", open);
         this.fail("syntax", `expected ',' or ']' in an array, found ${describe(this.text, this.p)}`);
       }
       this.p++;
@@ -229,7 +229,7 @@ class Reader {
     let out = "";
     let from = this.p;
     for (;;) {
-      if (this.p >= t.length) this.fail("syntax", "unterminated string", open);
+      if (this.p >= t.length) this.fail("syntax", "a string opened here is not closed", open);
       const c = t.charCodeAt(this.p);
       if (c === 0x22) {
         out += t.slice(from, this.p);

@@ -30,7 +30,7 @@ export const MAX_RUN_CHARS = 25_000;
  */
 export function encodePieces(text: string, chunkChars = ENCODE_CHUNK_CHARS, maxRun = MAX_RUN_CHARS): string[] {
   // A UTF-16 length bounds the code point count: short text cannot be cut.
-  if (text.length <= maxRun) return [text];
+  if (text.length <= Math.min(maxRun, chunkChars)) return text.length === 0 ? [] : [text];
   const pieces: string[] = [];
   let inChunk = 0;
   let pieceStart = 0;

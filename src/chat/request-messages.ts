@@ -38,7 +38,7 @@ function parseMessage(m: Fields, at: number, declared: DeclaredNames, options: M
   if (m.boolean("partial") === true) {
     throw refuse(m.at("partial"), "assistant prefill is not supported (the reference renderer always closes the last assistant message)");
   }
-  if (role !== "system" && m.has("tools")) throw refuse(m.at("tools"), `tools can be declared only in system messages, not in a ${role} message`);
+  if (role !== "system" && m.has("tools")) throw refuse(m.at("tools"), `tools can be declared only in system messages, not in ${role === "assistant" ? "an" : "a"} ${role} message`);
   const name = nonEmpty(m.string("name"));
 
   if (role === "system") {

@@ -60,7 +60,7 @@ function readRequest(root: JsonValue, options: ParseOptions): ChatRequest {
   if (!isJsonObject(root)) throw usageError(`${options.source ?? "request"}: expected a JSON object, got ${typeName(root)}`);
   const body = new Fields(root, "");
 
-  const n = body.integer("n", Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER);
+  const n = body.integer("n", Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY);
   if (n !== undefined && n !== 1) throw refuse("n", `${n} is not supported (k3 returns one choice: n must be 1)`);
   if (body.boolean("continue_final_message") === true) {
     throw refuse("continue_final_message", "assistant prefill is not supported (the reference renderer always closes the last assistant message)");
@@ -85,7 +85,7 @@ function readRequest(root: JsonValue, options: ParseOptions): ChatRequest {
     toolChoice: parseToolChoice(body, declared.size),
     responseFormat: parseResponseFormat(body),
     sampling: parseSampling(body),
-    maxTokens: body.integer("max_completion_tokens", 1, Number.MAX_SAFE_INTEGER) ?? body.integer("max_tokens", 1, Number.MAX_SAFE_INTEGER),
+    maxTokens: body.integer("max_completion_tokens", 1, Number.POSITIVE_INFINITY) ?? body.integer("max_tokens", 1, Number.POSITIVE_INFINITY),
     stop: parseStop(body),
     stream: body.boolean("stream") ?? false,
     includeUsage: streamOptions?.boolean("include_usage") ?? false,
@@ -96,11 +96,11 @@ function readRequest(root: JsonValue, options: ParseOptions): ChatRequest {
 /** Ranges of validity only; chat.md 3.4 rule 5: any valid value is accepted. */
 function parseSampling(body: Fields): Sampling {
   return {
-    temperature: body.number("temperature", 0, Number.MAX_VALUE),
-    topP: body.number("top_p", Number.MIN_VALUE, 1),
-    topK: body.integer("top_k", -1, Number.MAX_SAFE_INTEGER),
+    temperature: body.number("temperature", 0, Number.POSITIVE_INFINITY),
+    topP: body.number("top_p", 0, 1, true),
+    topK: body.integer("top_k", -1, Number.POSITIVE_INFINITY),
     minP: body.number("min_p", 0, 1),
-    seed: body.integer("seed", Number.MIN_SAFE_INTEGER, Number.MAX_SAFE_INTEGER),
+    seed: body.integer("seed", Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY),
     presencePenalty: body.number("presence_penalty", -2, 2),
     frequencyPenalty: body.number("frequency_penalty", -2, 2),
   };
