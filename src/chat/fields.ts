@@ -82,8 +82,9 @@ export class Fields {
   /** A whole number in [min, max] (`2.0` counts as whole). */
   integer(key: string, min: number, max: number): number | undefined {
     const x = this.number(key, min, max);
-    if (x !== undefined && !Number.isSafeInteger(x)) throw refuse(this.at(key), `expected a whole number, got ${x}`);
-    return x;
+    if (x === undefined || Number.isSafeInteger(x)) return x;
+    const lexeme = (this.value(key) as JsonNumber).lexeme;
+    throw refuse(this.at(key), Number.isInteger(x) ? `${lexeme} is too large (at most 2^53 - 1 in size)` : `expected a whole number, got ${lexeme}`);
   }
 
   object(key: string): Fields | undefined {

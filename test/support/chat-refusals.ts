@@ -106,5 +106,7 @@ export const REFUSALS: readonly Refusal[] = [
   { name: "a negative temperature", request: withUser({ temperature: -0.1 }), message: "temperature: -0.1 is out of range (>= 0)" },
   { name: "top_p 0", request: withUser({ top_p: 0 }), message: "top_p: 0 is out of range (> 0 and <= 1)" },
   { name: "max_tokens 0", request: withUser({ max_tokens: 0 }), message: "max_tokens: 0 is out of range (>= 1)" },
+  { name: "max_tokens not whole", request: withUser({ max_tokens: 1.5 }), message: "max_tokens: expected a whole number, got 1.5" },
+  { name: "a seed beyond 2^53", request: `{"messages": [${JSON.stringify(user)}], "seed": 18446744073709551616}`, message: "seed: 18446744073709551616 is too large" },
   { name: "stop with a number", request: withUser({ stop: ["a", 1] }), message: "stop[1]: expected a string, got a number" },
 ];
