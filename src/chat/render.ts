@@ -1,0 +1,83 @@
+/**
+ * `renderChat`: a validated request to the prompt ids the model was trained on (chat.md 2.3),
+ * in this order: the request's tool declarations, the thinking-effort note, every conversation
+ * message, then the request-specific tail (tool-choice note, response-format note, generation
+ * prompt).
+ *
+ * The tail is where consecutive requests of one conversation differ (chat.md 5.4): the next
+ * request re-renders the same history but not this tail. `historyEnd` marks the boundary: the
+ * index in `ids` just after the last conversation message's `<|end_of_msg|>`, where the tail
+ * begins. `ids[0..historyEnd)` is the prefix a multi-turn snapshot is taken at (chat.md 5.5
+ * item 2a); with no notes the whole prompt is usually a prefix too (the next turn's history
+ * assistant message starts with the same generation prompt), which exact-prefix matching finds
+ * by itself.
+ */
+import type { Tokenizer } from "../tokenizer/index.ts";
+import { encodeSegments } from "./encode.ts";
+import { dynamicToolsBody, effortBody, responseFormatBody, toolChoiceBody, toolDeclareBody } from "./notes.ts";
+import type { ChatRequest } from "./request-types.ts";
+import { assistantMessage, systemNote, textMessage, toolResult } from "./sections.ts";
+import { resolveToolResults } from "./tool-results.ts";
+import { openTag, segmentText, type Segment } from "./xtml.ts";
+
+/** `<|open|>think<|sep|>` or `<|open|>response<|sep|>`: not counted in `prompt_tokens` (chat.md 4.6). */
+export const CHANNEL_OPENER_IDS = 3;
+
+export interface RenderedSegments {
+  readonly segments: Segment[];
+  /** Index in `segments` where the request-specific tail begins (see the file comment). */
+  readonly historyEnd: number;
+}
+
+export interface RenderedChat {
+  /** The prompt the model is fed, all of it. */
+  readonly ids: number[];
+  readonly segments: Segment[];
+  /** The segments' text joined: for logs and golden files, not an encoder input. */
+  readonly text: string;
+  /** `usage.prompt_tokens`, Moonshot's convention: `ids.length` minus the 3-id channel opener. */
+  readonly promptTokens: number;
+  /** Index in `ids` where the tail after the last conversation message begins. */
+  readonly historyEnd: number;
+}
+
+export function renderSegments(request: ChatRequest): RenderedSegments {
+  const out: Segment[] = [];
+  if (request.tools.length > 0) systemNote(out, "tool-declare", toolDeclareBody(request.tools));
+  if (request.thinking) systemNote(out, "thinking-effort", effortBody(request.effort));
+  for (const message of resolveToolResults(request.messages)) {
+    switch (message.kind) {
+      case "system":
+      case "user":
+        textMessage(out, message.kind, message.name, message.content);
+        break;
+      case "tools":
+        systemNote(out, "tool-declare", dynamicToolsBody(message.tools));
+        break;
+      case "assistant":
+        assistantMessage(out, message, request.thinking);
+        break;
+      case "toolResult":
+        toolResult(out, message);
+    }
+  }
+  const historyEnd = out.length;
+  const choice = request.toolChoice;
+  if (choice === "required" || choice === "none") systemNote(out, "tool-choice", toolChoiceBody(choice));
+  const format = responseFormatBody(request.responseFormat);
+  if (format !== undefined) systemNote(out, "response-format", format);
+  out.push(...openTag("message", [["role", "assistant"]]), ...openTag(request.thinking ? "think" : "response"));
+  return { segments: out, historyEnd };
+}
+
+export function renderChat(request: ChatRequest, tokenizer: Tokenizer): RenderedChat {
+  const { segments, historyEnd } = renderSegments(request);
+  const { ids, starts } = encodeSegments(segments, tokenizer);
+  return {
+    ids,
+    segments,
+    text: segmentText(segments),
+    promptTokens: ids.length - CHANNEL_OPENER_IDS,
+    historyEnd: starts[historyEnd] as number,
+  };
+}
