@@ -18,7 +18,10 @@ import type { Tokenizer } from "../tokenizer/index.ts";
 import { Conversation, type TurnResult } from "./conversation.ts";
 
 /** One message of the transcript, as an OpenAI chat-completions request carries it. */
-export type ChatMessage = Readonly<Record<string, unknown>> & { readonly role: string };
+export interface ChatMessage {
+  readonly role: string;
+  readonly [field: string]: unknown;
+}
 
 export interface ChatSettings {
   system: string | undefined;
@@ -101,7 +104,7 @@ export class ChatSession {
     });
     take(parser.finish());
     const message = builder.message();
-    this.transcript.push(message);
+    this.transcript.push({ ...message });
     return {
       message, finishReason: finishReason(turn.finish, parser.toolCalls > 0), engineFinish: turn.finish,
       generatedIds: turn.generated, promptIds: rendered.ids.length, promptTokens: rendered.promptTokens, turn,
