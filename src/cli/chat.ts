@@ -9,7 +9,7 @@ import { createInterface, type Interface } from "node:readline";
 import { loadConfig } from "../checkpoint/config.ts";
 import { EFFORTS, type Effort } from "../chat/request-types.ts";
 import type { ReplyEvent } from "../chat/parse.ts";
-import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
+import { resolveSampling, samplingDefaults, samplingNames, type SamplingKnob } from "../decode/sampling-options.ts";
 import { openEngine } from "../engine/open.ts";
 import { ExitCode, usageError } from "../errors.ts";
 import { readOrFail, writeAtomically } from "../fs.ts";
@@ -87,6 +87,7 @@ const slashHelp = [
   "/load FILE         read a transcript written by /save",
   "/think on|off      thinking on or off for the next turns",
   "/effort low|high|max",
+  "/set KNOB VALUE    max-tokens, or a sampling knob: temperature, top-p, top-k, min-p, seed",
   "/stats             what the last turn fed, reused and how fast it ran",
   "/exit              leave (Ctrl-D too); Ctrl-C stops a reply",
 ].join("\n");
@@ -307,6 +308,9 @@ function runSlash(text: string, session: ChatSession, last: ChatTurn | undefined
         session.settings.effort = arg as Effort;
         say(`(effort ${arg})`);
         break;
+      case "/set":
+        say(setKnob(session, rest));
+        break;
       case "/stats":
         say(last ? statsLine(last) : "(no turn yet)");
         break;
@@ -317,6 +321,20 @@ function runSlash(text: string, session: ChatSession, last: ChatTurn | undefined
     say(`k3: ${(error as Error).message}`);
   }
   return true;
+}
+
+/** `/set max-tokens N` or `/set temperature 0.7` (any sampling knob, by its flag name). */
+function setKnob(session: ChatSession, [knob, value, ...extra]: string[]): string {
+  if (!knob || value === undefined || extra.length > 0) throw usageError("/set takes a knob and a value, e.g. /set temperature 0.7");
+  if (knob === "max-tokens") {
+    session.settings.maxNewTokens = parseInteger(value, "/set max-tokens", 1, maxGeneratedTokens);
+    return `(max-tokens ${session.settings.maxNewTokens})`;
+  }
+  const entry = (Object.entries(samplingNames.flag) as [SamplingKnob, string][]).find(([, flag]) => flag === `--${knob}`);
+  if (!entry) throw usageError(`/set: unknown knob '${knob}' (max-tokens, ${Object.values(samplingNames.flag).map((f) => f.slice(2)).join(", ")})`);
+  const number = Number(value);
+  session.settings.sampling = resolveSampling({ ...session.settings.sampling, [entry[0]]: value.trim() === "" ? Number.NaN : number }, session.settings.sampling);
+  return `(${knob} ${session.settings.sampling[entry[0]]})`;
 }
 
 /** A saved transcript: a JSON array of messages, each an object with a string role. */

@@ -1,0 +1,122 @@
+/** `k3 chat` through dist/k3: one turn for scripts, and a conversation in a real terminal. */
+import { afterAll, describe, expect, test } from "bun:test";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { executablePath } from "../../tools/build.ts";
+import { chatModelDir } from "../support/chat-fixture.ts";
+import { k3 } from "../support/k3.ts";
+import { PtySession } from "../support/pty.ts";
+import { modelDir } from "../support/fixtures.ts";
+import { tempDir } from "../support/tmp.ts";
+
+const dir = chatModelDir();
+const chat = (extra: string[]) => ["chat", dir, "--tok", dir, ...extra];
+
+describe("k3 chat, one turn", () => {
+  test("--json prints the OpenAI-style assistant message with usage; the same seed gives the same reply", () => {
+    const run = () => k3(chat(["--message", "Hello", "--max-tokens", "10", "--seed", "3", "--json"]));
+    const r = run();
+    expect(r.code).toBe(0);
+    const message = JSON.parse(r.stdout);
+    expect(message.role).toBe("assistant");
+    expect(typeof message.reasoning_content).toBe("string");
+    expect(["stop", "length", "tool_calls"]).toContain(message.finish_reason);
+    expect(message.usage.completion_tokens).toBeGreaterThan(0);
+    expect(message.usage.completion_tokens).toBeLessThanOrEqual(10);
+    expect(message.usage.total_tokens).toBe(message.usage.prompt_tokens + message.usage.completion_tokens);
+    expect(run().stdout).toBe(r.stdout);
+    expect(k3(chat(["--message", "Hello", "--max-tokens", "10", "--seed", "4", "--json"])).stdout).not.toBe(r.stdout);
+  });
+
+  test("stdin that is not a terminal is one message; the turn's figures go to stderr", () => {
+    const r = k3(chat(["--max-tokens", "6", "--no-think"]), { stdin: "Hi there" });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/turn: prompt \d+ ids \(\d+ fed, 0 reused from the start\)/);
+  });
+
+  test("mistakes are usage errors naming the flag or the file", () => {
+    const cases: [string[], RegExp][] = [
+      [["chat", dir, "--message", "x"], /^k3: chat needs --tok DIR/],
+      [chat(["--effort", "medium", "--message", "x"]), /^k3: --effort must be one of low, high, max, got 'medium'\n$/],
+      [chat(["--temperature", "9", "--message", "x"]), /^k3: --temperature must be a number from 0 to 2/],
+      [chat(["--message", "  "]), /^k3: chat: the message is empty/],
+    ];
+    for (const [argv, pattern] of cases) {
+      const r = k3(argv);
+      expect(r.code).toBe(2);
+      expect(r.stderr).toMatch(pattern);
+      expect(r.stdout).toBe("");
+    }
+    // A tokenizer without the K3 control names cannot render chat (the demo's byte tokenizer).
+    const bytesOnly = k3(["chat", modelDir("tiny13"), "--tok", join(import.meta.dir, "../../assets/demo"), "--message", "x"]);
+    expect(bytesOnly.code).toBe(2);
+    expect(bytesOnly.stderr).toMatch(/has no <\|open\|> in tokenizer_config\.json's added_tokens_decoder/);
+  });
+});
+
+describe("k3 chat in a terminal", () => {
+  const sessions: PtySession[] = [];
+  afterAll(() => {
+    for (const s of sessions) s.kill();
+  });
+
+  test("two turns (the second reuses the state), /stats, /save, /reset, Ctrl-C mid-reply, /exit", async () => {
+    const transcript = join(tempDir("chat-pty"), "talk.json");
+    const pty = new PtySession([executablePath, ...chat(["--max-tokens", "400", "--temperature", "0"])]);
+    sessions.push(pty);
+    await pty.waitFor(/Kimi K3 chat\./);
+    await pty.waitFor(/> $/);
+    let mark = pty.screen.length;
+    pty.send("Hello\r");
+    await pty.waitFor(/\n> $/, mark);
+    mark = pty.screen.length;
+    pty.send("/stats\r");
+    await pty.waitFor(/turn: prompt (\d+) ids \(\1 fed, 0 reused from the start\)[^\n]*finish (stop|length)/, mark);
+    mark = pty.screen.length;
+    pty.send("Tell me more\r");
+    await pty.waitFor(/\n> $/, mark);
+    mark = pty.screen.length;
+    pty.send("/stats\r");
+    const [, promptIds, fed, reused] = await pty.waitFor(/turn: prompt (\d+) ids \((\d+) fed, (\d+) reused from the (?:live|snapshot) state\)/, mark);
+    expect(Number(fed) + Number(reused)).toBe(Number(promptIds));
+    expect(Number(reused)).toBeGreaterThan(0);
+    mark = pty.screen.length;
+    pty.send(`/save ${transcript}\r`);
+    await pty.waitFor(/\(saved 4 messages to /, mark);
+    mark = pty.screen.length;
+    pty.send("/reset\r");
+    await pty.waitFor(/\(conversation forgotten\)/, mark);
+    // Ctrl-C once the reply is streaming: the reply stops, the chat stays. This prompt makes the
+    // fixture model (greedy, fixed weights) write about 1,500 tokens, so the reply is still going.
+    mark = pty.screen.length;
+    pty.send("/set max-tokens 3000\r");
+    await pty.waitFor(/\(max-tokens 3000\)/, mark);
+    mark = pty.screen.length;
+    pty.send("Write a long story\r");
+    await pty.waitFor(/Write a long story\n.{20,}/s, mark);
+    pty.send("\u0003");
+    await pty.waitFor(/\[stopped\]\n> $/, mark);
+    mark = pty.screen.length;
+    pty.send("/stats\r");
+    await pty.waitFor(/turn: prompt (\d+) ids \(\1 fed, 0 reused from the start\)[^\n]*\(cancelled\)/, mark);
+    mark = pty.screen.length;
+    pty.send(`/load ${transcript}\r`);
+    await pty.waitFor(/\(loaded 4 messages from /, mark);
+    pty.send("/exit\r");
+    expect(await pty.exited()).toBe(0);
+    const saved = JSON.parse(await Bun.file(transcript).text()) as { role: string }[];
+    expect(saved.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
+  }, 60_000);
+
+  test("a transcript that is not one is refused by /load, and the chat goes on", async () => {
+    const bad = join(tempDir("chat-pty"), "bad.json");
+    writeFileSync(bad, "{\"messages\": 1}");
+    const pty = new PtySession([executablePath, ...chat(["--max-tokens", "4"])]);
+    sessions.push(pty);
+    await pty.waitFor(/> $/);
+    pty.send(`/load ${bad}\r`);
+    await pty.waitFor(/expected a JSON array of messages, each with a "role"/);
+    pty.send("\u0004"); // Ctrl-D at the prompt leaves
+    expect(await pty.exited()).toBe(0);
+  }, 30_000);
+});
