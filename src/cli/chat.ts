@@ -20,7 +20,7 @@ import { formatBytes } from "../report/format.ts";
 import { ChatSession, type ChatMessage, type ChatTurn } from "../session/chat-session.ts";
 import { loadTokenizer } from "../tokenizer/index.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
-import { checkLayers, configOption, helpOption, layersOption, tokMissingMessage, tokOption } from "./common-options.ts";
+import { checkLayers, configOption, helpOption, injectedFaults, layersOption, tokMissingMessage, tokOption } from "./common-options.ts";
 import { readStdin } from "./prompt.ts";
 import { memoryOptions } from "./memory-options.ts";
 import { samplingOptions, type SamplingTarget } from "./sampling-options.ts";
@@ -112,7 +112,7 @@ export async function main(args: readonly string[]): Promise<number> {
   const layerCount = checkLayers(o.layers, config);
   const tokenizer = loadTokenizer(o.tokDir);
   using engine = openEngine(
-    { modelDir, config, layerCount, positions: o.ctx, promptTokens: o.ctx, budgets: o.budgets, trunkDir: o.trunkDir },
+    { modelDir, config, layerCount, positions: o.ctx, promptTokens: o.ctx, budgets: o.budgets, trunkDir: o.trunkDir, faults: injectedFaults() },
     { onWarning: (w) => log.warn(w), onDrop: (d) => log.error(`EXPERT DROP: layer ${d.layer} expert ${d.expert} failed to load; this reply is CORRUPT (${d.reason})`) },
   );
   log.info(`k3 chat: ${modelDir}, ${layerCount} layers, context ${o.ctx} positions; loaded in ${engine.loadSeconds.toFixed(1)} s, peak RSS ${formatBytes(engine.peakRssAfterLoadBytes)}`);
@@ -120,16 +120,19 @@ export async function main(args: readonly string[]): Promise<number> {
     system: o.system, thinking: o.thinking, effort: o.effort, sampling, maxNewTokens: o.maxTokens,
   });
   try {
-    if (message !== undefined) return await oneShot(session, message, o);
-    await interactive(session, o);
-    return engine.experts.drops.length > 0 ? ExitCode.corruptTokens : ExitCode.ok;
+    if (message !== undefined) await oneShot(session, message, o);
+    else await interactive(session, o);
   } finally {
     session.close();
   }
+  const drops = engine.experts.drops.length;
+  if (drops === 0) return ExitCode.ok;
+  process.stderr.write(`RUN INVALID: ${drops} routed expert load(s) failed and were dropped; the replies are CORRUPT\n`);
+  return ExitCode.corruptTokens;
 }
 
 /** One turn for scripts: the answer (or the JSON message) on stdout, the reasoning on stderr. */
-async function oneShot(session: ChatSession, text: string, o: ChatOptions): Promise<number> {
+async function oneShot(session: ChatSession, text: string, o: ChatOptions): Promise<void> {
   const turn = await session.send(text, {
     onEvent: (event) => {
       if (o.json) return;
@@ -148,7 +151,6 @@ async function oneShot(session: ChatSession, text: string, o: ChatOptions): Prom
     emit("\n");
   }
   log.info(statsLine(turn));
-  return ExitCode.ok;
 }
 
 function statsLine(turn: ChatTurn): string {

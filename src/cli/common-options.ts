@@ -1,5 +1,6 @@
 /** Options several commands share, defined once: the same flag means the same thing everywhere. */
 import type { ModelConfig } from "../checkpoint/config.ts";
+import { envValue } from "../env.ts";
 import { usageError } from "../errors.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
 
@@ -35,4 +36,15 @@ export function checkLayers(layers: number | undefined, config: ModelConfig): nu
   const count = layers ?? config.numLayers;
   if (count > config.numLayers) throw usageError(`--layers ${count} exceeds the model's ${config.numLayers} layers`);
   return count;
+}
+
+/** Fault injection for tests of the dropped-expert path: K3_INJECT_EXPERT_FAULT=layer:expert[,…]. */
+export function injectedFaults(): Set<string> | undefined {
+  const raw = envValue("K3_INJECT_EXPERT_FAULT");
+  if (!raw) return undefined;
+  const keys = raw.split(",").map((k) => k.trim());
+  for (const key of keys) {
+    if (!/^\d+:\d+$/.test(key)) throw usageError(`K3_INJECT_EXPERT_FAULT: '${key}' is not layer:expert`);
+  }
+  return new Set(keys);
 }

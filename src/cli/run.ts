@@ -5,14 +5,13 @@ import { loadConfig } from "../checkpoint/config.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import type { RunResult } from "../engine/result.ts";
 import { resultJson } from "../report/results.ts";
-import { envValue } from "../env.ts";
 import { usageError } from "../errors.ts";
 import { writeAtomically } from "../fs.ts";
 import { maxPositions, maxPromptIds } from "../plan/limits.ts";
 import { emit, log } from "../report/log.ts";
 import { dumpCacheTrace, traceWrittenLine } from "../weights/expert-trace.ts";
 import { parseOptions } from "./args.ts";
-import { checkLayers, tokMissingMessage } from "./common-options.ts";
+import { checkLayers, injectedFaults, tokMissingMessage } from "./common-options.ts";
 import { executeRun, finishRun, type RunOutcome } from "./execute.ts";
 import { resolvePrompt } from "./prompt.ts";
 import { defaultRunOptions, runOptionTable, type RunOptions } from "./run-options.ts";
@@ -41,17 +40,6 @@ function checkRequest(ids: readonly number[], gen: number): void {
   if (ids.length + gen + 1 > maxPositions) {
     throw usageError(`prompt (${ids.length}) + --gen (${gen}) + 1 exceeds the ${maxPositions}-position ceiling`);
   }
-}
-
-/** Fault injection for tests of the dropped-expert path: K3_INJECT_EXPERT_FAULT=layer:expert[,…]. */
-function injectedFaults(): Set<string> | undefined {
-  const raw = envValue("K3_INJECT_EXPERT_FAULT");
-  if (!raw) return undefined;
-  const keys = raw.split(",").map((k) => k.trim());
-  for (const key of keys) {
-    if (!/^\d+:\d+$/.test(key)) throw usageError(`K3_INJECT_EXPERT_FAULT: '${key}' is not layer:expert`);
-  }
-  return new Set(keys);
 }
 
 /** Returns the process exit code. Info flags and the bare `k3` are answered by cli/main.ts. */

@@ -34,6 +34,15 @@ describe("k3 chat, one turn", () => {
     expect(r.stderr).toMatch(/turn: prompt \d+ ids \(\d+ fed, 0 reused from the start\)/);
   });
 
+  test("a routed expert that cannot be loaded makes the reply invalid: exit 4", () => {
+    const faults = Array.from({ length: 8 }, (_, e) => `1:${e}`).join(",");
+    const r = k3(chat(["--message", "Hello", "--max-tokens", "3", "--json"]), { env: { K3_INJECT_EXPERT_FAULT: faults } });
+    expect(r.code).toBe(4);
+    expect(r.stderr).toContain("EXPERT DROP: layer 1 expert");
+    expect(r.stderr).toContain("RUN INVALID: ");
+    expect(r.stderr).toContain("the replies are CORRUPT");
+  });
+
   test("mistakes are usage errors naming the flag or the file", () => {
     const cases: [string[], RegExp][] = [
       [["chat", dir, "--message", "x"], /^k3: chat needs --tok DIR/],
