@@ -5,6 +5,8 @@ import { join } from "node:path";
 import { expectation, modelDir } from "../support/fixtures.ts";
 import { k3 } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
+import { writeCheckpoint } from "../../tools/checkpoint/writer.ts";
+import { tinyConfig } from "../support/configs.ts";
 
 const tiny = modelDir("tiny13");
 const want = expectation("tiny13");
@@ -42,6 +44,17 @@ describe("k3 <model_dir> through the binary", () => {
     expect(results.layers).toBe(5);
     expect(results.generated_ids).toHaveLength(2);
     expect(results.generated_ids).not.toEqual(want.generated_ids.slice(0, 2));
+  });
+
+  test("an A_log whose padding after the per-head values is not zero is used, with a warning naming it", () => {
+    const dir = tempDir("alog");
+    writeCheckpoint(dir, tinyConfig(), { shape: "flat", shards: 1, aLogPadding: "noise" });
+    const r = k3([dir, "--ids", "1,2,3", "--gen", "1", "--out", "-"]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain("language_model.model.layers.0.self_attn.A_log: padding after the first 4 values (one per head) is not zero");
+    const clean = tempDir("alog-clean");
+    writeCheckpoint(clean, tinyConfig(), { shape: "flat", shards: 1 });
+    expect(k3([clean, "--ids", "1,2,3", "--gen", "1", "--out", "-"]).stderr).not.toContain("padding after");
   });
 
   test("--layers beyond the model is a usage error", () => {

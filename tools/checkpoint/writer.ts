@@ -127,6 +127,8 @@ export interface CheckpointOptions {
   /** Number of shards; layers are spread over them in order, the model level goes last. */
   shards: number;
   seed?: number;
+  /** A_log ships padded to the head dim with zeros after its one value per head; "noise" fills the padding (a test of the warning). */
+  aLogPadding?: "zero" | "noise";
 }
 
 /** Shard file names as the release spells them: model-00001-of-000096.safetensors. */
@@ -146,7 +148,13 @@ export function writeCheckpoint(dir: string, config: ModelConfig, options: Check
     const path = join(dir, shardName(s, options.shards));
     writeSafetensors(path, slice.map((spec, i) => ({
       name: spec.name, dtype: spec.dtype, shape: spec.shape,
-      bytes: () => syntheticPayload(spec, seed * 100_003 + s * 10_007 + i),
+      bytes: () => {
+        const payload = syntheticPayload(spec, seed * 100_003 + s * 10_007 + i);
+        if (spec.name.endsWith(".A_log") && options.aLogPadding !== "noise") {
+          new Float32Array(payload.buffer, payload.byteOffset, payload.byteLength / 4).fill(0, config.kdaNumHeads);
+        }
+        return payload;
+      },
     })));
     paths.push(path);
   }
