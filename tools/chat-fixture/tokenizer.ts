@@ -14,8 +14,10 @@
  * The word list only grows at the end, so the ranks already there keep their ids (the special
  * ids move with the rank count).
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { writeAtomically } from "../../src/fs.ts";
+import { modelText, syntheticConfig } from "../../test/fixtures/tokenizer/support.ts";
 
 export const CHAT_FIXTURE_RANK_COUNT = 401;
 export const CHAT_FIXTURE_DIR = resolve(import.meta.dir, "../../test/fixtures/chat-tokenizer");
@@ -26,29 +28,6 @@ export const XTML_WORDS: readonly string[] = [
   "argument", "json", " type", " tool", " index", " key", " name", "string", "number", "boolean", "null",
   "object", "array", "thinking", "-effort", "-declare", "-choice", "-format", "Hello", " world",
   "ab", "foo", "bar", "foobar",
-];
-
-/**
- * The 16 named specials (chat.md 1.1) as offsets from the first special id; the other 240 ids
- * are unnamed and read as `<|reserved_token_<id>|>`.
- */
-export const K3_NAMED_SPECIALS: readonly { readonly offset: number; readonly text: string; readonly special: boolean }[] = [
-  { offset: 0, text: "[BOS]", special: true },
-  { offset: 1, text: "[EOS]", special: true },
-  { offset: 2, text: "<|end_of_msg|>", special: true },
-  { offset: 3, text: "<|open|>", special: false },
-  { offset: 4, text: "<|close|>", special: false },
-  { offset: 5, text: "<|sep|>", special: false },
-  { offset: 6, text: "[start_header_id]", special: true },
-  { offset: 7, text: "[end_header_id]", special: true },
-  { offset: 9, text: "[EOT]", special: true },
-  { offset: 18, text: "<|media_begin|>", special: true },
-  { offset: 19, text: "<|media_content|>", special: true },
-  { offset: 20, text: "<|media_end|>", special: true },
-  { offset: 21, text: "<|media_pad|>", special: true },
-  { offset: 65, text: "<osagent_mode>", special: true },
-  { offset: 254, text: "[UNK]", special: true },
-  { offset: 255, text: "[PAD]", special: true },
 ];
 
 /** Token bytes in rank order. */
@@ -70,13 +49,7 @@ export function chatFixtureRanks(): Uint8Array[] {
 /** The two files' contents. */
 export function chatFixtureFiles(): { model: string; config: string } {
   const ranks = chatFixtureRanks();
-  const model = ranks.map((bytes, rank) => `${Buffer.from(bytes).toString("base64")} ${rank}`).join("\n") + "\n";
-  const decoder: Record<string, unknown> = {};
-  for (const { offset, text, special } of K3_NAMED_SPECIALS) {
-    decoder[String(ranks.length + offset)] = { content: text, lstrip: false, normalized: false, rstrip: false, single_word: false, special };
-  }
-  const config = `${JSON.stringify({ added_tokens_decoder: decoder, bos_token: "[BOS]", eos_token: "[EOS]" }, null, 2)}\n`;
-  return { model, config };
+  return { model: modelText(ranks), config: `${syntheticConfig(ranks.length)}\n` };
 }
 
 if (import.meta.main) {
@@ -87,7 +60,7 @@ if (import.meta.main) {
   }
   const { model, config } = chatFixtureFiles();
   mkdirSync(out, { recursive: true });
-  writeFileSync(join(out, "tiktoken.model"), model);
-  writeFileSync(join(out, "tokenizer_config.json"), config);
+  writeAtomically(join(out, "tiktoken.model"), model, "the chat fixture rank table");
+  writeAtomically(join(out, "tokenizer_config.json"), config, "the chat fixture tokenizer config");
   console.log(`${out}: ${ranks.length} ranks + 256 special ids = vocabulary ${ranks.length + 256}`);
 }
