@@ -33,7 +33,7 @@ export interface GenerateEvents {
 }
 
 function sumStats(steps: readonly StepResult[]): ExpertStepStats {
-  const total: ExpertStepStats = { requests: 0, residentHits: 0, reads: 0, evictions: 0, bytesRead: 0, readSeconds: 0, waitSeconds: 0, drops: 0 };
+  const total: ExpertStepStats = { picks: 0, requests: 0, residentHits: 0, reads: 0, evictions: 0, bytesRead: 0, readSeconds: 0, waitSeconds: 0, drops: 0 };
   for (const { experts } of steps) for (const key of Object.keys(total) as (keyof ExpertStepStats)[]) total[key] += experts[key];
   return total;
 }

@@ -18,15 +18,6 @@ export interface BlockContext {
 }
 
 /** An expert's six tensor addresses, as the routed-expert kernel takes them. */
-function expertRef(e: ExpertWeights): kernels.ExpertRef {
-  const at = (offset: number) => offsetPointer(e.buffer.ptr, offset);
-  return {
-    w1Packed: at(e.w1Packed), w1Scale: at(e.w1Scale),
-    w3Packed: at(e.w3Packed), w3Scale: at(e.w3Scale),
-    w2Packed: at(e.w2Packed), w2Scale: at(e.w2Scale),
-  };
-}
-
 /** model.md 6.6. `x` is the normalised input [tokens][E]; returns [tokens][E]. */
 export function kda(ctx: BlockContext, w: KdaWeights, state: KdaState, x: F32): F32 {
   const { config: c, pool, tokens: T } = ctx;
@@ -121,7 +112,35 @@ export function denseMlp(ctx: BlockContext, w: DenseWeights, x: F32, tokens: num
   return out;
 }
 
-/** model.md 6.11: router on the full-width x, experts in the latent, shared experts on x. */
+/** An expert's three matrices, in place in its buffer: w1 = gate [I][Λ], w3 = up [I][Λ], w2 = down [Λ][I]. */
+function expertMatrices(e: ExpertWeights, latent: number, inter: number): { w1: kernels.Mxfp4Ref; w3: kernels.Mxfp4Ref; w2: kernels.Mxfp4Ref } {
+  const at = (offset: number) => offsetPointer(e.buffer.ptr, offset);
+  return {
+    w1: { packed: at(e.w1Packed), scales: at(e.w1Scale), rows: inter, cols: latent },
+    w3: { packed: at(e.w3Packed), scales: at(e.w3Scale), rows: inter, cols: latent },
+    w2: { packed: at(e.w2Packed), scales: at(e.w2Scale), rows: latent, cols: inter },
+  };
+}
+
+/** For each expert any token picked, the picks that chose it (index t·k + j), experts ascending. */
+function picksByExpert(chosen: ArrayLike<number>): Map<number, number[]> {
+  const users = new Map<number, number[]>();
+  for (let pick = 0; pick < chosen.length; pick++) {
+    const expert = chosen[pick] as number;
+    const list = users.get(expert);
+    if (list) list.push(pick);
+    else users.set(expert, [pick]);
+  }
+  return new Map([...users.entries()].sort((a, b) => a[0] - b[0]));
+}
+
+/**
+ * model.md 6.11: router on the full-width x, experts in the latent, shared experts on x.
+ * The tokens of a call share their expert loads (chunk-union MoE): every expert any of them
+ * picked is loaded once, in waves the cache can hold, and applied to all its tokens in one
+ * multi-row product; each token then sums its own experts' outputs in its own top-k order, so
+ * its result is the same bits as a call with that token alone.
+ */
 export function latentMoe(ctx: BlockContext, w: MoeWeights, experts: ExpertSource, layer: number, x: F32): F32 {
   const { config: c, pool, tokens: T } = ctx;
   const k = c.numExpertsPerToken;
@@ -131,25 +150,49 @@ export function latentMoe(ctx: BlockContext, w: MoeWeights, experts: ExpertSourc
   kernels.route(w.router, w.routerBias, x, T, k, c.moeRenormalize, c.routedScalingFactor, routing);
   const z = pool.alloc(T * latentWidth, "moe latent");
   kernels.matmul(w.latentDown, x, z, T);
-  const acc = pool.alloc(T * latentWidth, "moe aggregate");
-  const one = pool.alloc(latentWidth, "one expert's weighted output");
-  for (let t = 0; t < T; t++) {
-    // One token at a time: the cache only has to hold one token's top-k. The whole top-k is
-    // announced first so its reads run together; each expert is computed as soon as it is in.
-    const chosen = Array.from(routing.experts.subarray(t * k, (t + 1) * k));
-    experts.prefetch(layer, chosen);
-    const accT = acc.row(t, latentWidth);
-    let started = false;
-    chosen.forEach((expert, j) => {
+  for (let t = 0; t < T; t++) experts.pick(layer, Array.from(routing.experts.subarray(t * k, (t + 1) * k)));
+  const outputs = pool.alloc(T * k * latentWidth, "moe expert outputs"); // [T][k][Λ]: pick t·k + j
+  const present = new Uint8Array(T * k); // 0: the expert was dropped, its pick adds nothing
+  const users = picksByExpert(routing.experts);
+  const union = [...users.keys()];
+  // One expert has at most one pick per token: T rows of scratch serve every expert in turn.
+  const inputs = pool.alloc(T * latentWidth, "moe expert inputs");
+  const gates = pool.alloc(T * I, "expert gate");
+  const ups = pool.alloc(T * I, "expert up");
+  const downs = pool.alloc(T * latentWidth, "expert out");
+  for (let at = 0; at < union.length; at += experts.waveCapacity) {
+    const wave = union.slice(at, at + experts.waveCapacity);
+    experts.prefetch(layer, wave); // the wave's reads are issued together, sorted on disk
+    for (const expert of wave) {
       const weights = experts.get(layer, expert);
-      if (!weights) return; // dropped: counted by the source, the run is reported invalid
-      const weight = routing.weights.subarray(t * k + j, t * k + j + 1);
-      // acc accumulates w_j·d_j in top-k order (f32), the same code on every path.
-      kernels.moeRouted(z.row(t, latentWidth), [expertRef(weights)], weight, started ? one : accT, 1, 1, latentWidth, I, c.situBeta, c.situLinearBeta);
-      if (started) kernels.add(accT, one, accT, latentWidth);
-      started = true;
-    });
-    if (!started) accT.fill(0);
+      if (!weights) continue; // dropped: counted by the source, the run is reported invalid
+      const picks = users.get(expert) as number[];
+      const M = picks.length;
+      const rows = inputs.sub(0, M * latentWidth);
+      picks.forEach((pick, r) => rows.a.set(z.row(Math.floor(pick / k), latentWidth).a, r * latentWidth));
+      const m = expertMatrices(weights, latentWidth, I);
+      const gate = gates.sub(0, M * I);
+      const up = ups.sub(0, M * I);
+      kernels.matmulMxfp4(m.w1, rows, gate, M);
+      kernels.matmulMxfp4(m.w3, rows, up, M);
+      kernels.situGlu(gate, up, gate, M * I, c.situBeta, c.situLinearBeta);
+      const down = downs.sub(0, M * latentWidth);
+      kernels.matmulMxfp4(m.w2, gate, down, M);
+      picks.forEach((pick, r) => {
+        outputs.a.set(down.row(r, latentWidth).a, pick * latentWidth);
+        present[pick] = 1;
+      });
+    }
+  }
+  const acc = pool.alloc(T * latentWidth, "moe aggregate");
+  for (let t = 0; t < T; t++) {
+    // acc_t = Σ_j f32(w_j·d_j) in top-k order from +0, as the one-token kernel sums it.
+    const accT = acc.row(t, latentWidth);
+    accT.fill(0);
+    for (let j = 0; j < k; j++) {
+      const pick = t * k + j;
+      if (present[pick]) kernels.axpy(accT, outputs.row(pick, latentWidth), latentWidth, routing.weights[pick] as number);
+    }
   }
   let normed = acc;
   if (c.latentMoeUseNorm) {

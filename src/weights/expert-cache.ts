@@ -30,6 +30,9 @@ interface ExpertLocation {
 }
 
 export interface ExpertStepStats {
+  /** Routing picks: top-k for every token of every MoE layer (a chunk's tokens share loads). */
+  picks: number;
+  /** Distinct experts asked for: per chunk and layer, the union of its tokens' picks. */
   requests: number;
   /** Served from RAM: resident before this token's batch asked for it. */
   residentHits: number;
@@ -44,7 +47,7 @@ export interface ExpertStepStats {
   drops: number;
 }
 
-const emptyStats = (): ExpertStepStats => ({ requests: 0, residentHits: 0, reads: 0, evictions: 0, bytesRead: 0, readSeconds: 0, waitSeconds: 0, drops: 0 });
+const emptyStats = (): ExpertStepStats => ({ picks: 0, requests: 0, residentHits: 0, reads: 0, evictions: 0, bytesRead: 0, readSeconds: 0, waitSeconds: 0, drops: 0 });
 
 export interface ExpertDrop {
   layer: number;
@@ -165,8 +168,19 @@ export class ExpertCache {
     return best;
   }
 
+  /** Experts a batch can hold at once: a union larger than this is loaded in waves. */
+  get waveCapacity(): number {
+    return this.plan.slots;
+  }
+
+  /** One token's routing picks for `layer`, in top-k order: counted, and traced in token order. */
+  pick(layer: number, experts: readonly number[]): void {
+    this.step.picks += experts.length;
+    if (this.trace) for (const expert of experts) this.trace.append(layer, expert);
+  }
+
   /**
-   * Starts a token's batch for `layer`: reserves slots for the selected experts that are not
+   * Starts a batch for `layer` (a token's top-k, or a wave of a chunk's union): reserves slots for the selected experts that are not
    * resident and starts their reads, sorted by (shard, offset) so the device sees a forward
    * sweep. Resident experts of the batch are protected from eviction until the next batch.
    */
@@ -210,7 +224,6 @@ export class ExpertCache {
   get(layer: number, expert: number): ExpertWeights | undefined {
     const key = this.#key(layer, expert);
     this.step.requests++;
-    this.trace?.append(layer, expert);
     if (!this.#batch.has(key)) {
       this.#batch.add(key); // asked outside a batch: load it on its own
       if (!this.#where.has(key)) this.#load([key]);

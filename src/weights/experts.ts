@@ -6,6 +6,11 @@
 import type { ExpertWeights } from "./types.ts";
 
 export interface ExpertSource {
+  /** How many experts one batch can hold (a larger union is loaded in waves of this many). */
+  readonly waveCapacity: number;
+  /** Records one token's routing picks, in top-k order (statistics and the trace). */
+  pick(layer: number, experts: readonly number[]): void;
+  /** Starts loading a batch of `layer`'s experts; they stay resident until the next batch. */
   prefetch(layer: number, experts: readonly number[]): void;
   get(layer: number, expert: number): ExpertWeights | undefined;
 }
