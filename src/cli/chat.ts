@@ -13,7 +13,7 @@ import { resolveSampling, samplingDefaults, samplingNames, type SamplingKnob } f
 import { openEngine } from "../engine/open.ts";
 import { ExitCode, usageError } from "../errors.ts";
 import { readOrFail, writeAtomically } from "../fs.ts";
-import { maxGeneratedTokens, maxPositions } from "../plan/limits.ts";
+import { defaultPrefillChunk, maxGeneratedTokens, maxPositions } from "../plan/limits.ts";
 import type { BudgetAction } from "../plan/budget.ts";
 import { emit, log } from "../report/log.ts";
 import { formatBytes } from "../report/format.ts";
@@ -112,7 +112,7 @@ export async function main(args: readonly string[]): Promise<number> {
   const layerCount = checkLayers(o.layers, config);
   const tokenizer = loadTokenizer(o.tokDir);
   using engine = openEngine(
-    { modelDir, config, layerCount, positions: o.ctx, promptTokens: o.ctx, budgets: o.budgets, trunkDir: o.trunkDir, faults: injectedFaults() },
+    { modelDir, config, layerCount, positions: o.ctx, prefillChunk: defaultPrefillChunk, budgets: o.budgets, trunkDir: o.trunkDir, faults: injectedFaults() },
     { onWarning: (w) => log.warn(w), onDrop: (d) => log.error(`EXPERT DROP: layer ${d.layer} expert ${d.expert} failed to load; this reply is CORRUPT (${d.reason})`) },
   );
   log.info(`k3 chat: ${modelDir}, ${layerCount} layers, context ${o.ctx} positions; loaded in ${engine.loadSeconds.toFixed(1)} s, peak RSS ${formatBytes(engine.peakRssAfterLoadBytes)}`);

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { loadConfig } from "../checkpoint/config.ts";
 import { samplingDefaults } from "../decode/sampling-options.ts";
+import { defaultPrefillChunk } from "../plan/limits.ts";
 import { envValue } from "../env.ts";
 import { ExitCode, K3Error, runtimeError } from "../errors.ts";
 import { errnoCode, writeAtomically } from "../fs.ts";
@@ -65,7 +66,7 @@ export async function main(args: readonly string[]): Promise<number> {
   const prompt = resolvePrompt({ source: "--prompt", value: o.prompt, tokDir: dir });
   const { result } = executeRun({
     modelDir: dir, config, configShape: shape, layerCount: config.numLayers, layersRequested: config.numLayers,
-    prompt: prompt.ids, maxNewTokens: o.gen, mode: "incremental", sampling: samplingDefaults.run, budgets: [], trunkDir: undefined, tokenizer: prompt.tokenizer,
+    prompt: prompt.ids, maxNewTokens: o.gen, mode: "incremental", prefillChunk: defaultPrefillChunk, sampling: samplingDefaults.run, budgets: [], trunkDir: undefined, tokenizer: prompt.tokenizer,
   });
   const code = finishRun(result);
   if (code === ExitCode.ok) emit(`${o.prompt}${result.generatedText ?? ""}\n`);

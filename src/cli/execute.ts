@@ -28,6 +28,8 @@ export interface RunSpec {
   maxNewTokens: number;
   mode: DecodeMode;
   sampling: SamplingOptions;
+  /** Ids per forward call when feeding the prompt (or a recomputed prefix). */
+  prefillChunk: number;
   budgets: readonly BudgetAction[];
   trunkDir: string | undefined;
   tokenizer: Tokenizer | undefined;
@@ -49,7 +51,9 @@ const stderr = (text: string) => process.stderr.write(`${text}\n`);
 export function executeRun(spec: RunSpec): RunOutcome {
   const request: EngineRequest = {
     modelDir: spec.modelDir, config: spec.config, layerCount: spec.layerCount,
-    positions: spec.prompt.length + spec.maxNewTokens + 1, promptTokens: spec.prompt.length,
+    positions: spec.prompt.length + spec.maxNewTokens + 1,
+    // The longest feed is the prompt (incremental) or the whole prefix (recompute); no call is longer.
+    prefillChunk: Math.min(spec.prefillChunk, spec.mode === "recompute" ? spec.prompt.length + spec.maxNewTokens : spec.prompt.length),
     budgets: spec.budgets, trunkDir: spec.trunkDir, faults: spec.faults, trace: spec.trace,
   };
   using engine = openEngine(request, {

@@ -1,5 +1,5 @@
 /** The options of `k3 <model_dir>`: one table for parsing, validation and usage text. */
-import { defaultGeneratedTokens, maxGeneratedTokens } from "../plan/limits.ts";
+import { defaultGeneratedTokens, defaultPrefillChunk, maxGeneratedTokens, maxPrefillChunk } from "../plan/limits.ts";
 import type { DecodeMode } from "../decode/loop.ts";
 import type { BudgetAction } from "../plan/budget.ts";
 import { parseIdList, parseInteger, type OptionDef, type PositionalDef } from "./args.ts";
@@ -28,13 +28,14 @@ export interface RunOptions {
   trunkDir: string | undefined;
   dumpCacheTrace: string | undefined;
   sampling: SamplingTarget["sampling"];
+  prefillChunk: number;
 }
 
 export function defaultRunOptions(): RunOptions {
   return {
     modelDir: "", promptSources: [], promptValue: "", tokDir: undefined, ids: [], gen: defaultGeneratedTokens, configPath: undefined,
     mode: "incremental", out: "k3_run.json", dumpLogits: undefined, layers: undefined,
-    budgets: [], trunkDir: undefined, dumpCacheTrace: undefined, sampling: {},
+    budgets: [], trunkDir: undefined, dumpCacheTrace: undefined, sampling: {}, prefillChunk: defaultPrefillChunk,
   };
 }
 
@@ -89,6 +90,11 @@ export const runOptionTable: readonly OptionDef<RunOptions>[] = [
     apply: (o) => { o.mode = "recompute"; },
   },
   ...memoryOptions<RunOptions>(),
+  {
+    name: "prefill-chunk", value: "N",
+    description: `Prompt ids per forward call, 1 to ${maxPrefillChunk} (default ${defaultPrefillChunk}): each chunk reads every weight and expert once; any size gives the same tokens`,
+    apply: (o, raw, flag) => { o.prefillChunk = parseInteger(raw, flag, 1, maxPrefillChunk); },
+  },
   ...samplingOptions<RunOptions>("default 0: the run command decodes greedily"),
   {
     name: "dump-cache-trace", value: "DIR",

@@ -63,7 +63,7 @@ export async function main(args: readonly string[]): Promise<number> {
   }
   const outcome = executeRun({
     modelDir: options.modelDir, config, configShape: shape, layerCount, layersRequested: options.layers ?? config.numLayers,
-    prompt: prompt.ids, maxNewTokens: options.gen, mode: options.mode,
+    prompt: prompt.ids, maxNewTokens: options.gen, mode: options.mode, prefillChunk: options.prefillChunk,
     sampling: resolveSampling(options.sampling, samplingDefaults.run), budgets: options.budgets, trunkDir: options.trunkDir,
     tokenizer: prompt.tokenizer, faults: injectedFaults(), trace: options.dumpCacheTrace !== undefined,
   });

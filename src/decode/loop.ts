@@ -26,6 +26,12 @@ export interface StepRecord {
 export interface DecodeOptions {
   maxNewTokens: number;
   mode: DecodeMode;
+  /**
+   * Ids per forward call when feeding a prompt (or, in recompute, a prefix): each chunk goes
+   * through every layer together, so weights and experts are read once per chunk. Any size
+   * gives the same bits; the whole prompt in one call when omitted.
+   */
+  prefillChunk?: number;
   /** Picks each token from its logits; greedy (ties to the lowest id) when omitted. */
   sampler?: Sampler;
   /** Emitting one of these ends the run with `stop`; the id itself is kept in `generated`. */
@@ -46,6 +52,16 @@ export interface DecodeResult {
   finish: FinishReason;
 }
 
+/** Feeds `ids` in chunks of `chunk` (all at once without one); returns the last position's logits. */
+export function feed<State>(model: Forward<State>, state: State, ids: readonly number[], chunk?: number): Float32Array {
+  const size = chunk ?? ids.length;
+  if (!Number.isInteger(size) || size < 1) throw new Error(`feed: chunk size ${size} is not a positive integer`);
+  let logits: Float32Array | undefined;
+  for (let at = 0; at < ids.length; at += size) logits = model.run(state, ids.slice(at, at + size));
+  if (!logits) throw new Error("feed: no ids to feed");
+  return logits;
+}
+
 export function decode<State>(model: Forward<State>, prompt: readonly number[], options: DecodeOptions): DecodeResult {
   const sampler = options.sampler ?? greedy;
   const generated: number[] = [];
@@ -59,11 +75,11 @@ export function decode<State>(model: Forward<State>, prompt: readonly number[], 
       const started = performance.now();
       let logits: Float32Array;
       if (carried) {
-        logits = model.run(carried, step === 0 ? prompt : [generated[step - 1] as number]);
+        logits = step === 0 ? feed(model, carried, prompt, options.prefillChunk) : model.run(carried, [generated[step - 1] as number]);
       } else {
         const fresh = model.newState();
         try {
-          logits = model.run(fresh, [...prompt, ...generated]);
+          logits = feed(model, fresh, [...prompt, ...generated], options.prefillChunk);
         } finally {
           model.release(fresh);
         }

@@ -54,6 +54,7 @@ export function generate(engine: Engine, prompt: readonly number[], options: Gen
   const sampling = options.sampling ?? samplingDefaults.run;
   const decoded = decode(engine.model, prompt, {
     maxNewTokens: options.maxNewTokens, mode: options.mode, sampler: createSampler(sampling), stopIds: options.stopIds,
+    prefillChunk: plan.prefillChunk,
     onToken: events.onToken,
     beforeStep: () => experts.beginStep(),
     afterStep: (record) => {

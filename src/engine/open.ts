@@ -30,8 +30,8 @@ export interface EngineRequest {
   layerCount: number;
   /** Positions each sequence state holds: prompt + new tokens + 1 for one run. */
   positions: number;
-  /** Ids of the largest single forward call (the prompt's prefill): sizes the activations. */
-  promptTokens: number;
+  /** Ids per forward call when feeding a prompt: the largest call, which sizes the activations. */
+  prefillChunk: number;
   /** Budget options in the order given: a later one wins. */
   budgets: readonly BudgetAction[];
   /** A packed trunk directory: the trunk is streamed from it instead of held resident. */
@@ -64,6 +64,8 @@ export interface EnginePlan {
   /** MemAvailable when the plan was made; undefined without /proc/meminfo. */
   availableBytes: number | undefined;
   positions: number;
+  /** Ids per forward call when a prompt is fed. */
+  prefillChunk: number;
 }
 
 export interface EngineEvents {
@@ -136,10 +138,11 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   const plan: EnginePlan = {
     modelDir: request.modelDir, layerCount, modelLayers: config.numLayers, tensorCount: index.tensorCount,
     shardCount: index.shards.length, indexSeconds, budgets, trunk, expertCache, positions: request.positions,
+    prefillChunk: request.prefillChunk,
     trunkPayloadBytes: layouts.reduce((sum, l) => sum + l.bytes, 0),
     availableBytes: memory?.availableBytes,
     memory: memoryPlan({
-      config, layerCount, positions: request.positions, promptTokens: request.promptTokens,
+      config, layerCount, positions: request.positions, callTokens: request.prefillChunk,
       trunk: { mode: trunk.mode, bytes: trunk.mode === "streamed" ? trunk.plan.bytes : trunk.bytes },
       tablesBytes, expertCacheBytes: expertCache.slots * expertCache.slotBytes, baselineBytes: process.memoryUsage().rss,
     }),

@@ -20,7 +20,8 @@ export interface PlanInputs {
   layerCount: number;
   /** prompt + gen + 1 */
   positions: number;
-  promptTokens: number;
+  /** Ids of the largest forward call (a prefill chunk): the activations are sized for it. */
+  callTokens: number;
   trunk: { mode: "resident" | "streamed"; bytes: number };
   tablesBytes: number;
   expertCacheBytes: number;
@@ -61,7 +62,7 @@ export function memoryPlan(p: PlanInputs): MemoryPlan {
     ["embed + lm_head", p.tablesBytes],
     ["expert cache", p.expertCacheBytes],
     ["recurrent state", recurrent],
-    ["buffers", bufferBytes(c, p.promptTokens, p.layerCount)],
+    ["buffers", bufferBytes(c, p.callTokens, p.layerCount)],
     ["KV cache", kv],
     ["process + index", p.baselineBytes + runtimeGrowthBytes],
   ] as const).map(([name, bytes]) => ({ name, bytes }));

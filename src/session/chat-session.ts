@@ -61,7 +61,7 @@ export class ChatSession {
   constructor(engine: Engine, tokenizer: Tokenizer, settings: ChatSettings) {
     this.#tokenizer = tokenizer;
     this.#stopIds = stopIds(controlIds(tokenizer)); // refuses a tokenizer without the K3 names
-    this.#conversation = new Conversation(engine.model);
+    this.#conversation = new Conversation(engine.model, engine.plan.prefillChunk);
     this.settings = settings;
   }
 

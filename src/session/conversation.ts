@@ -5,7 +5,7 @@
  * prefix of it is reused, from the live state or the snapshot, and only the new ids are fed.
  * Nothing sampled is spliced into history, and the stop id is never fed.
  */
-import type { FinishReason } from "../decode/loop.ts";
+import { feed, type FinishReason } from "../decode/loop.ts";
 import type { Sampler } from "../decode/sampler.ts";
 import { usageError } from "../errors.ts";
 import type { Model } from "../model/forward.ts";
@@ -50,12 +50,15 @@ const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resol
 export class Conversation {
   readonly #model: Model;
   readonly #state: SequenceState;
+  readonly #chunk: number;
   /** The ids the live state has consumed, in order. */
   #fed: number[] = [];
   #boundary: { ids: number[]; snapshot: StateSnapshot } | undefined;
 
-  constructor(model: Model) {
+  /** `chunk`: ids per forward call when a prompt is fed (the engine's plan sized its activations for it). */
+  constructor(model: Model, chunk: number) {
     this.#model = model;
+    this.#chunk = chunk;
     this.#state = model.newState();
   }
 
@@ -98,12 +101,12 @@ export class Conversation {
     const { start, from } = this.#reuse(ids);
     let logits: Float32Array | undefined;
     if (historyEnd > start) {
-      logits = this.#model.run(this.#state, ids.slice(start, historyEnd));
+      logits = feed(this.#model, this.#state, ids.slice(start, historyEnd), this.#chunk);
       this.#dropBoundary();
       this.#boundary = { ids: ids.slice(0, historyEnd), snapshot: this.#state.snapshot() };
     }
     const rest = Math.max(start, historyEnd);
-    if (ids.length > rest) logits = this.#model.run(this.#state, ids.slice(rest));
+    if (ids.length > rest) logits = feed(this.#model, this.#state, ids.slice(rest), this.#chunk);
     this.#fed = [...ids];
     const prefillSeconds = (performance.now() - prefillStarted) / 1000;
 

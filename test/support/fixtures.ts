@@ -43,7 +43,7 @@ export function openFixture(name: string, positions: number): Engine {
   const dir = modelDir(name);
   const { config } = loadConfig(join(dir, "config.json"));
   return openEngine({
-    modelDir: dir, config, layerCount: config.numLayers, positions, promptTokens: positions,
+    modelDir: dir, config, layerCount: config.numLayers, positions, prefillChunk: positions,
     budgets: [{ kind: "cache", bytes: gbToBytes(1) }], trunkDir: undefined,
   });
 }

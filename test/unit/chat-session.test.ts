@@ -20,7 +20,7 @@ const engines: Engine[] = [];
 function open(): Engine {
   const { config } = loadConfig(join(dir, "config.json"));
   const engine = openEngine({
-    modelDir: dir, config, layerCount: config.numLayers, positions: 1024, promptTokens: 1024,
+    modelDir: dir, config, layerCount: config.numLayers, positions: 1024, prefillChunk: 64,
     budgets: [{ kind: "cache", bytes: gbToBytes(1) }], trunkDir: undefined,
   });
   engines.push(engine);

@@ -16,7 +16,7 @@ const prompt = (history: readonly number[], tail: readonly number[]): RenderedPr
 
 async function cold(p: RenderedPrompt, maxNewTokens: number, sampler: Sampler = greedy): Promise<number[]> {
   using engine = openFixture("tiny13", 128);
-  const c = new Conversation(engine.model);
+  const c = new Conversation(engine.model, engine.plan.prefillChunk);
   try {
     return (await c.turn(p, { sampler, maxNewTokens, stopIds: noStop })).generated;
   } finally {
@@ -30,7 +30,7 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("turn two from the live state: same ids as cold, only the new ids fed", async () => {
     using engine = openFixture("tiny13", 128);
-    const c = new Conversation(engine.model);
+    const c = new Conversation(engine.model, engine.plan.prefillChunk);
     const first = prompt(system, genPrompt);
     const one = await c.turn(first, { sampler: greedy, maxNewTokens: 5, stopIds: noStop });
     expect(one).toMatchObject({ reusedFrom: "none", reusedPromptIds: 0, fedPromptIds: first.ids.length });
@@ -47,7 +47,7 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("turn two from the boundary snapshot when the reply is not echoed as generated", async () => {
     using engine = openFixture("tiny13", 128);
-    const c = new Conversation(engine.model);
+    const c = new Conversation(engine.model, engine.plan.prefillChunk);
     const first = prompt(system, genPrompt);
     await c.turn(first, { sampler: greedy, maxNewTokens: 4, stopIds: noStop });
     // The client re-rendered the reply differently: only the messages before it are shared.
@@ -61,7 +61,7 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("an edited earlier message reuses nothing, and the result is still the cold one", async () => {
     using engine = openFixture("tiny13", 128);
-    const c = new Conversation(engine.model);
+    const c = new Conversation(engine.model, engine.plan.prefillChunk);
     await c.turn(prompt(system, genPrompt), { sampler: greedy, maxNewTokens: 4, stopIds: noStop });
     const edited = [...system];
     edited[2] = (edited[2] as number) + 1;
@@ -74,7 +74,7 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("a stop id ends the reply and is never fed: the next turn reuses up to the id before it", async () => {
     using engine = openFixture("tiny13", 128);
-    const c = new Conversation(engine.model);
+    const c = new Conversation(engine.model, engine.plan.prefillChunk);
     const first = prompt(system, genPrompt);
     const probe = await cold(first, 3);
     const stop = new Set([probe[2] as number]);
@@ -90,7 +90,7 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("cancelling between tokens ends the reply as cancelled", async () => {
     using engine = openFixture("tiny13", 128);
-    const c = new Conversation(engine.model);
+    const c = new Conversation(engine.model, engine.plan.prefillChunk);
     let seen = 0;
     const r = await c.turn(prompt(system, genPrompt), {
       sampler: greedy, maxNewTokens: 10, stopIds: noStop, onToken: () => { seen++; }, cancelled: () => seen >= 3,
@@ -102,7 +102,7 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("a turn that cannot fit the context is refused before anything is fed", async () => {
     using engine = openFixture("tiny13", 16);
-    const c = new Conversation(engine.model);
+    const c = new Conversation(engine.model, engine.plan.prefillChunk);
     await expect(c.turn(prompt(system, genPrompt), { sampler: greedy, maxNewTokens: 10, stopIds: noStop })).rejects.toThrow(/the context holds 16/);
     c.close();
   });

@@ -71,7 +71,7 @@ describe("trunk plan (runtime.md 5.1)", () => {
 describe("memory plan", () => {
   test("sums its terms and refuses past 95% of MemAvailable with both numbers", () => {
     const plan = memoryPlan({
-      config: tinyConfig(), layerCount: 13, positions: 100, promptTokens: 10,
+      config: tinyConfig(), layerCount: 13, positions: 100, callTokens: 10,
       trunk: { mode: "resident", bytes: 5e9 }, tablesBytes: 1e9, expertCacheBytes: 2e9, baselineBytes: 5e7,
     });
     expect(plan.totalBytes).toBe(plan.terms.reduce((s, t) => s + t.bytes, 0));
@@ -83,7 +83,7 @@ describe("memory plan", () => {
 
   test("the KV preflight refuses a request whose MLA cache alone exceeds 90% of MemAvailable (exit 2)", () => {
     const plan = memoryPlan({
-      config: tinyConfig(), layerCount: 13, positions: 36_864, promptTokens: 10,
+      config: tinyConfig(), layerCount: 13, positions: 36_864, callTokens: 10,
       trunk: { mode: "resident", bytes: 1 }, tablesBytes: 1, expertCacheBytes: 1, baselineBytes: 1,
     });
     const kv = plan.terms.find((t) => t.name === "KV cache")!.bytes;
