@@ -83,6 +83,24 @@ function textBlock(text: string | null): string[] {
   return text === null ? [] : [`\n--- generated text ---\n${text}\n----------------------\n`];
 }
 
+/**
+ * The prompt's prefill (step 0, incremental): its chunks, how many expert picks they made and
+ * how many distinct experts they loaded (the union per chunk and layer), and what it read.
+ */
+function prefillReport(result: RunResult): string | undefined {
+  const first = result.steps[0];
+  if (!first || result.mode !== "incremental") return undefined;
+  const prompt = result.promptIds.length;
+  const chunk = result.plan.prefillChunk;
+  const chunks = Math.ceil(prompt / chunk);
+  const e = first.experts;
+  return [
+    `prefill: ${prompt} prompt ids in ${chunks} chunk(s) of up to ${chunk}, ${first.seconds.toFixed(2)} s (${(first.seconds / prompt).toFixed(4)} s per prompt id)`,
+    `  expert picks ${e.picks} -> ${e.requests} distinct loads (the union per chunk and layer), ${e.reads} read from disk, ` +
+      `${gb(e.bytesRead)} GB (${gb(e.bytesRead / chunks)} GB per chunk)`,
+  ].join("\n");
+}
+
 /** Everything printed after the last step, in order (the verdict comes separately, last). */
 export function runReport(result: RunResult): string {
   const { plan } = result;
@@ -93,6 +111,7 @@ export function runReport(result: RunResult): string {
     `PEAK RSS for the whole run: ${formatBytes(result.peakRssBytes)}   <- quote this, not the plan`,
     `layers completed: ${result.layers}/${plan.modelLayers}; routed expert drops: ${result.expertDrops}`,
     ...(last ? [cacheReport(plan.expertCache, last.experts, result.experts.residentSlots)] : []),
+    ...[prefillReport(result)].filter((block): block is string => block !== undefined),
     ioShareReport(result),
   ];
   if (plan.trunk.mode === "streamed" && result.trunkStats) lines.push(trunkReport(plan.trunk.plan, result.trunkStats, result.layers));

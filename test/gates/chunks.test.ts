@@ -88,6 +88,8 @@ describe("a chunk loads each expert it needs once", () => {
       expect(step.requests).toBe(unions); // one load per distinct expert per chunk and layer
       expect(step.reads).toBe(everLoaded.size); // the cache holds all 96: each is read once, ever
       if (chunk > 1) expect(step.requests).toBeLessThan(step.picks);
+      expect(r.stderr).toContain(`prefill: ${prompt.length} prompt ids in ${Math.ceil(prompt.length / chunk)} chunk(s) of up to ${chunk}`);
+      expect(r.stderr).toContain(`expert picks ${step.picks} -> ${step.requests} distinct loads (the union per chunk and layer), ${step.reads} read from disk`);
     }
   });
 });
