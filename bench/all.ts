@@ -8,6 +8,8 @@
  *   4. streaming  dist/k3 on the K3-width checkpoint: resident vs streamed trunk, against the
  *                 disk's O_DIRECT bandwidth (skipped with K3_BENCH_SKIP_STREAMING=1, or when the
  *                 disk cannot hold the ~15 GB of checkpoint and pack)
+ *   5. prefill    the same checkpoint: a 256-id prompt in chunks against one id at a time,
+ *                 resident and streamed (skipped with the streaming part)
  *
  * Figures go to stdout, progress to stderr. Exits 1 when a benchmark found a correctness
  * failure (ids differing across budgets, tokenizer output differing from tiktoken, peak RSS
@@ -16,6 +18,7 @@
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { benchIndex } from "./index-headers.ts";
 import { benchKernels } from "./kernels.ts";
+import { benchPrefill, prefillReport } from "./prefill.ts";
 import { benchStreaming, streamingReport, streamingSkipReason } from "./streaming.ts";
 import { benchTokenizer } from "./tokenizer.ts";
 
@@ -87,6 +90,15 @@ await part("streaming", async () => {
   const result = await benchStreaming();
   console.log(streamingReport(result));
   if (result.failures.length > 0) failed = true;
+});
+
+await part("prefill", async () => {
+  const skip = streamingSkipReason();
+  if (skip) {
+    console.log(`prefill: skipped (${skip})`);
+    return;
+  }
+  console.log(prefillReport(await benchPrefill()));
 });
 
 console.log(`took: ${timings.map(([name, s]) => `${name} ${s.toFixed(1)} s`).join(", ")}; total ${timings.reduce((a, [, s]) => a + s, 0).toFixed(1)} s`);

@@ -115,7 +115,7 @@ async function runLogged(command: string[], what: string): Promise<number> {
  * Rebuilds libk3 and dist/k3 when older than their sources, as the test preload does, but in a
  * child whose output goes to stderr: `bun build` prints to stdout, which carries the figures.
  */
-async function ensureExecutable(): Promise<void> {
+export async function ensureExecutable(): Promise<void> {
   if (!libraryStale() && !executableStale()) return;
   progress("dist/k3 is older than its sources: rebuilding (bun run build)");
   const child = Bun.spawn([process.execPath, "run", join(root, "tools/build.ts")], { cwd: root, stdin: "ignore", stdout: "pipe", stderr: "inherit" });
@@ -125,7 +125,7 @@ async function ensureExecutable(): Promise<void> {
 }
 
 /** Generates the checkpoint when absent and packs it when no pack is there; seconds for each. */
-async function prepare(paths: StreamingPaths): Promise<{ generateSeconds: number | undefined; packSeconds: number | undefined }> {
+export async function prepare(paths: StreamingPaths): Promise<{ generateSeconds: number | undefined; packSeconds: number | undefined }> {
   const rel = relative(root, paths.dir);
   if (!rel.startsWith("..") && !rel.startsWith("/")) {
     throw new Error(`K3_BENCH_DIR=${paths.dir} is inside the repository; put the ~15 GB of bench data elsewhere`);
