@@ -135,6 +135,8 @@ export class SequenceState {
   encode(): Uint8Array {
     const sections = this.#sections();
     const floats = sections.map((s) => floatsAt(s, this.position));
+    // A section's float count is a u32 in the bytes; refuse rather than wrap.
+    if (floats.some((n) => n > 0xffff_ffff)) throw runtimeError(`the state at position ${this.position} is too large to encode`);
     const payloadStart = headerBytes + sectionHeaderBytes * sections.length;
     const bytes = new Uint8Array(payloadStart + 4 * floats.reduce((a, b) => a + b, 0));
     const view = new DataView(bytes.buffer);
