@@ -425,9 +425,11 @@ pub fn attention(comptime W: type, q: [*]const f32, w: [*]const W, ckv: [*]const
     const scores: [*]f32 = @ptrCast(@alignCast(buf.ptr + q_bytes));
     const ol64: [*]f64 = @ptrCast(@alignCast(buf.ptr + q_bytes + score_bytes));
     const H = shape.heads;
+    // Once per call: every token's absorb phase rewrites all lanes of the present heads, so
+    // only the lanes of absent heads (a last block of fewer than eight) need their zeros.
+    @memset(q64[0 .. blocks * (R + shape.dr)], [_]f64{0} ** head_block);
     for (0..tokens) |t| {
         const n = pos0 + t + 1;
-        @memset(q64[0 .. blocks * (R + shape.dr)], [_]f64{0} ** head_block);
         const job = TokenJob(W){ .a = args, .q64 = q64, .scores = scores, .ol64 = ol64, .t = t, .n = n };
         const J = TokenJob(W);
         pool.parallelFor(H, grain(shape.dn * R), &job, J.absorbPhase);
