@@ -14,7 +14,7 @@ const aligned_read = @import("io/aligned_read.zig");
 const reader_pool = @import("io/reader_pool.zig");
 const status = @import("status.zig");
 
-pub const abi_version: u32 = 4;
+pub const abi_version: u32 = 5;
 
 pub const Status = status.Status;
 const code = status.code;
@@ -294,15 +294,28 @@ export fn k3_kda_gated_norm(o: ?[*]const f32, w: ?[*]const f32, gate: ?[*]const 
     return kstatus(kda.gatedNorm(o orelse return code(.bad_argument), w orelse return code(.bad_argument), gate orelse return code(.bad_argument), y orelse return code(.bad_argument), tokens, heads, head_dim, eps));
 }
 
-/// Gated-MLA attention core (NoPE), T queries at positions pos0 … pos0+T−1:
-///   q [T][H][dn+dr] (q_b_proj output), kv [pos0+T][H][dn+dv] (kv_b_proj outputs of every
-///   position, the new ones already appended), kr [pos0+T][dr] (shared rope-slot keys, raw),
-///   out [T][H][dv]. Causal: query t attends to positions ≤ pos0+t. Scale (dn+dr)^−1/2.
-///   dn + dr ≤ 512. Scratch (pool-owned, grows to the high-water mark): H·(pos0+T) f32.
-export fn k3_mla_attention(q: ?[*]const f32, kv: ?[*]const f32, kr: ?[*]const f32, out: ?[*]f32, tokens: u32, pos0: u32, heads: u32, dn: u32, dr: u32, dv: u32) i32 {
+/// Gated-MLA attention core (NoPE) over the latent cache, kv_b_proj absorbed (mla.zig has the
+/// canonical order), T queries at positions pos0 … pos0+T−1:
+///   q [T][H][dn+dr] (q_b_proj output); w = kv_b_proj [H·(dn+dv)][rank] as shipped, w_dtype
+///   0 = bf16 bits, 1 = f32 (mla.zig `Dtype`), read in place; ckv [pos0+T][rank] (normalised
+///   latents) and kr [pos0+T][dr] (shared rope-slot keys, raw) of every position, the new ones
+///   already appended; out [T][H][dv]. Causal: query t attends to positions ≤ pos0+t. Scale
+///   (dn+dr)^−1/2. kr is nullable only when dr = 0. Scratch (pool-owned, grows to the
+///   high-water mark): shared H·(pos0+T) f32 + (8·⌈H/8⌉·(rank+dr) + H·rank) f64, and per
+///   thread (H + 32)·rank f64.
+export fn k3_mla_latent_attention(q: ?[*]const f32, w: ?*const anyopaque, w_dtype: u32, ckv: ?[*]const f32, kr: ?[*]const f32, out: ?[*]f32, tokens: u32, pos0: u32, heads: u32, dn: u32, dr: u32, dv: u32, rank: u32) i32 {
     if (dr > 0 and kr == null) return code(.bad_argument);
+    const qp = q orelse return code(.bad_argument);
+    const wp = w orelse return code(.bad_argument);
+    const cp = ckv orelse return code(.bad_argument);
+    const op = out orelse return code(.bad_argument);
     var none: [1]f32 = undefined;
-    return kstatus(mla.attention(q orelse return code(.bad_argument), kv orelse return code(.bad_argument), kr orelse &none, out orelse return code(.bad_argument), tokens, pos0, .{ .heads = heads, .dn = dn, .dr = dr, .dv = dv }));
+    const krp = kr orelse &none;
+    const shape = mla.Shape{ .heads = heads, .dn = dn, .dr = dr, .dv = dv, .rank = rank };
+    return switch (std.meta.intToEnum(mla.Dtype, w_dtype) catch return code(.bad_argument)) {
+        .bf16 => kstatus(mla.attention(u16, qp, @ptrCast(@alignCast(wp)), cp, krp, op, tokens, pos0, shape)),
+        .f32 => kstatus(mla.attention(f32, qp, @ptrCast(@alignCast(wp)), cp, krp, op, tokens, pos0, shape)),
+    };
 }
 
 /// Attention-Residuals aggregation for T tokens: `sources` is an array of n addresses, each of

@@ -39,7 +39,18 @@ export interface ModelConfig {
   /** One-based, as in the file: layer l is MLA iff l + 1 is listed. */
   fullAttnLayers: number[];
   tieWordEmbeddings: boolean;
+  /** The context length: the most positions (prompt + generated) one sequence may hold. */
+  maxPositionEmbeddings: number;
 }
+
+/**
+ * The context length when config.json has no `max_position_embeddings`: 2^20 positions, the
+ * length model.md section 9 sizes the MLA cache at (58 GB latent on the released model). The
+ * arithmetic has no position limit (NoPE: nothing positional is computed), so unlike the
+ * fields of section 1.6 a default here cannot silently change the model; it only bounds a
+ * request, and the memory plan bounds it further.
+ */
+export const defaultContextLength = 1_048_576;
 
 export type ConfigShape = "nested" | "flat";
 
@@ -55,8 +66,8 @@ interface FieldSpec {
   flat: string;
   /** Other spelling accepted in either shape (model.md 1.3). */
   alias?: string;
-  /** Only three booleans have a sanctioned default (model.md 1.2). */
-  fallback?: boolean;
+  /** Only three booleans (model.md 1.2) and the context length have a default. */
+  fallback?: boolean | number;
 }
 
 const text = (name: string) => ({ scope: "text" as const, name });
@@ -93,6 +104,8 @@ export const configFields: readonly FieldSpec[] = [
   { key: "situBeta", type: "float", nested: text("activation_situ_beta"), flat: "situ_beta", alias: "activation_situ_beta" },
   { key: "situLinearBeta", type: "float", nested: text("activation_situ_linear_beta"), flat: "situ_linear_beta", alias: "activation_situ_linear_beta" },
   { key: "fullAttnLayers", type: "layers", nested: linear("full_attn_layers"), flat: "full_attn_layers" },
+  // Not in model.md's table: the request ceiling (runtime.md 1.6). Read strictly when present.
+  { key: "maxPositionEmbeddings", type: "int", nested: text("max_position_embeddings"), flat: "max_position_embeddings", fallback: defaultContextLength },
 ];
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -280,7 +293,7 @@ function checkConsistency(config: ModelConfig, layersName: string, problems: Pro
   }
   const positive: (keyof ModelConfig)[] = [
     "kdaNumHeads", "kdaHeadDim", "numAttentionHeads", "qLoraRank", "kvLoraRank", "qkNopeHeadDim",
-    "vHeadDim", "numExperts", "routedExpertHiddenSize", "moeIntermediateSize", "intermediateSize",
+    "vHeadDim", "numExperts", "routedExpertHiddenSize", "moeIntermediateSize", "intermediateSize", "maxPositionEmbeddings",
   ];
   for (const key of positive) {
     const spec = configFields.find((f) => f.key === key);

@@ -58,13 +58,19 @@ export function kda(ctx: BlockContext, w: KdaWeights, state: KdaState, x: F32): 
   return out;
 }
 
-/** model.md 6.7. Appends the step's keys to `cache` at positions first … first+tokens−1. */
+/**
+ * model.md 6.7, in the latent space: appends each new position's normalised latent and rope
+ * key to `cache` (positions first … first+tokens−1), then attends with kv_b_proj absorbed into
+ * the query and output sides (zig/kernels/mla.zig). The one MLA path: prefill, decode and
+ * recompute all run it, so they agree bit for bit.
+ */
 export function mla(ctx: BlockContext, w: MlaWeights, cache: MlaCache, first: number, x: F32): F32 {
   const { config: c, pool, tokens: T } = ctx;
   const H = c.numAttentionHeads;
   const dn = c.qkNopeHeadDim;
   const dr = c.qkRopeHeadDim;
   const dv = c.vHeadDim;
+  const R = c.kvLoraRank;
   const dq = dn + dr;
   const cqRaw = pool.alloc(T * c.qLoraRank, "mla q latent");
   const cq = pool.alloc(T * c.qLoraRank, "mla q latent normed");
@@ -72,21 +78,19 @@ export function mla(ctx: BlockContext, w: MlaWeights, cache: MlaCache, first: nu
   kernels.rmsnorm(cqRaw, w.qaNorm, cq, T, c.qLoraRank, c.rmsNormEps);
   const q = pool.alloc(T * H * dq, "mla q");
   kernels.matmul(w.qb, cq, q, T);
-  const kvWidth = c.kvLoraRank + dr;
+  const kvWidth = R + dr;
   const compressed = pool.alloc(T * kvWidth, "mla kv latent");
   kernels.matmul(w.kva, x, compressed, T);
-  const latent = pool.alloc(T * c.kvLoraRank, "mla kv latent part");
+  const latent = pool.alloc(T * R, "mla kv latent part");
   for (let t = 0; t < T; t++) {
-    latent.a.set(compressed.a.subarray(t * kvWidth, t * kvWidth + c.kvLoraRank), t * c.kvLoraRank);
+    latent.a.set(compressed.a.subarray(t * kvWidth, t * kvWidth + R), t * R);
     // The rope key is raw: no norm, no rotation; one per position, shared by all heads.
-    cache.kr.a.set(compressed.a.subarray(t * kvWidth + c.kvLoraRank, (t + 1) * kvWidth), (first + t) * dr);
+    cache.kr.a.set(compressed.a.subarray(t * kvWidth + R, (t + 1) * kvWidth), (first + t) * dr);
   }
-  const latentNormed = pool.alloc(T * c.kvLoraRank, "mla kv latent normed");
-  kernels.rmsnorm(latent, w.kvaNorm, latentNormed, T, c.kvLoraRank, c.rmsNormEps);
-  const kvRow = H * (dn + dv);
-  kernels.matmul(w.kvb, latentNormed, cache.kv.sub(first * kvRow, T * kvRow), T); // appended in place
+  // Only the latent part is normalised; it is cached as is (appended in place).
+  kernels.rmsnorm(latent, w.kvaNorm, cache.latent.sub(first * R, T * R), T, R, c.rmsNormEps);
   const attended = pool.alloc(T * H * dv, "mla attention");
-  kernels.mlaAttention(q, cache.kv, cache.kr, attended, T, first, { heads: H, dn, dr, dv });
+  kernels.mlaLatentAttention(q, w.kvb, cache.latent, cache.kr, attended, T, first, { heads: H, dn, dr, dv, rank: R });
   if (w.gate) {
     const gate = pool.alloc(T * H * dv, "mla gate");
     kernels.matmul(w.gate, x, gate, T);

@@ -1,7 +1,8 @@
 /**
  * What one sequence carries between forward calls (model.md section 9), and nothing else:
- * per KDA layer the recurrent matrices and the ShortConv histories, per MLA layer the cache
- * of expanded keys, values and the shared rope key, and the position count.
+ * per KDA layer the recurrent matrices and the ShortConv histories, per MLA layer the latent
+ * cache (the normalised c_kv and the shared rope key of every position: kv_lora_rank +
+ * qk_rope_head_dim floats, never the expanded keys and values), and the position count.
  *
  * KDA and the convolutions fold every past token into fixed-size state, so a sequence cannot be
  * trimmed back to an earlier position: going back means restoring a snapshot taken there.
@@ -21,14 +22,14 @@ export interface KdaState {
 }
 
 export interface MlaCache {
-  /** [capacity][heads][dn + dv]: per position and head, the key content then the value. */
-  kv: F32;
+  /** [capacity][kvLoraRank]: per position the kv_a_layernorm output, shared by all heads. */
+  latent: F32;
   /** [capacity][dr], one rope key per position shared by all heads. */
   kr: F32;
 }
 
 /** The kinds of carried buffer, in the order a layer's sections are stored. */
-const sectionKinds = ["kda recurrent", "kda conv q", "kda conv k", "kda conv v", "mla kv", "mla kr"] as const;
+const sectionKinds = ["kda recurrent", "kda conv q", "kda conv k", "kda conv v", "mla latent", "mla kr"] as const;
 type SectionKind = (typeof sectionKinds)[number];
 
 /** One carried buffer: whole for KDA, the first `position` rows for the MLA cache. */
@@ -44,7 +45,8 @@ const floatsAt = (s: Section, position: number) => (s.rowFloats > 0 ? s.rowFloat
 
 /** "K3SQ": the bytes of one sequence state (not a state file: no config fingerprint). */
 const stateMagic = 0x5153_334b;
-const stateVersion = 1;
+/** 2: the MLA sections hold the latent cache (version 1 held expanded keys and values). */
+const stateVersion = 2;
 const headerBytes = 16;
 const sectionHeaderBytes = 12;
 
@@ -70,9 +72,8 @@ export class SequenceState {
           convV: this.#pool.alloc(history, "conv history"),
         });
       } else {
-        const H = c.numAttentionHeads;
         this.mla.set(layer, {
-          kv: this.#pool.alloc(capacity * H * (c.qkNopeHeadDim + c.vHeadDim), `MLA keys and values of layer ${layer}`),
+          latent: this.#pool.alloc(capacity * c.kvLoraRank, `MLA latent cache of layer ${layer}`),
           kr: this.#pool.alloc(capacity * c.qkRopeHeadDim, `MLA rope keys of layer ${layer}`),
         });
       }
@@ -91,7 +92,7 @@ export class SequenceState {
         continue;
       }
       const m = this.mla.get(layer) as MlaCache;
-      sections.push({ layer, kind: "mla kv", buffer: m.kv, rowFloats: m.kv.length / this.capacity });
+      sections.push({ layer, kind: "mla latent", buffer: m.latent, rowFloats: m.latent.length / this.capacity });
       sections.push({ layer, kind: "mla kr", buffer: m.kr, rowFloats: m.kr.length / this.capacity });
     }
     return sections;
@@ -134,6 +135,8 @@ export class SequenceState {
   encode(): Uint8Array {
     const sections = this.#sections();
     const floats = sections.map((s) => floatsAt(s, this.position));
+    // A section's float count is a u32 in the bytes; refuse rather than wrap.
+    if (floats.some((n) => n > 0xffff_ffff)) throw runtimeError(`the state at position ${this.position} is too large to encode`);
     const payloadStart = headerBytes + sectionHeaderBytes * sections.length;
     const bytes = new Uint8Array(payloadStart + 4 * floats.reduce((a, b) => a + b, 0));
     const view = new DataView(bytes.buffer);

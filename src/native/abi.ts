@@ -45,7 +45,7 @@ export const symbols = {
   k3_kda_decay: { args: [ptr, ptr, ptr, ptr, ptr, u32, u32, u32, f32], returns: i32 },
   k3_kda_recurrence: { args: [ptr, ptr, ptr, ptr, ptr, ptr, ptr, u32, u32, u32, f32], returns: i32 },
   k3_kda_gated_norm: { args: [ptr, ptr, ptr, ptr, u32, u32, u32, f32], returns: i32 },
-  k3_mla_attention: { args: [ptr, ptr, ptr, ptr, u32, u32, u32, u32, u32, u32], returns: i32 },
+  k3_mla_latent_attention: { args: [ptr, ptr, u32, ptr, ptr, ptr, u32, u32, u32, u32, u32, u32, u32], returns: i32 },
   k3_attnres: { args: [ptr, u32, ptr, ptr, ptr, u32, u32, f32], returns: i32 },
   k3_router: { args: [ptr, u32, ptr, ptr, u32, u32, u32, u32, u32, f32, ptr, ptr, ptr], returns: i32 },
   k3_moe_routed: { args: [ptr, ptr, ptr, ptr, u32, u32, u32, u32, f32, f32, ptr], returns: i32 },
@@ -53,7 +53,7 @@ export const symbols = {
 } as const;
 
 /** Mirrors zig/abi.zig `abi_version`: what `k3_abi_version` must return for this binding. */
-export const abiVersion = 4;
+export const abiVersion = 5;
 
 /** Mirrors zig/status.zig `Status`: k3's own status codes; -1 .. -4095 are negated errno values. */
 export const Status = {
@@ -117,8 +117,11 @@ export const maxConvTaps = 16;
 /** Mirrors zig/kernels/kda.zig `max_head_dim`: the largest `k3_kda_recurrence` head_dim. */
 export const maxKdaHeadDim = 512;
 
-/** Mirrors zig/kernels/mla.zig `max_dq`: the largest dn + dr of `k3_mla_attention`. */
-export const maxMlaQueryWidth = 512;
+/** Mirrors zig/kernels/mla.zig `Dtype`: the kv_b_proj `w_dtype` codes of `k3_mla_latent_attention`. */
+export const MlaWeightDtype = {
+  bf16: 0,
+  f32: 1,
+} as const;
 
 /** Mirrors zig/kernels/matvec_mxfp4.zig `group`: MXFP4 elements sharing one scale byte. */
 export const mxfp4Group = 32;

@@ -22,8 +22,8 @@ import { K3Error, ExitCode, usageError } from "../errors.ts";
 import { native, type Native } from "./library.ts";
 import type { NativeBuffer } from "./memory.ts";
 import {
-  ElementwiseOp, expertRecordFields, KernelPathCode, maxAttnResSources, maxConvTaps, maxKdaHeadDim, maxMlaQueryWidth, maxRouterK,
-  maxThreads, mxfp4Group, RouterDtype, Status,
+  ElementwiseOp, expertRecordFields, KernelPathCode, maxAttnResSources, maxConvTaps, maxKdaHeadDim, maxRouterK, maxThreads,
+  MlaWeightDtype, mxfp4Group, RouterDtype, Status,
 } from "./abi.ts";
 
 /** f32 values in native memory: `length` floats at `ptr`. */
@@ -63,6 +63,8 @@ export interface MlaShape {
   readonly dn: number;
   readonly dr: number;
   readonly dv: number;
+  /** kv_lora_rank: the width of the cached latent. */
+  readonly rank: number;
 }
 
 /** Router outputs, filled in place by `route`. */
@@ -381,22 +383,32 @@ export function kdaGatedNorm(o: F32Ref, gain: F32Ref, gate: F32Ref, y: F32Ref, t
 
 /**
  * Causal NoPE attention for `tokens` queries at positions first … first+tokens−1 over the
- * cache: q [tokens][heads][dn+dr], kv [first+tokens][heads][dn+dv] (new positions already
- * appended), kr [first+tokens][dr] shared by all heads; out [tokens][heads][dv].
+ * latent cache, kv_b_proj absorbed (zig/kernels/mla.zig gives the order): q
+ * [tokens][heads][dn+dr]; kvb = kv_b_proj [heads·(dn+dv)][rank] as shipped, read in place; ckv
+ * [first+tokens][rank] normalised latents and kr [first+tokens][dr] rope keys shared by all
+ * heads (new positions already appended); out [tokens][heads][dv].
  */
-export function mlaAttention(q: F32Ref, kv: F32Ref, kr: F32Ref, out: F32Ref, tokens: number, first: number, shape: MlaShape): void {
-  const what = "mlaAttention";
+export function mlaLatentAttention(q: F32Ref, kvb: MatrixRef, ckv: F32Ref, kr: F32Ref, out: F32Ref, tokens: number, first: number, shape: MlaShape): void {
+  const what = "mlaLatentAttention";
   const T = dim(tokens, "tokens", what);
   const p0 = count(first, "first", what);
   const H = dim(shape.heads, "heads", what);
   const dn = dim(shape.dn, "dn", what);
   const dr = count(shape.dr, "dr", what);
   const dv = dim(shape.dv, "dv", what);
+  const R = dim(shape.rank, "rank", what);
   const N = p0 + T;
   if (N > maxU32) throw new Error(`${what}: position ${N} exceeds 32 bits`);
-  if (dn + dr > maxMlaQueryWidth) throw new Error(`${what}: dn + dr at most ${maxMlaQueryWidth}`);
+  if (kvb.rows !== H * (dn + dv) || kvb.cols !== R) {
+    throw new Error(`${what}: kv_b_proj is ${kvb.rows}x${kvb.cols}, expected ${H * (dn + dv)}x${R}`);
+  }
+  aligned(kvb.ptr, kvb.dtype === "BF16" ? 2 : 4, "kvb", what);
+  const dtype = kvb.dtype === "BF16" ? MlaWeightDtype.bf16 : MlaWeightDtype.f32;
   const krp = dr > 0 ? f32(kr, N * dr, "kr", what) : null;
-  check(lib().k3_mla_attention(f32(q, T * H * (dn + dr), "q", what), f32(kv, N * H * (dn + dv), "kv", what), krp, f32(out, T * H * dv, "out", what), T, p0, H, dn, dr, dv), what);
+  check(
+    lib().k3_mla_latent_attention(f32(q, T * H * (dn + dr), "q", what), kvb.ptr, dtype, f32(ckv, N * R, "ckv", what), krp, f32(out, T * H * dv, "out", what), T, p0, H, dn, dr, dv, R),
+    what,
+  );
 }
 
 const sourceList = new BigUint64Array(maxAttnResSources);

@@ -1,8 +1,23 @@
-/** Request limits (runtime.md 1.6): named once, used by validation and reports. */
+/**
+ * Request limits (runtime.md 1.6): named once, used by validation and reports.
+ *
+ * A request's positions (prompt + generated + 1) are bounded by the model's context length
+ * (config `max_position_embeddings`) and by what the memory plan fits; both need the config
+ * and MemAvailable, so they are checked when the engine opens, before anything large is
+ * allocated (memory-plan.ts `checkKvFits`, with the ceiling `positionCeiling` reports). With
+ * the latent MLA cache (55,296 B per position on the released model) memory no longer stops
+ * a request near 36,864 positions, so no build constant does either.
+ */
+export { positionCeiling } from "./memory-plan.ts";
+
 export const maxGeneratedTokens = 4096;
-export const maxPromptIds = 32_768;
-/** prompt + generated + 1 must fit. */
-export const maxPositions = maxPromptIds + maxGeneratedTokens;
+/**
+ * What can be checked before a config is read: positions are u32 in libk3's ABI and in the
+ * sequence-state bytes, so no request can name more.
+ */
+export const maxPositions = 0xffff_ffff;
+/** prompt + 0 generated + 1 must fit. */
+export const maxPromptIds = maxPositions - 1;
 export const defaultGeneratedTokens = 8;
 /**
  * Ids per forward call when a prompt is fed, unless --prefill-chunk says otherwise: enough

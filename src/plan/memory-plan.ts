@@ -37,36 +37,93 @@ export interface PlanTerm {
 export interface MemoryPlan {
   terms: PlanTerm[];
   totalBytes: number;
+  /** The positions planned for (prompt + gen + 1, or a chat's context). */
+  positions: number;
+  /** The model's context length (config max_position_embeddings): no request may exceed it. */
+  contextLength: number;
+  /** What one more position adds to the KV cache term. */
+  kvBytesPerPosition: number;
+  /** What one more position adds to the whole plan (the KV cache and the attention scratch). */
+  bytesPerPosition: number;
 }
 
-/** Activations of the largest step (the prompt's prefill): a forecast of the kernels' buffers. */
-function bufferBytes(c: ModelConfig, tokens: number, layerCount: number): number {
+/**
+ * The MLA cache per position (model.md 9, the latent layout): per MLA layer the normalised
+ * latent and the shared rope key, f32. Released: 24 × (512 + 64) × 4 = 55,296 B, against
+ * 2,365,440 B for the expanded keys and values the cache no longer holds.
+ */
+export function kvBytesPerPosition(c: ModelConfig, layerCount: number): number {
+  return mlaLayerCount(c, layerCount) * (c.kvLoraRank + c.qkRopeHeadDim) * 4;
+}
+
+function mlaLayerCount(c: ModelConfig, layerCount: number): number {
+  return Array.from({ length: layerCount }, (_, l) => l).filter((l) => attentionKind(c, l) === "mla").length;
+}
+
+/**
+ * The latent attention kernel's scratch that grows with the positions attended (zig/abi.zig
+ * `k3_mla_latent_attention`): one f32 score per head and position, shared by the threads.
+ */
+function attentionScratchPerPosition(c: ModelConfig): number {
+  return 4 * c.numAttentionHeads;
+}
+
+/** Its fixed part: the shared head-interleaved query and latent output (f64), eight heads a block. */
+function attentionScratchFixed(c: ModelConfig): number {
+  const R = c.kvLoraRank;
+  const blocks = Math.ceil(c.numAttentionHeads / 8);
+  return 8 * (8 * blocks * (R + c.qkRopeHeadDim) + c.numAttentionHeads * R);
+}
+
+/**
+ * Activations of the largest step (the prompt's prefill) and the attention scratch for
+ * `positions`: a forecast of the kernels' buffers.
+ */
+function bufferBytes(c: ModelConfig, tokens: number, layerCount: number, positions: number): number {
   const P = c.kdaNumHeads * c.kdaHeadDim;
   const blocks = Math.floor(layerCount / c.attnResBlockSize) + 2;
   const mlaWidth = c.numAttentionHeads * (c.qkNopeHeadDim + c.qkRopeHeadDim + 2 * c.vHeadDim);
   const ffnWidth = Math.max(c.intermediateSize, c.numSharedExperts * c.moeIntermediateSize);
   const perLayer = 12 * P + 3 * ffnWidth + mlaWidth + 4 * c.routedExpertHiddenSize;
-  return 4 * (tokens * (c.hiddenSize * (blocks + 8) + perLayer) + c.vocabSize);
+  const activations = 4 * (tokens * (c.hiddenSize * (blocks + 8) + perLayer) + c.vocabSize);
+  const attention = mlaLayerCount(c, layerCount) > 0 ? attentionScratchFixed(c) + positions * attentionScratchPerPosition(c) : 0;
+  return activations + attention;
 }
 
 export function memoryPlan(p: PlanInputs): MemoryPlan {
   const c = p.config;
-  const layers = Array.from({ length: p.layerCount }, (_, l) => l);
-  const kdaLayers = layers.filter((l) => attentionKind(c, l) === "kda").length;
-  const mlaLayers = p.layerCount - kdaLayers;
+  const mlaLayers = mlaLayerCount(c, p.layerCount);
+  const kdaLayers = p.layerCount - mlaLayers;
   const P = c.kdaNumHeads * c.kdaHeadDim;
   const recurrent = kdaLayers * (c.kdaNumHeads * c.kdaHeadDim * c.kdaHeadDim + 3 * P * (c.shortConvKernel - 1)) * 4;
-  const kv = mlaLayers * p.positions * (c.numAttentionHeads * (c.qkNopeHeadDim + c.vHeadDim) + c.qkRopeHeadDim) * 4;
+  const perPosition = kvBytesPerPosition(c, p.layerCount);
+  const kv = p.positions * perPosition;
   const terms: PlanTerm[] = ([
     [p.trunk.mode === "streamed" ? "trunk (STREAMED)" : "trunk (resident)", p.trunk.bytes],
     ["embed + lm_head", p.tablesBytes],
     ["expert cache", p.expertCacheBytes],
     ["recurrent state", recurrent],
-    ["buffers", bufferBytes(c, p.callTokens, p.layerCount)],
+    ["buffers", bufferBytes(c, p.callTokens, p.layerCount, p.positions)],
     ["KV cache", kv],
     ["process + index", p.baselineBytes + runtimeGrowthBytes],
   ] as const).map(([name, bytes]) => ({ name, bytes }));
-  return { terms, totalBytes: terms.reduce((sum, t) => sum + t.bytes, 0) };
+  return {
+    terms, totalBytes: terms.reduce((sum, t) => sum + t.bytes, 0), positions: p.positions, contextLength: c.maxPositionEmbeddings,
+    kvBytesPerPosition: perPosition, bytesPerPosition: perPosition + (mlaLayers > 0 ? attentionScratchPerPosition(c) : 0),
+  };
+}
+
+/**
+ * The most positions a request may use under this plan (runtime.md 1.6): the context length,
+ * and, when MemAvailable is known, what keeps the KV cache within 90% of it (the preflight)
+ * and the whole plan within 95% (the plan check), everything else as planned.
+ */
+export function positionCeiling(plan: MemoryPlan, availableBytes: number | undefined): number {
+  if (availableBytes === undefined || plan.bytesPerPosition === 0) return plan.contextLength;
+  const kvFits = Math.floor((0.9 * availableBytes) / plan.kvBytesPerPosition);
+  const rest = plan.totalBytes - plan.positions * plan.bytesPerPosition;
+  const planFits = Math.floor((0.95 * availableBytes - rest) / plan.bytesPerPosition);
+  return Math.max(0, Math.min(plan.contextLength, kvFits, planFits));
 }
 
 /** Refuses (exit 1) when the plan exceeds 95% of MemAvailable, naming what to change. */
@@ -80,12 +137,23 @@ export function checkPlanFits(plan: MemoryPlan, availableBytes: number | undefin
   );
 }
 
-/** The KV preflight (runtime.md 3.3): a request whose MLA cache alone cannot fit is refused (exit 2). */
+/**
+ * The KV preflight (runtime.md 3.3), before anything large is allocated: a request longer than
+ * the model's context length, or whose MLA cache alone exceeds 90% of MemAvailable, is refused
+ * (exit 2) with the ceiling this plan allows.
+ */
 export function checkKvFits(plan: MemoryPlan, availableBytes: number | undefined, positions: number): void {
+  const ceiling = positionCeiling(plan, availableBytes);
+  if (positions > plan.contextLength) {
+    throw usageError(
+      `REFUSING: ${positions} positions (prompt + generated + 1, or the chat context) exceed the model's context length of ` +
+        `${plan.contextLength} (max_position_embeddings); at most ${ceiling} positions fit; ask for fewer tokens or a shorter prompt`,
+    );
+  }
   const kv = plan.terms.find((t) => t.name === "KV cache")?.bytes ?? 0;
   if (availableBytes === undefined || kv <= 0.9 * availableBytes) return;
   throw usageError(
     `REFUSING: the KV cache needs ${formatBytes(kv)} for ${positions} positions (${formatBytes(kv / positions)} per position) ` +
-      `but only ${formatBytes(availableBytes)} is available; ask for fewer tokens or a shorter prompt`,
+      `but only ${formatBytes(availableBytes)} is available; at most ${ceiling} positions fit; ask for fewer tokens or a shorter prompt`,
   );
 }

@@ -3,6 +3,8 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { readTraceFile } from "../../src/weights/expert-trace.ts";
+import { writeCheckpoint } from "../../tools/checkpoint/writer.ts";
+import { tinyConfig } from "../support/configs.ts";
 import { expectation, modelDir } from "../support/fixtures.ts";
 import { k3 } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -60,6 +62,22 @@ describe("presets and budgets", () => {
     expect(r.stderr.indexOf("memory plan")).toBeLessThan(r.stderr.indexOf("STEP"));
     expect(r.stderr).toContain("PEAK RSS for the whole run:");
     expect(r.stderr).toContain("I/O share of wall clock:");
+  });
+});
+
+describe("the request ceiling: the model's context length, then the plan", () => {
+  test("prompt + gen + 1 may reach max_position_embeddings, not pass it (exit 2 before loading)", () => {
+    const dir = tempDir("context");
+    writeCheckpoint(dir, { ...tinyConfig(), maxPositionEmbeddings: 16 }, { shape: "flat", shards: 1 });
+    const fits = k3([dir, "--ids", "1,2,3", "--gen", "12", "--out", "-"]);
+    expect(fits.code).toBe(0);
+    const memory = JSON.parse(fits.stdout).plan.memory;
+    expect(memory).toMatchObject({ positions: 16, context_length: 16, kv_bytes_per_position: 4 * (32 + 8) * 4 });
+    expect(memory.terms.find((t: { name: string }) => t.name === "KV cache").bytes).toBe(16 * 4 * (32 + 8) * 4);
+    const over = k3([dir, "--ids", "1,2,3", "--gen", "13", "--out", "-"]);
+    expect(over.code).toBe(2);
+    expect(over.stdout).toBe("");
+    expect(over.stderr).toContain("REFUSING: 17 positions (prompt + generated + 1, or the chat context) exceed the model's context length of 16 (max_position_embeddings); at most 16 positions fit");
   });
 });
 

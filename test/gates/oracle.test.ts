@@ -185,7 +185,7 @@ describe("sequence state snapshots (the seam multi-turn and speculative decoding
     refuse(farPosition, /position 1000000 exceeds/);
     const wrongPosition = good.slice();
     new DataView(wrongPosition.buffer).setUint32(8, 6, true);
-    refuse(wrongPosition, /section \d+ is layer \d+ mla kv of \d+ floats, expected/);
+    refuse(wrongPosition, /section \d+ is layer \d+ mla latent of \d+ floats, expected/);
     const fewerSections = good.slice();
     new DataView(fewerSections.buffer).setUint32(12, 3, true);
     refuse(fewerSections, /3 sections, this model carries/);

@@ -1,5 +1,5 @@
 /** Model configs the tests share: the tiny recipe of model.md 10.1 (MXFP4 widths). */
-import type { ModelConfig } from "../../src/checkpoint/config.ts";
+import { defaultContextLength, type ModelConfig } from "../../src/checkpoint/config.ts";
 
 export function tinyConfig(): ModelConfig {
   return {
@@ -10,5 +10,6 @@ export function tinyConfig(): ModelConfig {
     routedExpertHiddenSize: 64, moeIntermediateSize: 64, routedScalingFactor: 1, moeRenormalize: true,
     latentMoeUseNorm: true, firstKDenseReplace: 1, intermediateSize: 96, attnResBlockSize: 3,
     situBeta: 4, situLinearBeta: 25, fullAttnLayers: [4, 8, 12, 13], tieWordEmbeddings: false,
+    maxPositionEmbeddings: defaultContextLength, // what the reference fixtures' configs (no key) read as
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { parseConfig, type ModelConfig } from "../../src/checkpoint/config.ts";
+import { defaultContextLength, parseConfig, type ModelConfig } from "../../src/checkpoint/config.ts";
 import { K3Error } from "../../src/errors.ts";
 import { configJson } from "../../tools/checkpoint/writer.ts";
 import { tinyConfig } from "../support/configs.ts";
@@ -44,6 +44,31 @@ describe("config reader", () => {
     expect(config.moeRenormalize).toBe(true);
     expect(config.latentMoeUseNorm).toBe(true);
     expect(config.tieWordEmbeddings).toBe(false);
+  });
+
+  test("max_position_embeddings: read in both shapes, 1,048,576 when absent, refused unless a positive integer", () => {
+    const root = flat();
+    expect(root.max_position_embeddings).toBe(defaultContextLength);
+    root.max_position_embeddings = 4096;
+    expect(parseConfig(JSON.stringify(root), "cfg.json").config.maxPositionEmbeddings).toBe(4096);
+    const n = nested();
+    textOf(n).max_position_embeddings = 131_072;
+    expect(parseConfig(JSON.stringify(n), "cfg.json").config.maxPositionEmbeddings).toBe(131_072);
+    delete root.max_position_embeddings;
+    delete textOf(n).max_position_embeddings;
+    expect(parseConfig(JSON.stringify(root), "cfg.json").config.maxPositionEmbeddings).toBe(1_048_576);
+    expect(parseConfig(JSON.stringify(n), "cfg.json").config.maxPositionEmbeddings).toBe(1_048_576);
+    expect(defaultContextLength).toBe(1_048_576);
+    const refused = (value: unknown) => refusal({ ...flat(), max_position_embeddings: value }).message;
+    expect(refused(0)).toBe(`${prefix}max_position_embeddings must be positive, got 0`);
+    expect(refused(-8)).toBe(`${prefix}max_position_embeddings must be positive, got -8`);
+    expect(refused(4096.5)).toBe(`${prefix}max_position_embeddings must be an integer, got number 4096.5`);
+    expect(refused("4096")).toBe(`${prefix}max_position_embeddings must be an integer, got string`);
+    expect(refused(null)).toBe(`${prefix}max_position_embeddings must be an integer, got null`);
+    // nested: the key lives in text_config, named by its full path
+    const wrong = nested();
+    textOf(wrong).max_position_embeddings = true;
+    expect(refusal(wrong).message).toBe(`${prefix}text_config.max_position_embeddings must be an integer, got boolean`);
   });
 
   test("every missing field is listed in one message (flat)", () => {

@@ -11,7 +11,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { f32View, NativeBuffer, offsetPointer, u16View, u8View, type Pointer } from "../../src/native/memory.ts";
 import {
   attnRes, badScaleBytes, elementwise, initPool, kdaDecay, kdaGatedNorm, kdaQueryScale, kdaRecurrence, l2norm, matmul, matmulMxfp4,
-  mlaAttention, moeRouted, mxfp4DecodeRow, poolThreads, resetBadScaleBytes, rmsnorm, route, setFineGrain, setKernelPath, shortConv, situGlu, threadsFromEnv,
+  mlaLatentAttention, moeRouted, mxfp4DecodeRow, poolThreads, resetBadScaleBytes, rmsnorm, route, setFineGrain, setKernelPath, shortConv, situGlu, threadsFromEnv,
   widenBf16, type ExpertRef, type F32Ref, type MatrixRef, type Mxfp4Ref,
 } from "../../src/native/kernels.ts";
 
@@ -707,70 +707,181 @@ describe("KDA", () => {
   });
 });
 
-describe("MLA attention", () => {
-  const r = rng(7);
-  const shape = { heads: 10, dn: 24, dr: 8, dv: 20 }; // a block of 8 heads and one of 2; dv = 2 vectors + 4
-  const { heads: H, dn, dr, dv } = shape;
-  const dq = dn + dr;
+describe("MLA attention in the latent space (kv_b_proj absorbed)", () => {
+  // Two shapes. The first: 10 heads (a block of 8 and one of 2), R = 37 (a 32-channel chunk,
+  // one vector and a tail of 1; the v-out dot 2 x 16 lanes + 5), dv odd. The second has no rope
+  // slot, R = 70 and 3 heads.
+  const shapes = [
+    { heads: 10, dn: 24, dr: 8, dv: 21, rank: 37 },
+    { heads: 3, dn: 5, dr: 0, dv: 7, rank: 70 },
+  ];
   const N = 13;
-  const q = f32(N * H * dq);
-  const kv = f32(N * H * (dn + dv));
-  const kr = f32(N * dr);
-  fillNormal(q, r, 2);
-  fillNormal(kv, r, 2);
-  fillNormal(kr, r, 2);
-  const out = f32(N * H * dv);
 
-  function reference(): number[] {
-    const scale = fr(1 / Math.sqrt(dq)); // dq = dn + dr, NOT dn
-    const o: number[] = [];
+  function setup(shape: (typeof shapes)[number], seed: number) {
+    const r = rng(seed);
+    const { heads: H, dn, dr, dv, rank: R } = shape;
+    const q = f32(N * H * (dn + dr));
+    const ckv = f32(N * R);
+    const kr = f32(N * dr);
+    fillNormal(q, r, 2);
+    fillNormal(ckv, r, 1);
+    fillNormal(kr, r, 2);
+    const rows = H * (dn + dv);
+    const wb = u16(rows * R);
+    const wf = f32(rows * R);
+    for (let i = 0; i < rows * R; i++) {
+      wb.a[i] = f32ToBf16Trunc(r.normal() * 0.3);
+      wf.a[i] = bf16ToF32(wb.a[i] as number);
+    }
+    const W: MatrixRef = { ptr: wb.ptr, rows, cols: R, dtype: "BF16" };
+    const WF: MatrixRef = { ptr: wf.ptr, rows, cols: R, dtype: "F32" };
+    return { q, ckv, kr, wf, W, WF, out: f32(N * H * dv) };
+  }
+
+  /** exp of each value through libk3's one exp (numerics.zig), as the kernel's softmax takes it. */
+  function libExp(values: number[]): number[] {
+    const x = f32From(values);
+    elementwise("exp", x, undefined, x, values.length);
+    return Array.from(x.a.subarray(0, values.length));
+  }
+
+  /** zig/kernels/mla.zig's documented order, steps 1-5, transcribed with plain f64 numbers. */
+  function latentReference(shape: (typeof shapes)[number], s: ReturnType<typeof setup>): Float32Array {
+    const { heads: H, dn, dr, dv, rank: R } = shape;
+    const dq = dn + dr;
+    const w = s.wf.a;
+    const scale = fr(1 / Math.sqrt(dq)); // dq = dn + dr: NOT dn, NOT R
+    const o = new Float32Array(N * H * dv);
     for (let t = 0; t < N; t++) {
       for (let h = 0; h < H; h++) {
-        const scores: number[] = [];
-        for (let s = 0; s <= t; s++) {
+        const qOff = (t * H + h) * dq;
+        const wk = h * (dn + dv) * R;
+        const ql = Array.from({ length: R }, (_, r) => {
           let acc = 0;
-          for (let i = 0; i < dn; i++) acc += (q.a[(t * H + h) * dq + i] as number) * (kv.a[(s * H + h) * (dn + dv) + i] as number);
-          for (let i = 0; i < dr; i++) acc += (q.a[(t * H + h) * dq + dn + i] as number) * (kr.a[s * dr + i] as number);
+          for (let i = 0; i < dn; i++) acc += (w[wk + i * R + r] as number) * (s.q.a[qOff + i] as number);
+          return fr(acc);
+        });
+        const scores: number[] = [];
+        for (let p = 0; p <= t; p++) {
+          let acc = 0;
+          for (let r = 0; r < R; r++) acc += (ql[r] as number) * (s.ckv.a[p * R + r] as number);
+          for (let i = 0; i < dr; i++) acc += (s.q.a[qOff + dn + i] as number) * (s.kr.a[p * dr + i] as number);
           scores.push(fr(fr(acc) * scale));
         }
         const m = Math.max(...scores);
-        const e = scores.map((sv) => fr(Math.exp(fr(sv - m))));
-        const Z = e.reduce((a, b) => a + b, 0);
-        const w = e.map((ev) => fr(ev / Z));
+        const e = libExp(scores.map((v) => fr(v - m)));
+        let Z = 0;
+        for (const ev of e) Z += ev;
+        const wts = e.map((ev) => fr(ev / Z));
+        const ol = Array.from({ length: R }, (_, r) => {
+          let acc = 0;
+          for (let p = 0; p <= t; p++) acc += (wts[p] as number) * (s.ckv.a[p * R + r] as number);
+          return fr(acc);
+        });
+        for (let j = 0; j < dv; j++) o[(t * H + h) * dv + j] = dotCanonical(w, (h * (dn + dv) + dn + j) * R, ol, 0, R);
+      }
+    }
+    return o;
+  }
+
+  /** The expanded formulation of model.md 6.7 steps 4-7, all in f64 (keys and values re-expanded). */
+  function expandedReference(shape: (typeof shapes)[number], s: ReturnType<typeof setup>): Float64Array {
+    const { heads: H, dn, dr, dv, rank: R } = shape;
+    const dq = dn + dr;
+    const w = s.wf.a;
+    const expand = (row: number, p: number) => {
+      let acc = 0;
+      for (let r = 0; r < R; r++) acc += (w[row * R + r] as number) * (s.ckv.a[p * R + r] as number);
+      return acc;
+    };
+    const o = new Float64Array(N * H * dv);
+    for (let t = 0; t < N; t++) {
+      for (let h = 0; h < H; h++) {
+        const qOff = (t * H + h) * dq;
+        const scores: number[] = [];
+        for (let p = 0; p <= t; p++) {
+          let acc = 0;
+          for (let i = 0; i < dn; i++) acc += (s.q.a[qOff + i] as number) * expand(h * (dn + dv) + i, p);
+          for (let i = 0; i < dr; i++) acc += (s.q.a[qOff + dn + i] as number) * (s.kr.a[p * dr + i] as number);
+          scores.push(acc / Math.sqrt(dq));
+        }
+        const m = Math.max(...scores);
+        const e = scores.map((v) => Math.exp(v - m));
+        const Z = e.reduce((x, y) => x + y, 0);
         for (let j = 0; j < dv; j++) {
           let acc = 0;
-          for (let s = 0; s <= t; s++) acc = fr(acc + fr((w[s] as number) * (kv.a[(s * H + h) * (dn + dv) + dn + j] as number)));
-          o.push(acc);
+          for (let p = 0; p <= t; p++) acc += ((e[p] as number) / Z) * expand(h * (dn + dv) + dn + j, p);
+          o[(t * H + h) * dv + j] = acc;
         }
       }
     }
     return o;
   }
 
-  test("causal NoPE attention with the rope slot scored, scale (dn+dr)^-1/2", () => {
-    mlaAttention(q, kv, kr, out, N, 0, shape);
-    expectClose(out.a, reference(), "mla");
+  shapes.forEach((shape, k) => {
+    const { heads: H, dn, dr, dv } = shape;
+    const dq = dn + dr;
+    const name = `H ${H}, dn ${dn}, dr ${dr}, dv ${dv}, R ${shape.rank}`;
+
+    test(`${name}: the documented order bit for bit; scalar = SIMD = 1, 2, 3 threads; bf16 = f32 weights`, () => {
+      const s = setup(shape, 70 + k);
+      const want = latentReference(shape, s);
+      mlaLatentAttention(s.q, s.W, s.ckv, s.kr, s.out, N, 0, shape);
+      expectBits(s.out.a, want, "latent attention vs its documented order");
+      setKernelPath("scalar");
+      try {
+        mlaLatentAttention(s.q, s.W, s.ckv, s.kr, s.out, N, 0, shape);
+        expectBits(s.out.a, want, "the scalar path vs its documented order");
+      } finally {
+        setKernelPath("simd");
+      }
+      expectPathIdentity("latent attention", () => {
+        mlaLatentAttention(s.q, s.W, s.ckv, s.kr, s.out, N, 0, shape);
+        return [s.out.a];
+      });
+      mlaLatentAttention(s.q, s.WF, s.ckv, s.kr, s.out, N, 0, shape);
+      expectBits(s.out.a, want, "f32 kv_b_proj vs bf16");
+    });
+
+    test(`${name}: within 2e-6 relative of the expanded formulation in f64`, () => {
+      const s = setup(shape, 80 + k);
+      mlaLatentAttention(s.q, s.W, s.ckv, s.kr, s.out, N, 0, shape);
+      const ref = expandedReference(shape, s);
+      const largest = ref.reduce((m, v) => Math.max(m, Math.abs(v)), 0);
+      let worst = 0;
+      ref.forEach((v, i) => {
+        worst = Math.max(worst, Math.abs((s.out.a[i] as number) - v));
+      });
+      // One f32 rounding of ql and of ol, f32 scores and probabilities: a few f32 ulps of the
+      // largest output (measured: 1.2e-7 and 2.0e-7). The expanded f32 form errs alike.
+      expect(worst / largest).toBeLessThan(2e-6);
+    });
+
+    test(`${name}: prefill == one position per call == a continued prefill; future positions invisible`, () => {
+      const s = setup(shape, 90 + k);
+      mlaLatentAttention(s.q, s.W, s.ckv, s.kr, s.out, N, 0, shape);
+      const base = s.out.a.slice();
+      const one = f32(H * dv);
+      for (let t = 0; t < N; t++) {
+        mlaLatentAttention({ ptr: offsetPointer(s.q.ptr, t * H * dq * 4), length: H * dq }, s.W, s.ckv, s.kr, one, 1, t, shape);
+        expectBits(one.a, base.subarray(t * H * dv, (t + 1) * H * dv), `position ${t} incrementally`);
+      }
+      const rest = f32((N - 5) * H * dv);
+      mlaLatentAttention({ ptr: offsetPointer(s.q.ptr, 5 * H * dq * 4), length: (N - 5) * H * dq }, s.W, s.ckv, s.kr, rest, N - 5, 5, shape);
+      expectBits(rest.a, base.subarray(5 * H * dv), "continued prefill");
+      s.ckv.a[(N - 1) * shape.rank] = (s.ckv.a[(N - 1) * shape.rank] as number) + 100;
+      if (dr > 0) s.kr.a[(N - 1) * dr] = (s.kr.a[(N - 1) * dr] as number) + 100;
+      mlaLatentAttention(s.q, s.W, s.ckv, s.kr, s.out, N, 0, shape);
+      expectBits(s.out.a.subarray(0, (N - 1) * H * dv), base.subarray(0, (N - 1) * H * dv), "earlier positions after changing the last");
+      expect(Array.from(bits(s.out.a.subarray((N - 1) * H * dv)))).not.toEqual(Array.from(bits(base.subarray((N - 1) * H * dv))));
+    });
   });
 
-  test("prefill == incremental (one position per call); path identity; future keys invisible", () => {
-    const base = expectPathIdentity("mla", () => {
-      mlaAttention(q, kv, kr, out, N, 0, shape);
-      return [out.a];
-    })[0] as Float32Array;
-    const one = f32(H * dv);
-    for (let t = 0; t < N; t++) {
-      mlaAttention({ ptr: offsetPointer(q.ptr, t * H * dq * 4), length: H * dq }, kv, kr, one, 1, t, shape);
-      expectBits(one.a, base.subarray(t * H * dv, (t + 1) * H * dv), `position ${t} incrementally`);
-    }
-    // a continued prefill (5 cached positions, then 8 new) is the same too
-    const rest = f32((N - 5) * H * dv);
-    mlaAttention({ ptr: offsetPointer(q.ptr, 5 * H * dq * 4), length: (N - 5) * H * dq }, kv, kr, rest, N - 5, 5, shape);
-    expectBits(rest.a, base.subarray(5 * H * dv), "continued prefill");
-    const saved = kv.a[(N - 1) * H * (dn + dv)] as number;
-    kv.a[(N - 1) * H * (dn + dv)] = saved + 100;
-    mlaAttention(q, kv, kr, out, N, 0, shape);
-    expectBits(out.a.subarray(0, (N - 1) * H * dv), base.subarray(0, (N - 1) * H * dv), "earlier positions after changing the last key");
-    kv.a[(N - 1) * H * (dn + dv)] = saved;
+  test("argument checks: kv_b_proj of the wrong shape, a short cache", () => {
+    const shape = shapes[0] as (typeof shapes)[number];
+    const s = setup(shape, 99);
+    expect(() => mlaLatentAttention(s.q, { ...s.W, rows: s.W.rows - 1 }, s.ckv, s.kr, s.out, N, 0, shape)).toThrow(/kv_b_proj is/);
+    expect(() => mlaLatentAttention(s.q, s.W, s.ckv, s.kr, s.out, N, 1, shape)).toThrow(/(ckv|kr) holds \d+ floats, needs/);
   });
 });
 

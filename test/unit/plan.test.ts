@@ -1,6 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { autoBudget, readMemory, resolveBudgets } from "../../src/plan/budget.ts";
+import { positionCeiling } from "../../src/plan/limits.ts";
 import { checkKvFits, checkPlanFits, memoryPlan } from "../../src/plan/memory-plan.ts";
+import { releasedConfig } from "../../tools/checkpoint/released-config.ts";
 import { planTrunk } from "../../src/plan/trunk-plan.ts";
 import { K3Error } from "../../src/errors.ts";
 import { tinyConfig } from "../support/configs.ts";
@@ -87,15 +89,72 @@ describe("memory plan", () => {
       trunk: { mode: "resident", bytes: 1 }, tablesBytes: 1, expertCacheBytes: 1, baselineBytes: 1,
     });
     const kv = plan.terms.find((t) => t.name === "KV cache")!.bytes;
-    // 4 MLA layers x (4 heads x (24 + 16) + 8) floats x 4 bytes per position.
-    expect(kv).toBe(4 * 36_864 * (4 * 40 + 8) * 4);
+    // The latent cache: 4 MLA layers x (32 latent + 8 rope) floats x 4 bytes per position.
+    expect(kv).toBe(4 * 36_864 * (32 + 8) * 4);
+    expect(plan.kvBytesPerPosition).toBe(4 * 40 * 4);
     expect(() => checkKvFits(plan, kv / 0.9 + 1, 36_864)).not.toThrow();
     try {
       checkKvFits(plan, kv, 36_864);
       throw new Error("accepted");
     } catch (error) {
       expect((error as K3Error).exitCode).toBe(2);
-      expect((error as K3Error).message).toMatch(/^REFUSING: the KV cache needs .* for 36864 positions/);
+      // The ceiling is the whole plan's: here the rest of it (32 MB of runtime growth) leaves no room.
+      expect((error as K3Error).message).toMatch(/^REFUSING: the KV cache needs 23\.59 MB for 36864 positions \(640 B per position\) .*; at most 0 positions fit;/);
     }
+  });
+
+  test("the released config: the latent cache is 58 GB at 2^20 positions (2.48 TB expanded), 7.25 GB at 131,072", () => {
+    const plan = (positions: number) => memoryPlan({
+      config: releasedConfig, layerCount: 93, positions, callTokens: 8,
+      trunk: { mode: "streamed", bytes: 16e9 }, tablesBytes: 4.7e9, expertCacheBytes: 10e9, baselineBytes: 1e8,
+    });
+    const kvOf = (p: ReturnType<typeof plan>) => p.terms.find((t) => t.name === "KV cache")!.bytes;
+    // 24 MLA layers x (512 latent + 64 rope) floats x 4 B: 55,296 B per position (chat.md 5.1).
+    expect(plan(1).kvBytesPerPosition).toBe(24 * 576 * 4);
+    expect(plan(1).kvBytesPerPosition).toBe(55_296);
+    const long = plan(1_048_576);
+    expect(kvOf(long)).toBe(24 * 576 * 4 * 1_048_576);
+    expect(kvOf(long) / GB).toBeCloseTo(57.98, 2);
+    const expanded = 24 * (96 * (128 + 128) + 64) * 4 * 1_048_576; // the former layout, runtime.md 1.6
+    expect(expanded / 1e12).toBeCloseTo(2.48, 2);
+    expect(expanded / kvOf(long)).toBeCloseTo(42.78, 2);
+    expect(kvOf(plan(131_072))).toBe(7_247_757_312);
+    expect(kvOf(plan(131_072)) / GB).toBeCloseTo(7.25, 2);
+    // The attention scratch (one f32 score per head and position) is planned too: 384 B per position.
+    expect(long.bytesPerPosition).toBe(55_296 + 4 * 96);
+    expect(long.contextLength).toBe(1_048_576);
+    expect(() => checkKvFits(long, 100 * GB, 1_048_576)).not.toThrow();
+    expect(() => checkPlanFits(long, 100 * GB)).not.toThrow();
+  });
+
+  test("the request ceiling: the context length, then what the plan fits", () => {
+    const config = { ...tinyConfig(), maxPositionEmbeddings: 4096 };
+    const plan = (positions: number) => memoryPlan({
+      config, layerCount: 13, positions, callTokens: 10,
+      trunk: { mode: "resident", bytes: 5e6 }, tablesBytes: 1e6, expertCacheBytes: 1e6, baselineBytes: 1e6,
+    });
+    expect(positionCeiling(plan(100), undefined)).toBe(4096);
+    expect(positionCeiling(plan(100), 1e12)).toBe(4096);
+    expect(() => checkKvFits(plan(4096), 1e12, 4096)).not.toThrow();
+    try {
+      checkKvFits(plan(4097), 1e12, 4097);
+      throw new Error("accepted");
+    } catch (error) {
+      expect((error as K3Error).exitCode).toBe(2);
+      expect((error as K3Error).message).toBe(
+        "REFUSING: 4097 positions (prompt + generated + 1, or the chat context) exceed the model's context length of 4096 " +
+          "(max_position_embeddings); at most 4096 positions fit; ask for fewer tokens or a shorter prompt",
+      );
+    }
+    expect(() => checkKvFits(plan(4097), undefined, 4097)).toThrow(/context length of 4096/);
+    // With little memory the plan decides: the ceiling passes both checks and one more fails one.
+    const available = plan(0).totalBytes / 0.95 + 1000 * plan(0).bytesPerPosition;
+    const ceiling = positionCeiling(plan(100), available);
+    expect(ceiling).toBeGreaterThan(900);
+    expect(ceiling).toBeLessThan(1001);
+    expect(positionCeiling(plan(ceiling), available)).toBe(ceiling); // the same whatever was asked
+    expect(() => checkKvFits(plan(ceiling), available, ceiling)).not.toThrow();
+    expect(() => checkPlanFits(plan(ceiling), available)).not.toThrow();
+    expect(() => checkPlanFits(plan(ceiling + 1), available)).toThrow(/REFUSING TO START/);
   });
 });

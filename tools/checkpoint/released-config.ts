@@ -12,4 +12,6 @@ export const releasedConfig: ModelConfig = {
   // One-based: every fourth layer, plus the last (so 92 and 93 are both MLA).
   fullAttnLayers: [...Array.from({ length: 23 }, (_, i) => 4 * (i + 1)), 93],
   tieWordEmbeddings: false,
+  // Not given by model.md; the 2^20 positions its section 9 sizes the MLA cache at.
+  maxPositionEmbeddings: 1_048_576,
 };

@@ -1,31 +1,54 @@
-//! Gated MLA attention core with NoPE (model.md §6.7 steps 5-7): causal softmax attention over
-//! a cache of expanded keys and values. The projections, the latent norms, the output gate
-//! (plain `gate` elementwise op, no norm) and o_proj are separate kernels.
+//! Gated MLA attention core (NoPE) in the latent space: model.md §6.7 steps 4-8 with kv_b_proj
+//! absorbed into the query and output sides (the reformulation the last bullet of §6.7 allows;
+//! it is not bit-identical to the expanded form, and k3 uses it on every path). The cache
+//! holds, per position, only the normalised latent c_kv (R = kv_lora_rank floats) and the one
+//! shared rope-slot key kr (dr floats): 576 floats on the released model instead of 24,640.
+//! The projections, the latent norms, the output gate and o_proj are separate kernels.
 //!
-//! Layouts (H heads, dn content, dr rope slot, dv value; dq = dn + dr):
+//! Layouts (H heads, dn content, dr rope slot, dv value, R latent; dq = dn + dr):
 //!   q    [T][H][dq]        per head [ qn (dn) | qr (dr) ]: the q_b_proj output as is
-//!   kv   [N][H][dn+dv]     per position, per head [ kn (dn) | v (dv) ]: the kv_b_proj output
-//!   kr   [N][dr]           per position, the ONE rope-slot key shared by all heads (raw: no
-//!                          norm, never rotated)
+//!   W    [H·(dn+dv)][R]    kv_b_proj as shipped (bf16 bits or f32), read in place: rows
+//!                          h·(dn+dv) + i, i < dn, are head h's key rows (W_kb,h, dn × R), rows
+//!                          h·(dn+dv) + dn + j, j < dv, its value rows (W_vb,h, dv × R)
+//!   ckv  [N][R]            per position the kv_a_layernorm output (the latent)
+//!   kr   [N][dr]           per position the ONE rope-slot key shared by all heads (raw)
 //!   out  [T][H][dv]        head-major, ready for the gate and o_proj
-//! where N = pos0 + T: the cache already holds positions 0 … pos0+T−1 (the caller appends the
-//! T new positions before calling). Query t sits at position p = pos0 + t and attends to
-//! positions s = 0 … p only (causal mask, always applied).
+//! where N = pos0 + T: the caller appends the T new positions to ckv and kr before calling.
+//! Query t sits at position p = pos0 + t and attends to positions s = 0 … p (causal, always).
 //!
-//! Order and precision (§6.7, §8.3), per (t, h):
-//!   score_s = f32( Σ_{i<dn} qn_i·kn_{s,i} + Σ_{i<dr} qr_i·kr_{s,i} ) · f32(dq^−1/2)
-//!             (one f64 accumulator from +0, content part then rope part, sequential;
-//!             each product exact in f64)
-//!   m = max_s score_s;  e_s = exp(score_s − m) in f32;  Z = Σ_s e_s in f64, s ascending
-//!   w_s = f32(e_s / Z)  (division in f64)
-//!   o_j = Σ_s w_s·v_{s,j} in f32, s ascending from +0, one rounded product at a time.
-//! SIMD path (see `TokenJob`), per query token in three phases: scores (threads split
-//! positions; a few positions × eight heads of chains at once, lane = head, each still the
-//! sequential sum above), softmax (threads split heads), values (threads split heads; 64
-//! output channels accumulate in registers while positions stream past in ascending order).
-//! Scores of all heads live in shared scratch, H × (pos0+T) f32, with q widened to f64.
-//! The scalar path runs one (token, head) at a time with plain loops. Either way every (t, h)
-//! output is computed in the documented order.
+//! The canonical order and precision, per (t, h), every product formed in f64 (exact: a bf16
+//! or f32 weight or an f32 activation times an f32 needs at most 48 significant bits, so a
+//! fused multiply-add equals a multiply then an add), every f64 accumulator starting at +0:
+//!   1. absorb:  ql_r = f32( Σ_{i<dn} W[h·(dn+dv)+i][r] · qn_i ),  i ascending, one f64
+//!               accumulator per r                                           (R values)
+//!   2. score:   score_s = f32( Σ_{r<R} ql_r·ckv_{s,r} + Σ_{i<dr} qr_i·kr_{s,i} ) · f32(dq^−1/2)
+//!               one f64 accumulator, latent part r ascending, then the rope part i ascending
+//!   3. softmax: m = max_s score_s; e_s = exp(score_s − m) in f32 (numerics.zig, the one exp);
+//!               Z = Σ_s e_s in f64, s ascending; w_s = f32(e_s / Z), the division in f64
+//!   4. latent value sum: ol_r = f32( Σ_{s≤p} w_s·ckv_{s,r} ), s ascending, one f64
+//!               accumulator per r                                           (R values)
+//!   5. v-out:   o_j = f32( Σ_r W[h·(dn+dv)+dn+j][r] · ol_r ) in the linear-map order of §6.1
+//!               (16 f64 lanes by r mod 16, tree (a_m+a_{m+4})+(a_{m+8}+a_{m+12}), then
+//!               (c0+c1)+(c2+c3), the R mod 16 tail sequential)                (dv values)
+//! Why these choices: ql and ol are rounded to f32 once, like the expanded kn = f32(W_kb·c_kv)
+//! and v = f32(W_vb·c_kv) they replace, so every later product stays exact in f64 and the
+//! SIMD path may use FMAs; the value sum runs in f64 (the expanded form's f32 sum was the least
+//! accurate step, and here its products are exact anyway); the score keeps the sequential
+//! chain of §8.3 with R in place of dn; step 5 is an ordinary matrix row times a vector.
+//!
+//! SIMD path, per query token, five phases, each a parallel loop whose items are independent
+//! outputs (never a split reduction), so any thread count gives the same bits:
+//!   absorb   threads split heads; lane = r: 4-wide f64 accumulators run down the dn weight
+//!            rows of the head, each lane still the sequential sum over i; the result is
+//!            stored widened back to f64, head-interleaved, [block of 8 heads][R + dr][8]
+//!   scores   threads split positions; lane = head: c_kv and kr are shared by all heads, so
+//!            one broadcast element feeds eight heads' chains; four positions interleave
+//!   softmax  threads split heads
+//!   values   threads split heads; lane = r; positions stream in blocks (widened to f64 once
+//!            per block and thread) over accumulators parked in worker scratch, so each lane
+//!            still adds s = 0, 1, … in order
+//!   v-out    threads split heads; the 16 lanes of step 5 in four 4-wide f64 registers
+//! The scalar path runs one (token, head) at a time with plain loops in the same order.
 const std = @import("std");
 const common = @import("common.zig");
 const num = @import("numerics.zig");
@@ -33,259 +56,98 @@ const pool = @import("../pool.zig");
 
 pub const Error = common.Error;
 
-/// Upper bound on dq (released: 192); a named limit for the f64 copy of q in scratch.
-pub const max_dq = 512;
-
-const F8 = @Vector(8, f32);
+/// kv_b_proj element type codes of `k3_mla_latent_attention` (bf16 bit patterns or f32).
+pub const Dtype = enum(u32) { bf16 = 0, f32 = 1 };
 
 pub const Shape = struct {
     heads: usize,
     dn: usize,
     dr: usize,
     dv: usize,
+    /// kv_lora_rank: the width of the cached latent.
+    rank: usize,
 
-    fn dq(self: Shape) usize {
+    pub fn dq(self: Shape) usize {
         return self.dn + self.dr;
     }
-    fn kvRow(self: Shape) usize {
-        return self.heads * (self.dn + self.dv);
+    /// kv_b_proj rows per head: dn key rows, then dv value rows.
+    fn headRows(self: Shape) usize {
+        return self.dn + self.dv;
     }
 };
 
-/// f32(dq^−1/2): the softmax scale (NOT dn^−1/2).
+/// f32(dq^−1/2): the softmax scale (dq = dn + dr; NOT dn^−1/2 and NOT R^−1/2).
 pub fn softmaxScale(dq: usize) f32 {
     return @floatCast(1.0 / @sqrt(@as(f64, @floatFromInt(dq))));
 }
 
-/// Heads whose score sums run together on the SIMD path (two f64 vectors, lane = head).
+/// Heads whose score chains share one broadcast cache element (two f64 vectors, lane = head).
 pub const head_block = 8;
-/// Positions per parallel chunk of the score phase.
-const position_grain = 16;
-/// Positions whose score chains are interleaved (with two head vectors: 8 chains in flight).
-const positions_ilp = 3;
+/// Positions whose score chains interleave (with two head vectors: 8 chains in flight).
+const positions_ilp = 4;
+/// Positions the value phase widens and streams per block (R·8 bytes each: 128 KB at R = 512,
+/// so a block stays in L2 while every head of the thread's range reads it).
+const value_block = 32;
+/// 4-wide f64 vectors of latent channels the absorb and value phases keep in registers.
+const lane_vectors = 8;
+/// Lanes of the linear-map order (§6.1) used by the v-out step.
+const dot_lanes = 16;
 
-/// f32 vectors of output channels the value phase accumulates in registers at once.
-const value_vectors = 8;
+const D4 = @Vector(4, f64);
+const F4 = @Vector(4, f32);
 
 fn blockCount(heads: usize) usize {
     return (heads + head_block - 1) / head_block;
 }
 
-/// The scalar reference: one (token, head) at a time, plain loops, the documented order.
-const ScalarJob = struct {
-    q: [*]const f32,
-    kv: [*]const f32,
-    kr: [*]const f32,
-    out: [*]f32,
-    shape: Shape,
-    pos0: usize,
-    scale: f32,
-
-    fn run(self: *const ScalarJob, begin: usize, end: usize, worker: usize) void {
-        const sh = self.shape;
-        const scores: [*]f32 = @ptrCast(@alignCast(pool.scratchFor(worker).ptr));
-        for (begin..end) |item| {
-            const t = item / sh.heads;
-            const h = item % sh.heads;
-            const n = self.pos0 + t + 1;
-            const dq = sh.dq();
-            const kv_row = sh.kvRow();
-            const koff = h * (sh.dn + sh.dv);
-            const qrow = self.q + (t * sh.heads + h) * dq;
-            for (0..n) |s| {
-                var acc: f64 = 0;
-                const k = self.kv + s * kv_row + koff;
-                for (0..sh.dn) |i| acc = acc + @as(f64, qrow[i]) * @as(f64, k[i]);
-                for (0..sh.dr) |i| acc = acc + @as(f64, qrow[sh.dn + i]) * @as(f64, self.kr[s * sh.dr + i]);
-                scores[s] = @as(f32, @floatCast(acc)) * self.scale;
-            }
-            softmax(scores[0..n]);
-            const o = self.out + (t * sh.heads + h) * sh.dv;
-            @memset(o[0..sh.dv], 0);
-            for (0..n) |s| {
-                const v = self.kv + s * kv_row + koff + sh.dn;
-                for (0..sh.dv) |j| o[j] = o[j] + scores[s] * v[j];
-            }
-        }
-    }
-};
-
-/// The SIMD path for one query token, in three phases over the cache (kv rows are head-major,
-/// so one position is one contiguous row):
-///   scores  positions split across threads; each position's row is read once for all heads
-///           (three positions × eight heads of chains at a time, lane = head, every lane the
-///           sequential f64 chain);
-///   softmax heads split across threads;
-///   values  heads split across threads; per head, up to 64 output channels accumulate in
-///           registers while positions stream past in ascending order (the documented order).
-/// Scores live in shared scratch as [H][n] f32.
-const TokenJob = struct {
-    kv: [*]const f32,
-    kr: [*]const f32,
-    out: [*]f32,
-    scores: [*]f32,
-    /// q of token t widened to f64, per block of eight heads element-major: [block][max_dq][8]
-    q64: [*]const [head_block]f64,
-    shape: Shape,
-    /// query token index within the call, and the number of visible positions (pos0 + t + 1)
-    t: usize,
-    n: usize,
-    scale: f32,
-
-    fn scorePhase(self: *const TokenJob, begin: usize, end: usize, worker: usize) void {
-        _ = worker;
-        var s = begin;
-        while (s + positions_ilp <= end) : (s += positions_ilp) self.scorePositions(positions_ilp, s);
-        while (s < end) : (s += 1) self.scorePositions(1, s);
-    }
-
-    /// Scores of every head at positions s … s+P−1 (their rows are read once, in order).
-    fn scorePositions(self: *const TokenJob, comptime P: usize, s: usize) void {
-        const sh = self.shape;
-        const hw = sh.dn + sh.dv;
-        for (0..blockCount(sh.heads)) |b| {
-            const h0 = b * head_block;
-            const q = self.q64 + b * max_dq;
-            var rows: [P][*]const f32 = undefined;
-            var krs: [P][*]const f32 = undefined;
-            inline for (0..P) |p| {
-                rows[p] = self.kv + (s + p) * sh.kvRow() + h0 * hw;
-                krs[p] = self.kr + (s + p) * sh.dr;
-            }
-            switch (@min(head_block, sh.heads - h0)) {
-                inline 1...head_block => |C| {
-                    const acc = if (C % 4 == 0) scoresQuads(C, P, q, rows, hw, krs, sh.dn, sh.dr) else scoresScalar(C, P, q, rows, hw, krs, sh.dn, sh.dr);
-                    inline for (0..P) |p| inline for (0..C) |c| {
-                        self.scores[(h0 + c) * self.n + s + p] = @as(f32, @floatCast(acc[p][c])) * self.scale;
-                    };
-                },
-                else => unreachable,
-            }
-        }
-    }
-
-    fn softmaxPhase(self: *const TokenJob, begin: usize, end: usize, worker: usize) void {
-        _ = worker;
-        for (begin..end) |h| softmax(self.scores[h * self.n ..][0..self.n]);
-    }
-
-    fn valuePhase(self: *const TokenJob, begin: usize, end: usize, worker: usize) void {
-        _ = worker;
-        const sh = self.shape;
-        const out = self.out + self.t * sh.heads * sh.dv;
-        for (begin..end) |h| {
-            var j: usize = 0;
-            while (j + 8 * value_vectors <= sh.dv) : (j += 8 * value_vectors) self.valueChunk(value_vectors, h, j, out);
-            switch ((sh.dv - j) / 8) {
-                inline 0...value_vectors - 1 => |V| if (V > 0) self.valueChunk(V, h, j, out),
-                else => unreachable,
-            }
-            j += (sh.dv - j) / 8 * 8;
-            // the last dv mod 8 channels
-            const w = self.scores + h * self.n;
-            while (j < sh.dv) : (j += 1) {
-                var o: f32 = 0;
-                for (0..self.n) |s| o = o + w[s] * self.kv[s * sh.kvRow() + h * (sh.dn + sh.dv) + sh.dn + j];
-                out[h * sh.dv + j] = o;
-            }
-        }
-    }
-
-    /// Channels j … j+8V−1 of head h: V vector accumulators stay in registers while the
-    /// positions stream past (s ascending; f32 product rounded, then the add).
-    fn valueChunk(self: *const TokenJob, comptime V: usize, h: usize, j: usize, out: [*]f32) void {
-        const sh = self.shape;
-        const w = self.scores + h * self.n;
-        const v0 = self.kv + h * (sh.dn + sh.dv) + sh.dn + j;
-        const row = sh.kvRow();
-        var acc: [V]F8 = undefined;
-        inline for (0..V) |k| acc[k] = @splat(0);
-        for (0..self.n) |s| {
-            const v = v0 + s * row;
-            const ws: F8 = @splat(w[s]);
-            inline for (0..V) |k| acc[k] = acc[k] + ws * @as(F8, v[8 * k ..][0..8].*);
-        }
-        inline for (0..V) |k| out[h * sh.dv + j + 8 * k ..][0..8].* = acc[k];
-    }
-};
-
-/// Score sums of C heads at P positions as C·P independent sequential f64 chains.
-inline fn scoresScalar(comptime C: usize, comptime P: usize, q64: [*]const [head_block]f64, rows: [P][*]const f32, hw: usize, krs: [P][*]const f32, dn: usize, dr: usize) [P][C]f64 {
-    var acc: [P][C]f64 = undefined;
-    inline for (0..P) |p| acc[p] = [_]f64{0} ** C;
-    for (0..dn) |i| {
-        inline for (0..P) |p| inline for (0..C) |c| {
-            acc[p][c] = @mulAdd(f64, q64[i][c], rows[p][c * hw + i], acc[p][c]);
-        };
-    }
-    for (0..dr) |i| {
-        inline for (0..P) |p| {
-            const k: f64 = krs[p][i];
-            inline for (0..C) |c| acc[p][c] = @mulAdd(f64, q64[dn + i][c], k, acc[p][c]);
-        }
-    }
-    return acc;
+/// Items per parallel chunk so that a chunk carries at least ~16K multiply-adds.
+fn grain(work_per_item: usize) usize {
+    return @max(1, 16 * 1024 / @max(1, work_per_item));
 }
 
-const F4 = @Vector(4, f32);
-const D4 = @Vector(4, f64);
+fn widenScalar(comptime W: type, w: W) f64 {
+    return switch (W) {
+        u16 => common.bf16ToF32(w),
+        f32 => w,
+        else => @compileError("weights are bf16 bits (u16) or f32"),
+    };
+}
 
-/// The same chains with four heads per f64 vector (lane = head), P positions interleaved so
-/// that 2·P vector chains are in flight: a 4 heads × 4 elements block of keys is loaded and
-/// transposed so that each vector holds one element of four heads, and every lane still adds
-/// its products in element order (exact products: FMA = multiply then add).
-inline fn scoresQuads(comptime C: usize, comptime P: usize, q64: [*]const [head_block]f64, rows: [P][*]const f32, hw: usize, krs: [P][*]const f32, dn: usize, dr: usize) [P][C]f64 {
-    const V = C / 4;
-    var acc: [P][V]D4 = undefined;
-    inline for (0..P) |p| inline for (0..V) |v| {
-        acc[p][v] = @splat(0);
+/// Four consecutive weights widened exactly to f64.
+inline fn widen4(comptime W: type, p: [*]const W) D4 {
+    return switch (W) {
+        u16 => @floatCast(common.bf16ToF32V(4, p[0..4].*)),
+        f32 => @floatCast(@as(F4, p[0..4].*)),
+        else => @compileError("weights are bf16 bits (u16) or f32"),
     };
+}
+
+/// Step 5's row dot in the §6.1 order, plain loops (the scalar reference).
+fn dotLinearScalar(comptime W: type, w: [*]const W, x: [*]const f32, n: usize) f32 {
+    const body = n - n % dot_lanes;
+    var a = [_]f64{0} ** dot_lanes;
     var i: usize = 0;
-    while (i + 4 <= dn) : (i += 4) {
-        inline for (0..P) |p| inline for (0..V) |v| {
-            const base = rows[p] + 4 * v * hw + i;
-            const r0: F4 = base[0..4].*;
-            const r1: F4 = base[hw..][0..4].*;
-            const r2: F4 = base[2 * hw ..][0..4].*;
-            const r3: F4 = base[3 * hw ..][0..4].*;
-            const t0 = @shuffle(f32, r0, r1, [4]i32{ 0, ~@as(i32, 0), 1, ~@as(i32, 1) });
-            const t1 = @shuffle(f32, r2, r3, [4]i32{ 0, ~@as(i32, 0), 1, ~@as(i32, 1) });
-            const t2 = @shuffle(f32, r0, r1, [4]i32{ 2, ~@as(i32, 2), 3, ~@as(i32, 3) });
-            const t3 = @shuffle(f32, r2, r3, [4]i32{ 2, ~@as(i32, 2), 3, ~@as(i32, 3) });
-            const cols = [4]F4{
-                @shuffle(f32, t0, t1, [4]i32{ 0, 1, ~@as(i32, 0), ~@as(i32, 1) }),
-                @shuffle(f32, t0, t1, [4]i32{ 2, 3, ~@as(i32, 2), ~@as(i32, 3) }),
-                @shuffle(f32, t2, t3, [4]i32{ 0, 1, ~@as(i32, 0), ~@as(i32, 1) }),
-                @shuffle(f32, t2, t3, [4]i32{ 2, 3, ~@as(i32, 2), ~@as(i32, 3) }),
-            };
-            inline for (0..4) |k| {
-                const qv: D4 = q64[i + k][4 * v ..][0..4].*;
-                acc[p][v] = @mulAdd(D4, qv, @as(D4, @floatCast(cols[k])), acc[p][v]);
-            }
-        };
+    while (i < body) : (i += 1) a[i % dot_lanes] = a[i % dot_lanes] + widenScalar(W, w[i]) * @as(f64, x[i]);
+    var c: [4]f64 = undefined;
+    for (0..4) |m| c[m] = (a[m] + a[m + 4]) + (a[m + 8] + a[m + 12]);
+    var acc = (c[0] + c[1]) + (c[2] + c[3]);
+    while (i < n) : (i += 1) acc = acc + widenScalar(W, w[i]) * @as(f64, x[i]);
+    return @floatCast(acc);
+}
+
+/// The same dot with the 16 lanes in four f64 vectors (lane l = vector l/4, element l mod 4),
+/// against x already widened to f64.
+fn dotLinearSimd(comptime W: type, w: [*]const W, x64: [*]const f64, n: usize) f32 {
+    const body = n - n % dot_lanes;
+    var acc = [4]D4{ @splat(0), @splat(0), @splat(0), @splat(0) };
+    var i: usize = 0;
+    while (i < body) : (i += dot_lanes) {
+        inline for (0..4) |k| acc[k] = @mulAdd(D4, widen4(W, w + i + 4 * k), x64[i + 4 * k ..][0..4].*, acc[k]);
     }
-    while (i < dn) : (i += 1) {
-        inline for (0..P) |p| inline for (0..V) |v| {
-            const base = rows[p] + 4 * v * hw + i;
-            const kv4 = F4{ base[0], base[hw], base[2 * hw], base[3 * hw] };
-            const qv: D4 = q64[i][4 * v ..][0..4].*;
-            acc[p][v] = @mulAdd(D4, qv, @as(D4, @floatCast(kv4)), acc[p][v]);
-        };
-    }
-    for (0..dr) |j| {
-        inline for (0..P) |p| {
-            const k: D4 = @splat(@as(f64, krs[p][j]));
-            inline for (0..V) |v| {
-                const qv: D4 = q64[dn + j][4 * v ..][0..4].*;
-                acc[p][v] = @mulAdd(D4, qv, k, acc[p][v]);
-            }
-        }
-    }
-    var out: [P][C]f64 = undefined;
-    inline for (0..P) |p| inline for (0..V) |v| inline for (0..4) |l| {
-        out[p][4 * v + l] = acc[p][v][l];
-    };
-    return out;
+    const c = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    var s = (c[0] + c[1]) + (c[2] + c[3]);
+    while (i < n) : (i += 1) s = @mulAdd(f64, widenScalar(W, w[i]), x64[i], s);
+    return @floatCast(s);
 }
 
 /// In place: scores → f32(e_s / Z) with e_s = exp(score_s − max) in f32, Z = Σ e_s in f64.
@@ -301,37 +163,280 @@ fn softmax(scores: []f32) void {
     for (scores) |*v| v.* = @floatCast(@as(f64, v.*) / z);
 }
 
-/// Causal attention for T queries at positions pos0 … pos0+T−1 over the cache (see the file
-/// comment for layouts). `out` must not alias the inputs.
-pub fn attention(q: [*]const f32, kv: [*]const f32, kr: [*]const f32, out: [*]f32, tokens: usize, pos0: usize, shape: Shape) Error!void {
-    if (tokens == 0 or shape.heads == 0 or shape.dn == 0 or shape.dv == 0) return error.BadArgument;
-    if (shape.dq() > max_dq) return error.BadArgument;
-    const n_max = pos0 + tokens;
-    const scale = softmaxScale(shape.dq());
+/// The inputs of one call, shared by both paths.
+fn Args(comptime W: type) type {
+    return struct {
+        q: [*]const f32,
+        w: [*]const W,
+        ckv: [*]const f32,
+        kr: [*]const f32,
+        out: [*]f32,
+        shape: Shape,
+        pos0: usize,
+        scale: f32,
+    };
+}
+
+/// The scalar reference: one (token, head) per item, plain loops, the documented order.
+/// Worker scratch: ql [R] f32, scores [N] f32, ol [R] f32.
+fn ScalarJob(comptime W: type) type {
+    return struct {
+        a: Args(W),
+
+        fn run(self: *const @This(), begin: usize, end: usize, worker: usize) void {
+            const a = self.a;
+            const sh = a.shape;
+            const R = sh.rank;
+            const scratch: [*]f32 = @ptrCast(@alignCast(pool.scratchFor(worker).ptr));
+            const ql = scratch;
+            const ol = scratch + R;
+            const scores = scratch + 2 * R;
+            for (begin..end) |item| {
+                const t = item / sh.heads;
+                const h = item % sh.heads;
+                const n = a.pos0 + t + 1;
+                const qn = a.q + (t * sh.heads + h) * sh.dq();
+                const qr = qn + sh.dn;
+                const wk = a.w + h * sh.headRows() * R;
+                for (0..R) |r| {
+                    var acc: f64 = 0;
+                    for (0..sh.dn) |i| acc = acc + widenScalar(W, wk[i * R + r]) * @as(f64, qn[i]);
+                    ql[r] = @floatCast(acc);
+                }
+                for (0..n) |s| {
+                    var acc: f64 = 0;
+                    const c = a.ckv + s * R;
+                    for (0..R) |r| acc = acc + @as(f64, ql[r]) * @as(f64, c[r]);
+                    for (0..sh.dr) |i| acc = acc + @as(f64, qr[i]) * @as(f64, a.kr[s * sh.dr + i]);
+                    scores[s] = @as(f32, @floatCast(acc)) * a.scale;
+                }
+                softmax(scores[0..n]);
+                for (0..R) |r| {
+                    var acc: f64 = 0;
+                    for (0..n) |s| acc = acc + @as(f64, scores[s]) * @as(f64, a.ckv[s * R + r]);
+                    ol[r] = @floatCast(acc);
+                }
+                const o = a.out + (t * sh.heads + h) * sh.dv;
+                const wv = wk + sh.dn * R;
+                for (0..sh.dv) |j| o[j] = dotLinearScalar(W, wv + j * R, ol, R);
+            }
+        }
+    };
+}
+
+/// The SIMD path for one query token (see the file comment). Shared scratch:
+///   q64    [blocks][R + dr][8] f64: per block of eight heads, element-major, ql widened
+///          back to f64 for r < R, then qr; lanes of absent heads stay zero
+///   scores [H][n] f32
+///   ol64   [H][R] f64: ol rounded to f32, widened back
+/// Worker scratch (value phase): accumulators [heads of the chunk][R] f64, then the widened
+/// block of positions [value_block][R] f64.
+fn TokenJob(comptime W: type) type {
+    return struct {
+        a: Args(W),
+        q64: [*][head_block]f64,
+        scores: [*]f32,
+        ol64: [*]f64,
+        /// query token index within the call, and the number of visible positions (pos0 + t + 1)
+        t: usize,
+        n: usize,
+
+        const Self = @This();
+
+        fn qStride(self: *const Self) usize {
+            return self.a.shape.rank + self.a.shape.dr;
+        }
+
+        fn absorbPhase(self: *const Self, begin: usize, end: usize, worker: usize) void {
+            _ = worker;
+            const sh = self.a.shape;
+            const R = sh.rank;
+            for (begin..end) |h| {
+                const qn = self.a.q + (self.t * sh.heads + h) * sh.dq();
+                const wk = self.a.w + h * sh.headRows() * R;
+                const q64 = self.q64 + (h / head_block) * self.qStride();
+                const lane = h % head_block;
+                var r: usize = 0;
+                while (r + 4 * lane_vectors <= R) : (r += 4 * lane_vectors) absorbChunk(lane_vectors, wk, qn, sh.dn, R, r, q64, lane);
+                switch ((R - r) / 4) {
+                    inline 0...lane_vectors - 1 => |V| if (V > 0) absorbChunk(V, wk, qn, sh.dn, R, r, q64, lane),
+                    else => unreachable,
+                }
+                r += (R - r) / 4 * 4;
+                while (r < R) : (r += 1) {
+                    var acc: f64 = 0;
+                    for (0..sh.dn) |i| acc = @mulAdd(f64, widenScalar(W, wk[i * R + r]), qn[i], acc);
+                    q64[r][lane] = @as(f32, @floatCast(acc));
+                }
+                for (0..sh.dr) |i| q64[R + i][lane] = qn[sh.dn + i];
+            }
+        }
+
+        /// Latent channels r … r+4V−1 of one head: V vector chains run down the dn key rows.
+        inline fn absorbChunk(comptime V: usize, wk: [*]const W, qn: [*]const f32, dn: usize, R: usize, r: usize, q64: [*][head_block]f64, lane: usize) void {
+            var acc: [V]D4 = undefined;
+            inline for (0..V) |k| acc[k] = @splat(0);
+            for (0..dn) |i| {
+                const qi: D4 = @splat(@as(f64, qn[i]));
+                inline for (0..V) |k| acc[k] = @mulAdd(D4, widen4(W, wk + i * R + r + 4 * k), qi, acc[k]);
+            }
+            inline for (0..V) |k| inline for (0..4) |l| {
+                q64[r + 4 * k + l][lane] = @as(f32, @floatCast(acc[k][l]));
+            };
+        }
+
+        fn scorePhase(self: *const Self, begin: usize, end: usize, worker: usize) void {
+            _ = worker;
+            var s = begin;
+            while (s + positions_ilp <= end) : (s += positions_ilp) self.scorePositions(positions_ilp, s);
+            while (s < end) : (s += 1) self.scorePositions(1, s);
+        }
+
+        /// Scores of every head at positions s … s+P−1: per block of eight heads, each cache
+        /// element is broadcast once into the two head vectors of every position.
+        fn scorePositions(self: *const Self, comptime P: usize, s: usize) void {
+            const sh = self.a.shape;
+            const R = sh.rank;
+            for (0..blockCount(sh.heads)) |b| {
+                const q = self.q64 + b * self.qStride();
+                var acc: [P][2]D4 = undefined;
+                inline for (0..P) |p| acc[p] = .{ @splat(0), @splat(0) };
+                for (0..R) |r| {
+                    const q0: D4 = q[r][0..4].*;
+                    const q1: D4 = q[r][4..8].*;
+                    inline for (0..P) |p| {
+                        const c: D4 = @splat(@as(f64, self.a.ckv[(s + p) * R + r]));
+                        acc[p][0] = @mulAdd(D4, q0, c, acc[p][0]);
+                        acc[p][1] = @mulAdd(D4, q1, c, acc[p][1]);
+                    }
+                }
+                for (0..sh.dr) |i| {
+                    const q0: D4 = q[R + i][0..4].*;
+                    const q1: D4 = q[R + i][4..8].*;
+                    inline for (0..P) |p| {
+                        const k: D4 = @splat(@as(f64, self.a.kr[(s + p) * sh.dr + i]));
+                        acc[p][0] = @mulAdd(D4, q0, k, acc[p][0]);
+                        acc[p][1] = @mulAdd(D4, q1, k, acc[p][1]);
+                    }
+                }
+                const h0 = b * head_block;
+                const C = @min(head_block, sh.heads - h0);
+                inline for (0..P) |p| {
+                    const lanes: [head_block]f64 = @as([4]f64, acc[p][0]) ++ @as([4]f64, acc[p][1]);
+                    for (0..C) |c| self.scores[(h0 + c) * self.n + s + p] = @as(f32, @floatCast(lanes[c])) * self.a.scale;
+                }
+            }
+        }
+
+        fn softmaxPhase(self: *const Self, begin: usize, end: usize, worker: usize) void {
+            _ = worker;
+            for (begin..end) |h| softmax(self.scores[h * self.n ..][0..self.n]);
+        }
+
+        fn valuePhase(self: *const Self, begin: usize, end: usize, worker: usize) void {
+            const R = self.a.shape.rank;
+            const heads = end - begin;
+            const scratch: [*]f64 = @ptrCast(@alignCast(pool.scratchFor(worker).ptr));
+            const acc = scratch[0 .. heads * R];
+            const block = scratch + heads * R;
+            @memset(acc, 0);
+            var s0: usize = 0;
+            while (s0 < self.n) : (s0 += value_block) {
+                const count = @min(value_block, self.n - s0);
+                widen(self.a.ckv + s0 * R, block, count * R);
+                for (begin..end) |h| {
+                    const w = self.scores + h * self.n + s0;
+                    const a = acc.ptr + (h - begin) * R;
+                    var r: usize = 0;
+                    while (r + 4 * lane_vectors <= R) : (r += 4 * lane_vectors) valueChunk(lane_vectors, a, block, w, count, R, r);
+                    switch ((R - r) / 4) {
+                        inline 0...lane_vectors - 1 => |V| if (V > 0) valueChunk(V, a, block, w, count, R, r),
+                        else => unreachable,
+                    }
+                    r += (R - r) / 4 * 4;
+                    while (r < R) : (r += 1) {
+                        for (0..count) |s| a[r] = @mulAdd(f64, @as(f64, w[s]), block[s * R + r], a[r]);
+                    }
+                }
+            }
+            for (begin..end) |h| {
+                for (0..R) |r| self.ol64[h * R + r] = @as(f32, @floatCast(acc[(h - begin) * R + r]));
+            }
+        }
+
+        /// Latent channels r … r+4V−1 of one head over `count` positions of the block.
+        inline fn valueChunk(comptime V: usize, a: [*]f64, block: [*]const f64, w: [*]const f32, count: usize, R: usize, r: usize) void {
+            var acc: [V]D4 = undefined;
+            inline for (0..V) |k| acc[k] = a[r + 4 * k ..][0..4].*;
+            for (0..count) |s| {
+                const ws: D4 = @splat(@as(f64, w[s]));
+                inline for (0..V) |k| acc[k] = @mulAdd(D4, block[s * R + r + 4 * k ..][0..4].*, ws, acc[k]);
+            }
+            inline for (0..V) |k| a[r + 4 * k ..][0..4].* = acc[k];
+        }
+
+        fn voutPhase(self: *const Self, begin: usize, end: usize, worker: usize) void {
+            _ = worker;
+            const sh = self.a.shape;
+            const R = sh.rank;
+            for (begin..end) |h| {
+                const wv = self.a.w + (h * sh.headRows() + sh.dn) * R;
+                const o = self.a.out + (self.t * sh.heads + h) * sh.dv;
+                for (0..sh.dv) |j| o[j] = dotLinearSimd(W, wv + j * R, self.ol64 + h * R, R);
+            }
+        }
+    };
+}
+
+fn widen(x: [*]const f32, x64: [*]f64, count: usize) void {
+    var i: usize = 0;
+    while (i + 8 <= count) : (i += 8) {
+        const v: @Vector(8, f32) = x[i..][0..8].*;
+        x64[i..][0..8].* = @as(@Vector(8, f64), @floatCast(v));
+    }
+    while (i < count) : (i += 1) x64[i] = x[i];
+}
+
+fn alignUp(bytes: usize) usize {
+    return (bytes + pool.scratch_alignment - 1) / pool.scratch_alignment * pool.scratch_alignment;
+}
+
+/// Causal latent attention for T queries at positions pos0 … pos0+T−1 (see the file comment
+/// for layouts and the order). `out` must not alias the inputs.
+pub fn attention(comptime W: type, q: [*]const f32, w: [*]const W, ckv: [*]const f32, kr: [*]const f32, out: [*]f32, tokens: usize, pos0: usize, shape: Shape) Error!void {
+    if (tokens == 0 or shape.heads == 0 or shape.dn == 0 or shape.dv == 0 or shape.rank == 0) return error.BadArgument;
+    const R = shape.rank;
+    const n_max = std.math.add(usize, pos0, tokens) catch return error.BadArgument;
+    _ = try common.mulSize(try common.mulSize(shape.heads, shape.headRows()), R);
+    const args = Args(W){ .q = q, .w = w, .ckv = ckv, .kr = kr, .out = out, .shape = shape, .pos0 = pos0, .scale = softmaxScale(shape.dq()) };
     if (common.path() == .scalar) {
-        pool.reserveScratch(try common.mulSize(n_max, @sizeOf(f32))) catch return error.OutOfMemory;
-        const job = ScalarJob{ .q = q, .kv = kv, .kr = kr, .out = out, .shape = shape, .pos0 = pos0, .scale = scale };
-        pool.parallelFor(try common.mulSize(tokens, shape.heads), 1, &job, ScalarJob.run);
+        pool.reserveScratch(try common.mulSize(2 * R + n_max, @sizeOf(f32))) catch return error.OutOfMemory;
+        const job = ScalarJob(W){ .a = args };
+        pool.parallelFor(try common.mulSize(tokens, shape.heads), 1, &job, ScalarJob(W).run);
         return;
     }
     const blocks = blockCount(shape.heads);
-    const q_bytes = try common.mulSize(blocks * max_dq * head_block, @sizeOf(f64));
-    const score_bytes = try common.mulSize(try common.mulSize(shape.heads, n_max), @sizeOf(f32));
-    const buf = pool.reserveShared(q_bytes + score_bytes) catch return error.OutOfMemory;
+    const q_bytes = try common.mulSize(try common.mulSize(blocks * head_block, R + shape.dr), @sizeOf(f64));
+    const score_bytes = alignUp(try common.mulSize(try common.mulSize(shape.heads, n_max), @sizeOf(f32)));
+    const ol_bytes = try common.mulSize(try common.mulSize(shape.heads, R), @sizeOf(f64));
+    const buf = pool.reserveShared(q_bytes + score_bytes + ol_bytes) catch return error.OutOfMemory;
+    pool.reserveScratch(try common.mulSize(shape.heads + value_block, R * @sizeOf(f64))) catch return error.OutOfMemory;
     const q64: [*][head_block]f64 = @ptrCast(@alignCast(buf.ptr));
     const scores: [*]f32 = @ptrCast(@alignCast(buf.ptr + q_bytes));
-    const dq = shape.dq();
+    const ol64: [*]f64 = @ptrCast(@alignCast(buf.ptr + q_bytes + score_bytes));
+    const H = shape.heads;
+    // Once per call: every token's absorb phase rewrites all lanes of the present heads, so
+    // only the lanes of absent heads (a last block of fewer than eight) need their zeros.
+    @memset(q64[0 .. blocks * (R + shape.dr)], [_]f64{0} ** head_block);
     for (0..tokens) |t| {
         const n = pos0 + t + 1;
-        @memset(q64[0 .. blocks * max_dq], [_]f64{0} ** head_block);
-        for (0..shape.heads) |h| {
-            const qrow = q + (t * shape.heads + h) * dq;
-            for (0..dq) |i| q64[(h / head_block) * max_dq + i][h % head_block] = qrow[i];
-        }
-        const job = TokenJob{ .kv = kv, .kr = kr, .out = out, .scores = scores, .q64 = q64, .shape = shape, .t = t, .n = n, .scale = scale };
-        pool.parallelFor(n, position_grain, &job, TokenJob.scorePhase);
-        pool.parallelFor(shape.heads, @max(1, 4096 / n), &job, TokenJob.softmaxPhase);
-        pool.parallelFor(shape.heads, 1, &job, TokenJob.valuePhase);
+        const job = TokenJob(W){ .a = args, .q64 = q64, .scores = scores, .ol64 = ol64, .t = t, .n = n };
+        const J = TokenJob(W);
+        pool.parallelFor(H, grain(shape.dn * R), &job, J.absorbPhase);
+        pool.parallelFor(n, grain(H * (R + shape.dr)), &job, J.scorePhase);
+        pool.parallelFor(H, grain(4 * n), &job, J.softmaxPhase);
+        pool.parallelFor(H, grain(n * R), &job, J.valuePhase);
+        pool.parallelFor(H, grain(shape.dv * R), &job, J.voutPhase);
     }
 }
 
@@ -340,45 +445,98 @@ pub fn attention(q: [*]const f32, kv: [*]const f32, kr: [*]const f32, out: [*]f3
 
 const testing = std.testing;
 
-test "MLA: causal, prefill == incremental, SIMD == scalar, threads identical" {
+/// The expanded formulation of §6.7 steps 4-7 in f64 throughout (keys and values re-expanded
+/// from the latent, exp from std): what the latent kernel must agree with up to rounding.
+fn expandedF64(alloc: std.mem.Allocator, q: []const f32, w: []const f32, ckv: []const f32, kr: []const f32, tokens: usize, sh: Shape) ![]f64 {
+    const R = sh.rank;
+    const out = try alloc.alloc(f64, tokens * sh.heads * sh.dv);
+    const scores = try alloc.alloc(f64, tokens);
+    defer alloc.free(scores);
+    const scale = 1.0 / @sqrt(@as(f64, @floatFromInt(sh.dq())));
+    for (0..tokens) |t| for (0..sh.heads) |h| {
+        const qrow = q[(t * sh.heads + h) * sh.dq() ..];
+        var m: f64 = -std.math.inf(f64);
+        for (0..t + 1) |s| {
+            var acc: f64 = 0;
+            for (0..sh.dn) |i| {
+                var k: f64 = 0;
+                for (0..R) |r| k += @as(f64, w[(h * sh.headRows() + i) * R + r]) * ckv[s * R + r];
+                acc += qrow[i] * k;
+            }
+            for (0..sh.dr) |i| acc += @as(f64, qrow[sh.dn + i]) * kr[s * sh.dr + i];
+            scores[s] = acc * scale;
+            m = @max(m, scores[s]);
+        }
+        var z: f64 = 0;
+        for (0..t + 1) |s| {
+            scores[s] = @exp(scores[s] - m);
+            z += scores[s];
+        }
+        for (0..sh.dv) |j| {
+            var o: f64 = 0;
+            for (0..t + 1) |s| {
+                var v: f64 = 0;
+                for (0..R) |r| v += @as(f64, w[(h * sh.headRows() + sh.dn + j) * R + r]) * ckv[s * R + r];
+                o += scores[s] / z * v;
+            }
+            out[(t * sh.heads + h) * sh.dv + j] = o;
+        }
+    };
+    return out;
+}
+
+test "MLA latent: causal, prefill == incremental, SIMD == scalar, threads identical, bf16 == f32, close to the expanded form" {
     var prng = std.Random.DefaultPrng.init(31);
     const rnd = prng.random();
     const alloc = testing.allocator;
-    const sh = Shape{ .heads = 11, .dn = 6, .dr = 2, .dv = 13 }; // a block of 8 heads and one of 3; dv = 8 + tail
+    // 11 heads: a block of 8 and one of 3; R = 37: 32 + one vector + a tail of 1; dv odd.
+    const sh = Shape{ .heads = 11, .dn = 6, .dr = 2, .dv = 13, .rank = 37 };
     const T = 11;
     const q = try alloc.alloc(f32, T * sh.heads * sh.dq());
     defer alloc.free(q);
-    const kv = try alloc.alloc(f32, T * sh.kvRow());
-    defer alloc.free(kv);
+    const wbits = try alloc.alloc(u16, sh.heads * sh.headRows() * sh.rank);
+    defer alloc.free(wbits);
+    const w32 = try alloc.alloc(f32, wbits.len);
+    defer alloc.free(w32);
+    const ckv = try alloc.alloc(f32, T * sh.rank);
+    defer alloc.free(ckv);
     const kr = try alloc.alloc(f32, T * sh.dr);
     defer alloc.free(kr);
     for (q) |*v| v.* = rnd.floatNorm(f32);
-    for (kv) |*v| v.* = rnd.floatNorm(f32);
+    for (wbits, w32) |*b, *f| {
+        const x: f32 = 0.3 * rnd.floatNorm(f32);
+        b.* = @truncate(@as(u32, @bitCast(x)) >> 16);
+        f.* = common.bf16ToF32(b.*);
+    }
+    for (ckv) |*v| v.* = rnd.floatNorm(f32);
     for (kr) |*v| v.* = rnd.floatNorm(f32);
     const per = sh.heads * sh.dv;
-    var full: [T * 11 * 13]f32 = undefined;
-    var inc: [T * 11 * 13]f32 = undefined;
-    try attention(q.ptr, kv.ptr, kr.ptr, &full, T, 0, sh);
-    for (0..T) |t| try attention(q.ptr + t * sh.heads * sh.dq(), kv.ptr, kr.ptr, inc[t * per ..].ptr, 1, t, sh);
-    try testing.expectEqualSlices(u32, @ptrCast(&full), @ptrCast(&inc));
+    const full = try alloc.alloc(f32, T * per);
+    defer alloc.free(full);
+    const other = try alloc.alloc(f32, T * per);
+    defer alloc.free(other);
+    try attention(u16, q.ptr, wbits.ptr, ckv.ptr, kr.ptr, full.ptr, T, 0, sh);
+    for (0..T) |t| try attention(u16, q.ptr + t * sh.heads * sh.dq(), wbits.ptr, ckv.ptr, kr.ptr, other[t * per ..].ptr, 1, t, sh);
+    try testing.expectEqualSlices(u32, @ptrCast(full), @ptrCast(other));
+    try attention(f32, q.ptr, w32.ptr, ckv.ptr, kr.ptr, other.ptr, T, 0, sh);
+    try testing.expectEqualSlices(u32, @ptrCast(full), @ptrCast(other));
     common.setPath(.scalar);
-    try attention(q.ptr, kv.ptr, kr.ptr, &inc, T, 0, sh);
+    try attention(u16, q.ptr, wbits.ptr, ckv.ptr, kr.ptr, other.ptr, T, 0, sh);
     common.setPath(.simd);
-    try testing.expectEqualSlices(u32, @ptrCast(&full), @ptrCast(&inc));
+    try testing.expectEqualSlices(u32, @ptrCast(full), @ptrCast(other));
     for ([_]u32{ 1, 2, 3 }) |threads| {
         try pool.init(threads);
         pool.setFineGrain(threads > 1);
-        try attention(q.ptr, kv.ptr, kr.ptr, &inc, T, 0, sh);
-        try testing.expectEqualSlices(u32, @ptrCast(&full), @ptrCast(&inc));
+        try attention(u16, q.ptr, wbits.ptr, ckv.ptr, kr.ptr, other.ptr, T, 0, sh);
+        try testing.expectEqualSlices(u32, @ptrCast(full), @ptrCast(other));
     }
     pool.setFineGrain(false);
     pool.deinit();
-    // position 0 attends only to itself: out = v_0
-    for (0..sh.heads) |h| {
-        for (0..sh.dv) |j| try testing.expectEqual(kv[h * (sh.dn + sh.dv) + sh.dn + j], full[h * sh.dv + j]);
-    }
-    // changing a later position's key does not change earlier outputs
-    kv[(T - 1) * sh.kvRow()] += 5;
-    try attention(q.ptr, kv.ptr, kr.ptr, &inc, T, 0, sh);
-    try testing.expectEqualSlices(u32, @ptrCast(full[0 .. (T - 1) * per]), @ptrCast(inc[0 .. (T - 1) * per]));
+    const want = try expandedF64(alloc, q, w32, ckv, kr, T, sh);
+    defer alloc.free(want);
+    for (full, want) |got, ref| try testing.expectApproxEqAbs(ref, @as(f64, got), 1e-5 * (1 + @abs(ref)));
+    // changing a later position's latent does not change earlier outputs
+    ckv[(T - 1) * sh.rank] += 5;
+    try attention(u16, q.ptr, wbits.ptr, ckv.ptr, kr.ptr, other.ptr, T, 0, sh);
+    try testing.expectEqualSlices(u32, @ptrCast(full[0 .. (T - 1) * per]), @ptrCast(other[0 .. (T - 1) * per]));
 }
