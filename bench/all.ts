@@ -5,6 +5,8 @@
  *   1. index      safetensors headers of the released checkpoint (497,220 names, 96 shards)
  *   2. kernels    bf16 / MXFP4 matvec against this machine's memory read bandwidth
  *   3. tokenizer  k3's loader and encoder against tiktoken (skipped without the real table)
+ *   3b. attention the latent MLA kernel at released widths over 1k-32k cached positions, and the
+ *                 planned cache of the released config
  *   4. streaming  dist/k3 on the K3-width checkpoint: resident vs streamed trunk, against the
  *                 disk's O_DIRECT bandwidth (skipped with K3_BENCH_SKIP_STREAMING=1, or when the
  *                 disk cannot hold the ~15 GB of checkpoint and pack)
@@ -16,6 +18,7 @@
  * over the memory plan).
  */
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
+import { attentionReport, benchAttention } from "./attention.ts";
 import { benchIndex } from "./index-headers.ts";
 import { benchKernels } from "./kernels.ts";
 import { benchPrefill, prefillReport } from "./prefill.ts";
@@ -78,6 +81,10 @@ await part("tokenizer", () => {
       `  encode  k3 ${r.encodeMBps.toFixed(2)} MB/s fresh, ${r.warmEncodeMBps.toFixed(2)} MB/s warm, ${r.firstEncodeMBps.toFixed(2)} MB/s first of the process   ` +
       `tiktoken ${r.tiktokenEncodeMBps.toFixed(2)} MB/s (target: k3 >= ${(r.tiktokenEncodeMBps / 2).toFixed(2)})`,
   );
+});
+
+await part("attention", () => {
+  console.log(attentionReport(benchAttention()));
 });
 
 await part("streaming", async () => {

@@ -1,0 +1,111 @@
+/**
+ * `bun run bench/attention.ts`: the latent MLA attention kernel alone at the released MLA widths
+ * (96 heads, dn 128, dr 64, dv 128, latent rank 512), one query token over synthetic caches of
+ * 1k, 8k and 32k positions: seconds per token per layer, and the cache bytes it reads per second
+ * next to this machine's memory read bandwidth measured in the same run. Then the planned MLA
+ * cache of the released config at 131,072 and 1,048,576 positions, latent against expanded.
+ */
+import { f32View, NativeBuffer } from "../src/native/memory.ts";
+import { initPool, memReadSum, mlaLatentAttention, type F32Ref, type MatrixRef } from "../src/native/kernels.ts";
+import { memoryPlan } from "../src/plan/memory-plan.ts";
+import { attentionKind } from "../src/checkpoint/tensor-names.ts";
+import { releasedConfig } from "../tools/checkpoint/released-config.ts";
+
+const shape = { heads: 96, dn: 128, dr: 64, dv: 128, rank: 512 };
+const positions = [1024, 8192, 32768];
+
+function best(passes: number, run: () => void): number {
+  let seconds = Infinity;
+  for (let i = 0; i < passes; i++) {
+    const started = performance.now();
+    run();
+    seconds = Math.min(seconds, (performance.now() - started) / 1000);
+  }
+  return seconds;
+}
+
+/** A native f32 buffer of `floats` small pseudo-random values. */
+function floats(count: number, purpose: string, seed: number): F32Ref & { buffer: NativeBuffer } {
+  const buffer = NativeBuffer.allocate(count * 4, purpose, "read-target");
+  const view = f32View(buffer.ptr, 0, count);
+  let s = seed >>> 0 || 1;
+  for (let i = 0; i < count; i++) {
+    s ^= s << 13;
+    s ^= s >>> 17;
+    s ^= s << 5;
+    view[i] = ((s >>> 0) / 0x100000000 - 0.5) * 0.2;
+  }
+  return { ptr: buffer.ptr, length: count, buffer };
+}
+
+export interface AttentionRow {
+  positions: number;
+  seconds: number;
+  cacheBytes: number;
+  gbPerSecond: number;
+}
+
+export interface AttentionBench {
+  threads: number;
+  bandwidthGbPerSecond: number;
+  rows: AttentionRow[];
+  planned: { positions: number; latentBytes: number; expandedBytes: number }[];
+}
+
+export function benchAttention(): AttentionBench {
+  const threads = initPool();
+  const probe = NativeBuffer.allocate(1 << 30, "bandwidth probe", "read-target");
+  probe.u8().fill(1);
+  const bandwidth = (1 << 30) / best(5, () => memReadSum(probe)) / 1e9;
+  probe.free();
+  const { heads: H, dn, dr, dv, rank: R } = shape;
+  // kv_b_proj as shipped: bf16 [H·(dn+dv)][R], here as f32-valued bf16 bits of small numbers.
+  const kvbBuffer = NativeBuffer.allocate(H * (dn + dv) * R * 2, "kv_b_proj", "read-target");
+  const bits = new Uint16Array(kvbBuffer.u8().buffer, kvbBuffer.u8().byteOffset, H * (dn + dv) * R);
+  for (let i = 0; i < bits.length; i++) bits[i] = 0x3c00 + (i % 97); // ~0.0078 .. 0.0088
+  const kvb: MatrixRef = { ptr: kvbBuffer.ptr, rows: H * (dn + dv), cols: R, dtype: "BF16" };
+  const q = floats(H * (dn + dr), "query", 7);
+  const out = floats(H * dv, "output", 8);
+  const rows: AttentionRow[] = [];
+  for (const n of positions) {
+    const ckv = floats(n * R, "latent cache", 11);
+    const kr = floats(n * dr, "rope keys", 13);
+    const seconds = best(5, () => mlaLatentAttention(q, kvb, ckv, kr, out, 1, n - 1, shape));
+    const cacheBytes = n * (R + dr) * 4;
+    rows.push({ positions: n, seconds, cacheBytes, gbPerSecond: cacheBytes / seconds / 1e9 });
+    ckv.buffer.free();
+    kr.buffer.free();
+  }
+  for (const b of [kvbBuffer, q.buffer, out.buffer]) b.free();
+  const c = releasedConfig;
+  const mlaLayers = Array.from({ length: c.numLayers }, (_, l) => l).filter((l) => attentionKind(c, l) === "mla").length;
+  const planned = [131_072, 1_048_576].map((n) => {
+    const plan = memoryPlan({
+      config: c, layerCount: c.numLayers, positions: n, callTokens: 1, trunk: { mode: "resident", bytes: 0 },
+      tablesBytes: 0, expertCacheBytes: 0, baselineBytes: 0,
+    });
+    const latentBytes = plan.terms.find((t) => t.name === "KV cache")?.bytes ?? 0;
+    const expandedBytes = mlaLayers * n * (c.numAttentionHeads * (c.qkNopeHeadDim + c.vHeadDim) + c.qkRopeHeadDim) * 4;
+    return { positions: n, latentBytes, expandedBytes };
+  });
+  return { threads, bandwidthGbPerSecond: bandwidth, rows, planned };
+}
+
+export function attentionReport(b: AttentionBench): string {
+  const lines = [
+    `attention: latent MLA, one token, one layer, released widths (96 heads, rank 512, dr 64), ${b.threads} threads; ` +
+      `memory read bandwidth ${b.bandwidthGbPerSecond.toFixed(1)} GB/s`,
+    ...b.rows.map((r) =>
+      `  ${String(r.positions).padStart(6)} positions  ${(r.seconds * 1000).toFixed(2).padStart(9)} ms/token/layer  ` +
+        `cache ${(r.cacheBytes / 1e6).toFixed(1).padStart(6)} MB read at ${r.gbPerSecond.toFixed(2).padStart(6)} GB/s ` +
+        `(${((100 * r.gbPerSecond) / b.bandwidthGbPerSecond).toFixed(0)}% of bandwidth; target at least 50% at 32768)`,
+    ),
+    ...b.planned.map((p) =>
+      `  planned MLA cache, released config, ${p.positions} positions: ${(p.latentBytes / 1e9).toFixed(2)} GB latent ` +
+        `(expanded would be ${(p.expandedBytes / 1e12).toFixed(2)} TB)`,
+    ),
+  ];
+  return lines.join("\n");
+}
+
+if (import.meta.main) console.log(attentionReport(benchAttention()));
