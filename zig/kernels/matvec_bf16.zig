@@ -43,7 +43,7 @@ const prefetch_elems: usize = 1024;
 /// tokens). Each (row, token) needs its 16 lanes in four registers, so three tokens (12
 /// accumulators) is the most that fits the 16 AVX2 registers: measured in cache on Zen 4, one
 /// row × 1, 2, 3, 4 tokens ran at 22, 33, 40 and 31 GFLOP/s (four spills accumulators).
-pub const tile_tokens = 3;
+const tile_tokens = 3;
 /// Rows per block of the multi-token path: every token group of the block passes over the
 /// same rows, which then come from cache instead of memory after the first group.
 const multi_block_rows = 32;

@@ -23,7 +23,7 @@
 //!   * fewer than `panel_min_tokens` tokens: each 4-group block of a row is decoded in
 //!     registers once for up to `block_tokens` tokens;
 //!   * more: a block of `panel_rows` rows is decoded `panel_groups` groups at a time into an
-//!     f64 panel in L1, once for up to `panel_tokens` tokens, and register tiles of one row ×
+//!     f64 panel (in cache), once for up to `panel_tokens` tokens, and register tiles of one row ×
 //!     `panel_tile` tokens run over it. Decoding (nibble split, table lookup, two conversions
 //!     per quad) costs more than the multiply-adds it feeds, so it is amortised over the most
 //!     tokens.
@@ -240,7 +240,7 @@ inline fn dotRowSimd(comptime TT: usize, packed_row: [*]const u8, scales_row: [*
 /// Tokens decoded together per row on the register-decode path (few tokens).
 const block_tokens = 4;
 
-/// From this many tokens on, the panel path is faster. Measured on 3072 × 3584 on Zen 4
+/// From this many tokens on, the panel path is faster. Measured on 3072 × 3584, 1 thread, Zen 4
 /// (GFLOP/s, register decode vs panel): T = 4: 19.4 vs 19.2, T = 5: 17.4 vs 19.1, T = 8: 19.4
 /// vs 24.1, T = 32: 17.6 vs 29.
 const panel_min_tokens = 5;
