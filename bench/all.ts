@@ -3,7 +3,8 @@
  * it is measured against, cheapest first:
  *
  *   1. index      safetensors headers of the released checkpoint (497,220 names, 96 shards)
- *   2. kernels    bf16 / MXFP4 matvec against this machine's memory read bandwidth
+ *   2. kernels    bf16 / MXFP4 matmul against this machine's memory read bandwidth (T = 1)
+ *                 and f64 FMA peak (T > 1)
  *   3. tokenizer  k3's loader and encoder against tiktoken (skipped without the real table)
  *   3b. attention the latent MLA kernel at released widths over 1k-32k cached positions, and the
  *                 planned cache of the released config
@@ -20,7 +21,7 @@
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { attentionReport, benchAttention } from "./attention.ts";
 import { benchIndex } from "./index-headers.ts";
-import { benchKernels } from "./kernels.ts";
+import { benchKernels, formatKernelRows } from "./kernels.ts";
 import { benchPrefill, prefillReport } from "./prefill.ts";
 import { benchStreaming, streamingReport, streamingSkipReason } from "./streaming.ts";
 import { benchTokenizer } from "./tokenizer.ts";
@@ -60,12 +61,8 @@ await part("index", () => {
 await part("kernels", () => {
   const startLoad = load();
   const rows = benchKernels();
-  const peak = Math.max(...rows.filter((r) => r.what.startsWith("memory")).map((r) => r.gbPerSecond));
-  console.log(`kernels: ratios are to the best measured memory read bandwidth, ${peak.toFixed(1)} GB/s (load average ${startLoad} before)`);
-  for (const r of rows) {
-    const ratio = r.what.startsWith("memory") ? "" : `  ${((100 * r.gbPerSecond) / peak).toFixed(0).padStart(3)}% of bandwidth`;
-    console.log(`  ${r.what.padEnd(28)} ${String(r.threads).padStart(2)} thr  ${(r.seconds * 1000).toFixed(3).padStart(9)} ms  ${r.gbPerSecond.toFixed(2).padStart(6)} GB/s${ratio}`);
-  }
+  console.log(`kernels: load average ${startLoad} before`);
+  for (const line of formatKernelRows(rows, "  ")) console.log(line);
 });
 
 await part("tokenizer", () => {

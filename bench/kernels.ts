@@ -1,28 +1,44 @@
 /**
- * `bun run bench/kernels.ts`: the hot kernels against this machine's memory read bandwidth.
+ * `bun run bench/kernels.ts`: the hot kernels against this machine's limits, measured in the
+ * same run (the machine may be shared, so only the ratios mean something):
  *
- * - bandwidth: one read of a 1 GiB native buffer (a wrapping integer sum in Zig), by all pool
- *   threads; best of several passes.
- * - bf16 matvec 7168 x 12288 (the KDA o_proj shape, 176 MB of weights, far larger than the
- *   last-level cache): GB/s of weight bytes, T = 1.
- * - MXFP4 matvec 3072 x 3584 (one routed expert's w1: 5.85 MB packed + scales). One matrix fits
- *   in the L3 cache, so the bench rotates through enough distinct experts (> 8x the L3) that
- *   every call streams its weights from DRAM, as the engine's expert cache does.
- * Each figure is measured with 1 thread and with all threads, and divided by the bandwidth.
- * The machine may be shared: best-of-N timings are reported, and a noisy neighbour shows as a
- * low all-threads figure.
+ * - memory read bandwidth: one read of a 1 GiB native buffer (a wrapping integer sum in Zig),
+ *   by all pool threads; best of several passes.
+ * - FMA peak: independent chains of 4-wide f64 fused multiply-adds on every pool thread
+ *   (`k3_fma_peak`), the operation the matmul kernels are made of.
+ * - bf16 matmul 7168 x 12288 (the KDA o_proj shape, 176 MB of weights, far larger than the
+ *   last-level cache) for T = 1, 8, 32, 64 tokens: T = 1 (decode) is bound by memory and is
+ *   reported against the bandwidth; T > 1 (prefill) shares each widened weight between tokens
+ *   and is reported in GFLOP/s (2 · rows · cols · T per second) against the FMA peak, and as a
+ *   ratio to T = 1.
+ * - MXFP4 matmul 3072 x 3584 (one routed expert's w1: 5.85 MB packed + scales) for T = 1, 8,
+ *   32, in GB/s of weights and GFLOP/s. One matrix fits in the L3 cache, so the bench rotates
+ *   through enough distinct experts (> 8x the L3) that every call streams its weights from
+ *   DRAM, as the engine's expert cache does.
+ * Each figure is measured with 1 thread and with all threads. Best-of-N timings are reported,
+ * and a noisy neighbour shows as a low all-threads figure (on a 2-vCPU machine whose vCPUs are
+ * one core's two hyperthreads, the all-threads FMA peak equals the 1-thread one).
  */
 import { availableParallelism, loadavg } from "node:os";
 import { f32View, NativeBuffer, offsetPointer } from "../src/native/memory.ts";
 import { initPool, matmul, matmulMxfp4, memReadSum, type F32Ref } from "../src/native/kernels.ts";
+import { native } from "../src/native/library.ts";
 
 const GB = 1e9;
 
-interface Row {
+export interface Row {
+  kind: "memory" | "fma" | "matmul";
   what: string;
   threads: number;
   seconds: number;
+  /** Bytes per second / 1e9: memory probed, or weight bytes of a matmul; 0 for the FMA probe. */
   gbPerSecond: number;
+  /** f64 operations per second / 1e9 (the FMA probe, and 2 · rows · cols · T for a matmul). */
+  gflops: number;
+  /** Tokens of a matmul call (0 for the probes). */
+  tokens: number;
+  /** Matmul shape, which groups the rows whose T = 1 figure a T > 1 figure is compared with. */
+  shape: string;
 }
 
 function best(passes: number, run: () => void): number {
@@ -52,75 +68,112 @@ function fillRandom(buffer: NativeBuffer, mask = 0xffffffff, or = 0): void {
   }
 }
 
+/** Rounds per thread of `k3_fma_peak` (12 four-wide FMAs each): ~30 ms at ~3.5 GHz. */
+const fmaSteps = 16 * (1 << 20);
+
+function fmaPeak(): number {
+  const flops = Number(native().k3_fma_peak(fmaSteps));
+  if (flops === 0) throw new Error("k3_fma_peak refused its step count");
+  return flops;
+}
+
 export function benchKernels(): Row[] {
   const all = initPool();
   const threadCounts = all > 1 ? [1, all] : [1];
   const rows: Row[] = [];
+  const probe = (kind: "memory" | "fma", what: string, threads: number, seconds: number, gbPerSecond: number, gflops: number) =>
+    rows.push({ kind, what, threads, seconds, gbPerSecond, gflops, tokens: 0, shape: "" });
 
   // Memory read bandwidth.
   const probeBytes = 1 << 30;
-  const probe = NativeBuffer.allocate(probeBytes, "bandwidth probe");
-  fillRandom(probe);
+  const probeBuffer = NativeBuffer.allocate(probeBytes, "bandwidth probe");
+  fillRandom(probeBuffer);
   for (const t of threadCounts) {
     initPool(t);
-    memReadSum(probe); // warm
-    const seconds = best(5, () => memReadSum(probe));
-    rows.push({ what: "memory read (1 GiB)", threads: t, seconds, gbPerSecond: probeBytes / seconds / GB });
+    memReadSum(probeBuffer); // warm
+    const seconds = best(5, () => memReadSum(probeBuffer));
+    probe("memory", "memory read (1 GiB)", t, seconds, probeBytes / seconds / GB, 0);
   }
-  probe.free();
+  probeBuffer.free();
 
-  // bf16 matvec 7168 x 12288.
+  // FMA peak.
+  for (const t of threadCounts) {
+    initPool(t);
+    const flops = fmaPeak(); // warm, and the count at this thread count
+    const seconds = best(7, fmaPeak);
+    probe("fma", "f64 FMA peak", t, seconds, 0, flops / seconds / GB);
+  }
+
+  // bf16 matmul 7168 x 12288, T = 1, 8, 32, 64.
   const outRows = 7168;
   const inCols = 12288;
   const weightBytes = outRows * inCols * 2;
+  const bf16Tokens = [1, 8, 32, 64];
+  const maxT = Math.max(...bf16Tokens);
   const w = NativeBuffer.allocate(weightBytes, "bf16 weights");
   // bf16 pairs with exponent bits kept in a normal range (no inf/NaN): mask and or per half
   fillRandom(w, 0xbfffbfff, 0x38003800);
-  const x = NativeBuffer.allocate(inCols * 4, "x");
-  const xv = floatsOf(x, inCols);
-  for (let i = 0; i < inCols; i++) xv.a[i] = Math.sin(i);
-  const y = NativeBuffer.allocate(outRows * 4, "y");
+  const x = NativeBuffer.allocate(maxT * inCols * 4, "x");
+  const xv = floatsOf(x, maxT * inCols);
+  for (let i = 0; i < maxT * inCols; i++) xv.a[i] = Math.sin(i);
+  const y = NativeBuffer.allocate(maxT * outRows * 4, "y");
+  const yv = floatsOf(y, maxT * outRows);
   const matrix = { ptr: w.ptr, rows: outRows, cols: inCols, dtype: "BF16" as const };
+  const bf16Shape = `${outRows}x${inCols}`;
   for (const t of threadCounts) {
     initPool(t);
-    matmul(matrix, xv, floatsOf(y, outRows), 1);
-    const seconds = best(10, () => matmul(matrix, xv, floatsOf(y, outRows), 1));
-    rows.push({ what: `bf16 matvec ${outRows}x${inCols}`, threads: t, seconds, gbPerSecond: weightBytes / seconds / GB });
+    for (const T of bf16Tokens) {
+      matmul(matrix, xv, yv, T);
+      const seconds = best(T === 1 ? 10 : T <= 8 ? 5 : 3, () => matmul(matrix, xv, yv, T));
+      rows.push({
+        kind: "matmul", what: `bf16 matmul ${bf16Shape} T=${T}`, threads: t, seconds, gbPerSecond: weightBytes / seconds / GB,
+        gflops: (2 * outRows * inCols * T) / seconds / GB, tokens: T, shape: `bf16 ${bf16Shape}`,
+      });
+    }
   }
   w.free();
   x.free();
   y.free();
 
-  // MXFP4 expert matvec 3072 x 3584, rotating through distinct experts.
+  // MXFP4 expert matmul 3072 x 3584, T = 1, 8, 32, rotating through distinct experts.
   const eRows = 3072;
   const eCols = 3584;
   const packedBytes = (eRows * eCols) / 2;
   const scaleBytes = (eRows * eCols) / 32;
   const expertBytes = packedBytes + scaleBytes;
   const experts = 48; // 281 MB: > 8x a 32 MB L3
+  const mxTokens = [1, 8, 32];
+  const maxMxT = Math.max(...mxTokens);
   const arena = NativeBuffer.allocate(expertBytes * experts, "experts");
   fillRandom(arena);
   // scale bytes in the released range (120-122), never 255
   const arenaBytes = arena.u8();
   for (let e = 0; e < experts; e++) arenaBytes.fill(121, e * expertBytes + packedBytes, (e + 1) * expertBytes);
-  const ex = NativeBuffer.allocate(eCols * 4, "x");
-  const exv = floatsOf(ex, eCols);
-  for (let i = 0; i < eCols; i++) exv.a[i] = Math.cos(i);
-  const ey = NativeBuffer.allocate(eRows * 4, "y");
-  const eyv = floatsOf(ey, eRows);
+  const ex = NativeBuffer.allocate(maxMxT * eCols * 4, "x");
+  const exv = floatsOf(ex, maxMxT * eCols);
+  for (let i = 0; i < maxMxT * eCols; i++) exv.a[i] = Math.cos(i);
+  const ey = NativeBuffer.allocate(maxMxT * eRows * 4, "y");
+  const eyv = floatsOf(ey, maxMxT * eRows);
   const expert = (e: number) => ({
     packed: offsetPointer(arena.ptr, e * expertBytes),
     scales: offsetPointer(arena.ptr, e * expertBytes + packedBytes),
     rows: eRows,
     cols: eCols,
   });
+  const mxShape = `${eRows}x${eCols}`;
   for (const t of threadCounts) {
     initPool(t);
-    for (let e = 0; e < experts; e++) matmulMxfp4(expert(e), exv, eyv, 1);
-    const seconds = best(3, () => {
-      for (let e = 0; e < experts; e++) matmulMxfp4(expert(e), exv, eyv, 1);
-    }) / experts;
-    rows.push({ what: `MXFP4 matvec ${eRows}x${eCols}`, threads: t, seconds, gbPerSecond: expertBytes / seconds / GB });
+    for (const T of mxTokens) {
+      const pass = () => {
+        for (let e = 0; e < experts; e++) matmulMxfp4(expert(e), exv, eyv, T);
+      };
+      pass();
+      const seconds = best(T >= 32 ? 2 : 3, pass) / experts;
+      rows.push({
+        kind: "matmul", what: `MXFP4 matmul ${mxShape} T=${T}`, threads: t, seconds, gbPerSecond: expertBytes / seconds / GB,
+        gflops: (2 * eRows * eCols * T) / seconds / GB, tokens: T, shape: `MXFP4 ${mxShape}`,
+      });
+    }
   }
   arena.free();
   ex.free();
@@ -130,17 +183,47 @@ export function benchKernels(): Row[] {
   return rows;
 }
 
+/**
+ * The bench's lines, ratios included: a probe's own figure; a matmul's GB/s of weights and
+ * GFLOP/s, then for T = 1 (bound by memory) the share of the best read bandwidth, and for
+ * T > 1 (bound by arithmetic) the share of the FMA peak at the same thread count and the
+ * throughput relative to T = 1 of the same shape and thread count.
+ */
+export function formatKernelRows(rows: Row[], indent = ""): string[] {
+  const bandwidth = Math.max(...rows.filter((r) => r.kind === "memory").map((r) => r.gbPerSecond));
+  const fma = new Map(rows.filter((r) => r.kind === "fma").map((r) => [r.threads, r.gflops]));
+  const lines = [
+    `${indent}ratios: T = 1 to the best memory read bandwidth (${bandwidth.toFixed(1)} GB/s); T > 1 to the f64 FMA peak at the same thread count (${[...fma].map(([t, g]) => `${t} thr ${g.toFixed(1)}`).join(", ")} GFLOP/s) and to T = 1`,
+  ];
+  for (const r of rows) {
+    const head = `${indent}${r.what.padEnd(34)} ${String(r.threads).padStart(2)} thr  ${(r.seconds * 1000).toFixed(3).padStart(9)} ms`;
+    if (r.kind === "memory") {
+      lines.push(`${head}  ${r.gbPerSecond.toFixed(2).padStart(6)} GB/s`);
+      continue;
+    }
+    if (r.kind === "fma") {
+      lines.push(`${head}  ${"".padStart(11)}  ${r.gflops.toFixed(2).padStart(6)} GFLOP/s`);
+      continue;
+    }
+    const figures = `${head}  ${r.gbPerSecond.toFixed(2).padStart(6)} GB/s  ${r.gflops.toFixed(2).padStart(6)} GFLOP/s`;
+    if (r.tokens === 1) {
+      lines.push(`${figures}  ${((100 * r.gbPerSecond) / bandwidth).toFixed(0).padStart(3)}% of bandwidth`);
+      continue;
+    }
+    const peak = fma.get(r.threads) ?? NaN;
+    const single = rows.find((o) => o.kind === "matmul" && o.shape === r.shape && o.threads === r.threads && o.tokens === 1);
+    const vsOne = single ? `  ${(r.gflops / single.gflops).toFixed(2)}x the T=1 GFLOP/s` : "";
+    lines.push(`${figures}  ${((100 * r.gflops) / peak).toFixed(0).padStart(3)}% of FMA peak${vsOne}`);
+  }
+  return lines;
+}
+
 if (import.meta.main) {
   const load = loadavg()[0] ?? 0;
   if (load > 0.5) {
     console.log(`note: load average ${load.toFixed(2)} on ${availableParallelism()} CPUs before the bench; other work shares the cores and the memory bus, so multi-thread figures may be low`);
   }
   const rows = benchKernels();
-  const bandwidth = new Map(rows.filter((r) => r.what.startsWith("memory")).map((r) => [r.threads, r.gbPerSecond]));
-  const peak = Math.max(...bandwidth.values());
-  console.log(`kernels bench (${rows[rows.length - 1]?.threads ?? 1} threads max); ratios are to the best measured read bandwidth, ${peak.toFixed(1)} GB/s`);
-  for (const r of rows) {
-    const ratio = r.what.startsWith("memory") ? "" : `  ${((100 * r.gbPerSecond) / peak).toFixed(0).padStart(3)}% of bandwidth`;
-    console.log(`${r.what.padEnd(28)} ${String(r.threads).padStart(2)} thr  ${(r.seconds * 1000).toFixed(3).padStart(9)} ms  ${r.gbPerSecond.toFixed(2).padStart(6)} GB/s${ratio}`);
-  }
+  console.log(`kernels bench (${rows[rows.length - 1]?.threads ?? 1} threads max)`);
+  for (const line of formatKernelRows(rows)) console.log(line);
 }

@@ -14,7 +14,7 @@ const aligned_read = @import("io/aligned_read.zig");
 const reader_pool = @import("io/reader_pool.zig");
 const status = @import("status.zig");
 
-pub const abi_version: u32 = 5;
+pub const abi_version: u32 = 6;
 
 pub const Status = status.Status;
 const code = status.code;
@@ -124,7 +124,8 @@ test {
 }
 
 // =============================================================================================
-// Kernels: numeric operators of the forward pass, the compute thread pool, a bandwidth probe.
+// Kernels: numeric operators of the forward pass, the compute thread pool; at the end, the
+// bench/test-only machine probes.
 // Everything above this line is the I/O section.
 //
 // Common contract for every kernel export below:
@@ -155,6 +156,7 @@ pub const attnres = @import("kernels/attnres.zig");
 pub const router = @import("kernels/router.zig");
 pub const moe = @import("kernels/moe.zig");
 pub const bandwidth = @import("kernels/bandwidth.zig");
+pub const fma_peak = @import("kernels/fma_peak.zig");
 
 fn kstatus(result: kcommon.Error!void) i32 {
     result catch |err| return switch (err) {
@@ -357,10 +359,21 @@ export fn k3_moe_routed(z: ?[*]const f32, experts: ?[*]const moe.ExpertPtrs, wei
     return kcount(moe.routed(z orelse return code(.bad_argument), list, weights orelse return code(.bad_argument), acc orelse return code(.bad_argument), params), bad_scales_out);
 }
 
-/// Bandwidth probe (bench/kernels.ts): wrapping sum of the bytes/8 u64 words at `ptr`
-/// (8-byte aligned), read once by all pool threads. Returns 0 on a bad argument.
+// ---------------------------------------------------------------------------------------------
+// Bench and test only: machine probes. They measure the limits bench/kernels.ts reports the
+// kernels against (memory read bandwidth, FMA peak); the forward pass never calls them.
+
+/// Bandwidth probe: wrapping sum of the bytes/8 u64 words at `ptr` (8-byte aligned), read
+/// once by all pool threads. Returns 0 on a bad argument.
 export fn k3_mem_read_sum(ptr: ?[*]const u8, bytes: u64) u64 {
     return bandwidth.readSum(ptr orelse return 0, bytes) catch 0;
+}
+
+/// FMA-peak probe: on every pool thread, `steps` rounds of 12 independent 4-wide f64 fused
+/// multiply-adds (fma_peak.zig); returns the f64 operations done (time the call for FLOP/s),
+/// or 0 when `steps` is not a positive multiple of 16.
+export fn k3_fma_peak(steps: u64) u64 {
+    return fma_peak.fmaPeak(steps) catch 0;
 }
 
 test {
@@ -379,4 +392,5 @@ test {
     _ = router;
     _ = moe;
     _ = bandwidth;
+    _ = fma_peak;
 }

@@ -8,182 +8,24 @@
  *   decoder gives.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { f32View, NativeBuffer, offsetPointer, u16View, u8View, type Pointer } from "../../src/native/memory.ts";
+import { offsetPointer } from "../../src/native/memory.ts";
 import {
   attnRes, badScaleBytes, elementwise, initPool, kdaDecay, kdaGatedNorm, kdaQueryScale, kdaRecurrence, l2norm, matmul, matmulMxfp4,
   mlaLatentAttention, moeRouted, mxfp4DecodeRow, poolThreads, resetBadScaleBytes, rmsnorm, route, setFineGrain, setKernelPath, shortConv, situGlu, threadsFromEnv,
   widenBf16, type ExpertRef, type F32Ref, type MatrixRef, type Mxfp4Ref,
 } from "../../src/native/kernels.ts";
+import {
+  bf16ToF32, bits, bytes, dotCanonical, expectBits, expectClose, expectPathIdentity, f32, f32From, f32ToBf16Trunc, fillNormal, fr, freeTestBuffers,
+  mxfp4DotCanonical, mxfp4Element, rng, u16, type F32Buf,
+} from "../support/kernels.ts";
 
-// ---------------------------------------------------------------------------------------------
-// Native memory and random inputs
-
-const buffers: NativeBuffer[] = [];
 afterAll(() => {
-  for (const b of buffers) b.free();
+  freeTestBuffers();
   initPool();
 });
 
-interface F32Buf extends F32Ref {
-  a: Float32Array;
-}
-
-function f32(n: number): F32Buf {
-  const buf = NativeBuffer.allocate(Math.max(n, 1) * 4, "test");
-  buffers.push(buf);
-  return { ptr: buf.ptr, length: n, a: f32View(buf.ptr, 0, Math.max(n, 1)) };
-}
-
-function f32From(values: ArrayLike<number>): F32Buf {
-  const b = f32(values.length);
-  b.a.set(values);
-  return b;
-}
-
-function bytes(n: number): { ptr: Pointer; a: Uint8Array } {
-  const buf = NativeBuffer.allocate(Math.max(n, 1), "test");
-  buffers.push(buf);
-  return { ptr: buf.ptr, a: u8View(buf.ptr, 0, Math.max(n, 1)) };
-}
-
-function u16(n: number): { ptr: Pointer; a: Uint16Array } {
-  const buf = NativeBuffer.allocate(Math.max(n, 1) * 2, "test");
-  buffers.push(buf);
-  return { ptr: buf.ptr, a: u16View(buf.ptr, 0, Math.max(n, 1)) };
-}
-
-/** Deterministic PRNG (mulberry32) so failures reproduce. */
-function rng(seed: number): { uniform: () => number; normal: () => number; int: (n: number) => number } {
-  let s = seed >>> 0;
-  const uniform = () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-  const normal = () => Math.sqrt(-2 * Math.log(1 - uniform())) * Math.cos(2 * Math.PI * uniform());
-  return { uniform, normal, int: (n) => Math.floor(uniform() * n) };
-}
-
-function fillNormal(b: { a: Float32Array }, r: ReturnType<typeof rng>, scale = 1, mean = 0): void {
-  for (let i = 0; i < b.a.length; i++) b.a[i] = mean + scale * r.normal();
-}
-
-const fr = Math.fround;
-const f32Scratch = new Float32Array(1);
-const u32Scratch = new Uint32Array(f32Scratch.buffer);
-
-function bf16ToF32(bits: number): number {
-  u32Scratch[0] = bits << 16;
-  return f32Scratch[0] as number;
-}
-
-function f32ToBf16Trunc(v: number): number {
-  f32Scratch[0] = v;
-  return (u32Scratch[0] as number) >>> 16;
-}
-
-/** 2^e exactly, from the bit pattern. */
-function pow2(e: number): number {
-  const view = new DataView(new ArrayBuffer(8));
-  view.setBigUint64(0, BigInt(e + 1023) << 52n);
-  return view.getFloat64(0);
-}
-
-function bits(a: Float32Array): Uint32Array {
-  return new Uint32Array(a.slice().buffer);
-}
-
-/** §8.5 op tolerance: |got − want| ≤ atol + rtol·|want|, elementwise, with the first failure named. */
-function expectClose(got: ArrayLike<number>, want: ArrayLike<number>, what: string, atol = 1e-5, rtol = 1e-4): void {
-  expect(got.length).toBe(want.length);
-  for (let i = 0; i < want.length; i++) {
-    const g = got[i] as number;
-    const w = want[i] as number;
-    if (!(Math.abs(g - w) <= atol + rtol * Math.abs(w))) {
-      throw new Error(`${what}: element ${i} is ${g}, want ${w} (|diff| ${Math.abs(g - w)})`);
-    }
-  }
-}
-
-function expectBits(got: Float32Array, want: Float32Array, what: string): void {
-  const g = bits(got);
-  const w = bits(want);
-  expect(g.length).toBe(w.length);
-  for (let i = 0; i < w.length; i++) {
-    if (g[i] !== w[i]) throw new Error(`${what}: element ${i} is ${got[i]}, want ${want[i]} (bits differ)`);
-  }
-}
-
-/**
- * Runs `compute` (which must start from the same inputs and state each time and return its
- * outputs) under every execution path and asserts identical bits: SIMD with the default pool,
- * the scalar reference, and SIMD at 1, 2 and 3 threads with every job split into one-item
- * chunks (so even these small inputs are spread over all threads).
- */
-function expectPathIdentity(what: string, compute: () => Float32Array[]): Float32Array[] {
-  const base = compute().map((a) => a.slice());
-  const variants: [string, () => void, () => void][] = [
-    ["scalar path", () => setKernelPath("scalar"), () => setKernelPath("simd")],
-    ["1 thread", () => initPool(1), () => initPool()],
-    ["2 threads, one-item chunks", () => (initPool(2), setFineGrain(true)), () => (setFineGrain(false), initPool())],
-    ["3 threads, one-item chunks", () => (initPool(3), setFineGrain(true)), () => (setFineGrain(false), initPool())],
-  ];
-  for (const [name, enter, leave] of variants) {
-    enter();
-    try {
-      const got = compute();
-      got.forEach((a, i) => expectBits(a, base[i] as Float32Array, `${what}, ${name}, output ${i}`));
-    } finally {
-      leave();
-    }
-  }
-  return base;
-}
-
 // ---------------------------------------------------------------------------------------------
-// Spec transcriptions (model.md §5, §6, §8.3), in plain TypeScript
-
-/** §6.1 / §8.3 canonical dot: f64 products, 16 lanes by i mod 16, the tree, sequential tail, f32. */
-function dotCanonical(w: ArrayLike<number>, wOff: number, x: ArrayLike<number>, xOff: number, n: number): number {
-  const body = n - (n % 16);
-  const a = new Float64Array(16);
-  for (let i = 0; i < body; i++) a[i % 16] = (a[i % 16] as number) + (w[wOff + i] as number) * (x[xOff + i] as number);
-  const c = [0, 1, 2, 3].map((m) => ((a[m] as number) + (a[m + 4] as number)) + ((a[m + 8] as number) + (a[m + 12] as number)));
-  let acc = ((c[0] as number) + (c[1] as number)) + ((c[2] as number) + (c[3] as number));
-  for (let i = body; i < n; i++) acc += (w[wOff + i] as number) * (x[xOff + i] as number);
-  return fr(acc);
-}
-
-const E2M1 = [0, 0.5, 1, 1.5, 2, 3, 4, 6, -0, -0.5, -1, -1.5, -2, -3, -4, -6];
-
-/** §5.3: element (r, c) of an MXFP4 matrix; low nibble = even element. */
-function mxfp4Element(packed: Uint8Array, scales: Uint8Array, cols: number, r: number, c: number): number {
-  const byte = packed[r * (cols / 2) + (c >> 1)] as number;
-  const code = c % 2 === 0 ? byte & 0x0f : byte >> 4;
-  const s = scales[r * (cols / 32) + (c >> 5)] as number;
-  return s === 255 ? 0 : (E2M1[code] as number) * pow2(s - 127);
-}
-
-/** §8.3 MXFP4 row order: per group 8 lanes, (l0+l4)… then (b0+b1)+(b2+b3), × 2^(s−127), groups in order. */
-function mxfp4DotCanonical(packed: Uint8Array, scales: Uint8Array, cols: number, r: number, x: ArrayLike<number>, xOff: number): number {
-  let total = 0;
-  for (let g = 0; g < cols / 32; g++) {
-    const s = scales[r * (cols / 32) + g] as number;
-    if (s === 255) continue;
-    const l = new Float64Array(8);
-    for (let k = 0; k < 32; k++) {
-      const c = 32 * g + k;
-      const byte = packed[r * (cols / 2) + (c >> 1)] as number;
-      const code = c % 2 === 0 ? byte & 0x0f : byte >> 4;
-      l[k % 8] = (l[k % 8] as number) + (E2M1[code] as number) * (x[xOff + c] as number);
-    }
-    const b = [0, 1, 2, 3].map((m) => (l[m] as number) + (l[m + 4] as number));
-    total += (((b[0] as number) + (b[1] as number)) + ((b[2] as number) + (b[3] as number))) * pow2(s - 127);
-  }
-  return fr(total);
-}
+// Spec transcriptions only these tests use (model.md §6), in plain TypeScript
 
 const sigmoidRef = (x: number) => fr(1 / fr(1 + fr(Math.exp(-x))));
 
