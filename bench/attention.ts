@@ -10,19 +10,10 @@ import { initPool, memReadSum, mlaLatentAttention, type F32Ref, type MatrixRef }
 import { memoryPlan } from "../src/plan/memory-plan.ts";
 import { attentionKind } from "../src/checkpoint/tensor-names.ts";
 import { releasedConfig } from "../tools/checkpoint/released-config.ts";
+import { best } from "./kernels.ts";
 
 const shape = { heads: 96, dn: 128, dr: 64, dv: 128, rank: 512 };
 const positions = [1024, 8192, 32768];
-
-function best(passes: number, run: () => void): number {
-  let seconds = Infinity;
-  for (let i = 0; i < passes; i++) {
-    const started = performance.now();
-    run();
-    seconds = Math.min(seconds, (performance.now() - started) / 1000);
-  }
-  return seconds;
-}
 
 /** A native f32 buffer of `floats` small pseudo-random values. */
 function floats(count: number, purpose: string, seed: number): F32Ref & { buffer: NativeBuffer } {

@@ -41,7 +41,8 @@ export interface Row {
   shape: string;
 }
 
-function best(passes: number, run: () => void): number {
+/** The shortest of `passes` timed runs, in seconds: the figure least disturbed by a shared machine. */
+export function best(passes: number, run: () => void): number {
   let bestSeconds = Infinity;
   for (let i = 0; i < passes; i++) {
     const start = performance.now();
