@@ -8,6 +8,7 @@ export const environment = {
   K3_NOHUGE: { audience: "users", effect: "turns off the huge-page advice for weight buffers" },
   XDG_CACHE_HOME: { audience: "users", effect: "where k3 demo unpacks its model (else $HOME/.cache)" },
   HOME: { audience: "users", effect: "the home directory, for the demo's cache" },
+  K3_API_KEY: { audience: "users", effect: "the key k3 serve requires, when --api-key is not given" },
   K3_INJECT_EXPERT_FAULT: { audience: "tests", effect: "layer:expert[,...]: those expert reads fail (the dropped-expert path)" },
   K3_PACK_KILL_AFTER_LAYERS: { audience: "tests", effect: "kills pack-trunk after N layers" },
   K3_KIMI_TOKENIZER: { audience: "tests", effect: "the released Kimi rank table for the tokenizer tests" },

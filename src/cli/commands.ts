@@ -11,6 +11,7 @@ export const subcommands: readonly Subcommand[] = [
   { name: "demo", description: "Run the tiny Kimi K3 model built into k3: prompt in, text out", load: () => import("./demo.ts") },
   { name: "tokenize", description: "Encode text (stdin or --file) to token ids", load: () => import("./tokenize.ts") },
   { name: "chat", description: "Talk to Kimi K3: reasoning and answer streamed, the state kept across turns", load: () => import("./chat.ts") },
+  { name: "serve", description: "An OpenAI-compatible server with multi-turn state reuse", load: () => import("./serve.ts") },
   { name: "render", description: "Render a chat-completions request to prompt ids (template debugging)", load: () => import("./render.ts") },
   { name: "detokenize", description: "Decode token ids (stdin) to exactly their bytes", load: () => import("./detokenize.ts") },
   { name: "sim-cache", description: "Replay an expert trace at many cache sizes under LRU, Belady and PIN+LRU", load: () => import("./sim-cache.ts") },

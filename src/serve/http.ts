@@ -1,0 +1,219 @@
+/**
+ * The OpenAI-compatible HTTP surface on `Bun.serve` (chat.md 4): routes, the key, the body limit,
+ * one generation at a time behind a bounded FIFO, and errors in OpenAI's shape. Everything a
+ * request can get wrong is found before the first byte of the answer is sent.
+ */
+import { createHash, timingSafeEqual } from "node:crypto";
+import type { Server } from "bun";
+import { parseChatRequest } from "../chat/request.ts";
+import { controlIds, stopIds } from "../chat/specials.ts";
+import type { Tokenizer } from "../tokenizer/index.ts";
+import type { Conversation } from "../session/conversation.ts";
+import { prepareCompletion, runCompletion, type Completion, type Delta, type PreparedCompletion } from "./chat-completion.ts";
+import { apiError, errorResponse, fromThrown } from "./errors.ts";
+
+export interface ServeOptions {
+  host: string;
+  port: number;
+  /** Required as `Authorization: Bearer KEY` on /v1 when set; never printed. */
+  apiKey: string | undefined;
+  modelName: string;
+  maxBodyBytes: number;
+  /** Requests that may wait behind the one generating; more are refused with 429. */
+  queue: number;
+  defaultMaxTokens: number;
+}
+
+/** A FIFO of generations: one runs, at most `limit` wait. */
+class GenerationQueue {
+  readonly #limit: number;
+  #tail: Promise<void> = Promise.resolve();
+  #waiting = 0;
+  #running = false;
+
+  constructor(limit: number) {
+    this.#limit = limit;
+  }
+
+  /** Undefined when full; otherwise a promise that resolves when it is this caller's turn. */
+  enter(): Promise<() => void> | undefined {
+    if (this.#running && this.#waiting >= this.#limit) return undefined;
+    this.#waiting++;
+    const previous = this.#tail;
+    let release!: () => void;
+    this.#tail = new Promise((resolve) => { release = resolve; });
+    return previous.then(() => {
+      this.#waiting--;
+      this.#running = true;
+      return () => {
+        this.#running = false;
+        release();
+      };
+    });
+  }
+
+  /** Resolves when everything queued so far has finished. */
+  idle(): Promise<void> {
+    return this.#tail;
+  }
+}
+
+/** Compares digests, so the time taken says nothing about the key, not even its length. */
+function keyMatches(header: string | null, key: string): boolean {
+  const digest = (text: string) => createHash("sha256").update(text, "utf8").digest();
+  return timingSafeEqual(digest(header?.startsWith("Bearer ") ? header.slice(7) : ""), digest(key));
+}
+
+const completionId = () => `chatcmpl-${crypto.randomUUID().replaceAll("-", "")}`;
+
+export interface RunningServer {
+  readonly server: Server<undefined>;
+  readonly url: string;
+  /** Stops accepting, lets the generation in flight end, and closes. */
+  stop(): Promise<void>;
+}
+
+export function startServer(conversation: Conversation, tokenizer: Tokenizer, options: ServeOptions): RunningServer {
+  const stopIdSet = stopIds(controlIds(tokenizer));
+  const queue = new GenerationQueue(options.queue);
+  let closing = false;
+  const created = Math.floor(Date.now() / 1000);
+  const model = { id: options.modelName, object: "model", created, owned_by: "k3" };
+
+  async function chatCompletions(req: Request): Promise<Response> {
+    const length = Number(req.headers.get("content-length") ?? "0");
+    const tooLarge = () => errorResponse(apiError(413, "invalid_request_error", `the body is over the ${options.maxBodyBytes}-byte limit (--max-body)`, "body_too_large"));
+    if (length > options.maxBodyBytes) return tooLarge();
+    const bytes = await readBounded(req, options.maxBodyBytes);
+    if (!bytes) return tooLarge();
+    let prepared: PreparedCompletion;
+    try {
+      const request = parseChatRequest(bytes, { source: "request" });
+      if (request.model !== undefined && request.model !== options.modelName) {
+        return errorResponse(apiError(404, "invalid_request_error", `model '${request.model}' does not exist; this server has '${options.modelName}'`, "model_not_found", "model"));
+      }
+      prepared = prepareCompletion(request, tokenizer, conversation.capacity, { defaultMaxTokens: options.defaultMaxTokens });
+    } catch (error) {
+      return errorResponse(fromThrown(error));
+    }
+    const turn = queue.enter();
+    if (!turn) return errorResponse(apiError(429, "rate_limit_error", `the queue is full (${options.queue} waiting); try again`, "queue_full"), { "retry-after": "1" });
+    const id = completionId();
+    const head = { id, created: Math.floor(Date.now() / 1000), model: options.modelName };
+    const cancelled = () => req.signal.aborted;
+    if (!prepared.request.stream) {
+      const release = await turn;
+      try {
+        const c = await runCompletion(prepared, conversation, tokenizer, stopIdSet, () => {}, cancelled);
+        return Response.json(completionBody(head, c));
+      } catch (error) {
+        return errorResponse(fromThrown(error));
+      } finally {
+        release();
+      }
+    }
+    const encoder = new TextEncoder();
+    const stream = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        const send = (data: unknown) => {
+          if (req.signal.aborted) return;
+          try {
+            controller.enqueue(encoder.encode(`data: ${JSON.stringify(data)}\n\n`));
+          } catch {
+            // The client went away; `cancelled` stops the generation at the next token.
+          }
+        };
+        const chunk = (delta: Record<string, unknown>, finish: string | null) =>
+          send({ ...head, object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] });
+        const release = await turn;
+        try {
+          chunk({ role: "assistant" }, null);
+          const c = await runCompletion(prepared, conversation, tokenizer, stopIdSet, (delta: Delta) => chunk(delta, null), cancelled);
+          chunk({}, c.finishReason);
+          if (prepared.request.includeUsage) send({ ...head, object: "chat.completion.chunk", choices: [], usage: c.usage, k3: c.stats });
+          if (!req.signal.aborted) controller.enqueue(encoder.encode("data: [DONE]\n\n"));
+        } catch (error) {
+          const e = fromThrown(error);
+          send({ error: { message: e.message, type: e.type, param: e.param, code: e.code } });
+        } finally {
+          release();
+          try {
+            controller.close();
+          } catch {
+            // already closed by a departed client
+          }
+        }
+      },
+    });
+    return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+  }
+
+  async function route(req: Request): Promise<Response> {
+    const path = new URL(req.url).pathname;
+    if (path === "/health") return req.method === "GET" ? Response.json({ status: closing ? "stopping" : "ok" }) : methodNotAllowed("GET");
+    if (closing) return errorResponse(apiError(503, "server_error", "the server is shutting down", "shutting_down"));
+    if (path.startsWith("/v1/") && options.apiKey !== undefined && !keyMatches(req.headers.get("authorization"), options.apiKey)) {
+      return errorResponse(apiError(401, "invalid_request_error", "a missing or wrong API key (send Authorization: Bearer KEY)", "invalid_api_key"));
+    }
+    if (path === "/v1/models") return req.method === "GET" ? Response.json({ object: "list", data: [model] }) : methodNotAllowed("GET");
+    if (path.startsWith("/v1/models/")) {
+      if (req.method !== "GET") return methodNotAllowed("GET");
+      const wanted = decodeURIComponent(path.slice("/v1/models/".length));
+      return wanted === options.modelName ? Response.json(model) : errorResponse(apiError(404, "invalid_request_error", `model '${wanted}' does not exist`, "model_not_found", "model"));
+    }
+    if (path === "/v1/chat/completions") return req.method === "POST" ? chatCompletions(req) : methodNotAllowed("POST");
+    return errorResponse(apiError(404, "invalid_request_error", `no route ${req.method} ${path}`, "not_found"));
+  }
+
+  const server = Bun.serve({
+    hostname: options.host,
+    port: options.port,
+    // Far above --max-body, so that k3 answers an oversized body itself, with the OpenAI error
+    // body, after reading no more than the limit (readBounded) instead of Bun refusing it bare.
+    maxRequestBodySize: options.maxBodyBytes + 256 * 1024 * 1024,
+    idleTimeout: 0,
+    fetch: async (req) => {
+      try {
+        return await route(req);
+      } catch (error) {
+        return errorResponse(fromThrown(error));
+      }
+    },
+  });
+  return {
+    server,
+    url: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${server.port}`,
+    async stop() {
+      closing = true;
+      await queue.idle();
+      server.stop();
+    },
+  };
+}
+
+/** The body, read chunk by chunk and given up on past `limit` bytes (undefined then). */
+async function readBounded(req: Request, limit: number): Promise<Uint8Array | undefined> {
+  if (!req.body) return new Uint8Array();
+  const chunks: Uint8Array[] = [];
+  let total = 0;
+  for await (const chunk of req.body) {
+    total += chunk.byteLength;
+    if (total > limit) return undefined;
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+function methodNotAllowed(allowed: string): Response {
+  return errorResponse(apiError(405, "invalid_request_error", `method not allowed (use ${allowed})`, "method_not_allowed"), { allow: allowed });
+}
+
+function completionBody(head: { id: string; created: number; model: string }, c: Completion) {
+  return {
+    ...head, object: "chat.completion",
+    choices: [{ index: 0, message: c.message, finish_reason: c.finishReason }],
+    usage: c.usage,
+    k3: c.stats,
+  };
+}
+

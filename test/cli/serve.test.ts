@@ -1,0 +1,180 @@
+/**
+ * `k3 serve` through dist/k3 on a free loopback port, on the chat fixture model, spoken to with
+ * the official `openai` client and with plain fetch for what clients do wrong. Every server stops
+ * by itself at the end (SIGTERM, which must exit 0).
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import OpenAI from "openai";
+import { executablePath } from "../../tools/build.ts";
+import { chatModelDir } from "../support/chat-fixture.ts";
+import { k3 } from "../support/k3.ts";
+
+const dir = chatModelDir();
+
+interface Served {
+  url: string;
+  child: ReturnType<typeof Bun.spawn>;
+  stop(): Promise<number>;
+}
+
+const running: Served[] = [];
+
+async function serve(extra: string[] = []): Promise<Served> {
+  const child = Bun.spawn([executablePath, "serve", dir, "--tok", dir, "--port", "0", ...extra], { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+  const decoder = new TextDecoder();
+  let text = "";
+  const reader = (child.stderr as ReadableStream<Uint8Array>).getReader();
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const match = text.match(/listening on (http:\/\/127\.0\.0\.1:\d+)\n/);
+    if (match) {
+      const served: Served = {
+        url: match[1] as string, child,
+        stop: async () => {
+          child.kill("SIGTERM");
+          return await child.exited;
+        },
+      };
+      // Keep draining stderr so the server never blocks on a full pipe.
+      void (async () => { for (;;) if ((await reader.read()).done) break; })();
+      running.push(served);
+      return served;
+    }
+    if (Date.now() > deadline) throw new Error(`k3 serve did not start:\n${text}`);
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`k3 serve exited before listening:\n${text}`);
+    text += decoder.decode(value, { stream: true });
+  }
+}
+
+afterAll(async () => {
+  for (const s of running) if (s.child.exitCode === null) await s.stop();
+});
+
+const client = (s: Served, apiKey = "unused") => new OpenAI({ baseURL: `${s.url}/v1`, apiKey, maxRetries: 0 });
+const post = (s: Served, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${s.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
+
+type K3Stats = { reused_prompt_ids: number; prefilled_ids: number; reused_from: string };
+interface CompletionJson {
+  choices: { message: { role: string; content: string | null; reasoning_content: string | null } }[];
+  usage: { prompt_tokens: number };
+  k3: K3Stats;
+}
+const completion = async (r: Response) => (await r.json()) as CompletionJson;
+
+describe("k3 serve", () => {
+  test("health, models, and the answers the openai client parses: greedy equals k3 chat --json", async () => {
+    const s = await serve();
+    expect(await (await fetch(`${s.url}/health`)).json()).toEqual({ status: "ok" });
+    const models = await client(s).models.list();
+    expect(models.data.map((m) => m.id)).toEqual(["kimi-k3"]);
+    expect((await client(s).models.retrieve("kimi-k3")).id).toBe("kimi-k3");
+    const reply = await client(s).chat.completions.create({ model: "kimi-k3", messages: [{ role: "user", content: "Hello" }], max_tokens: 12, temperature: 0 });
+    const cli = JSON.parse(k3(["chat", dir, "--tok", dir, "--message", "Hello", "--max-tokens", "12", "--temperature", "0", "--json"]).stdout);
+    const message = reply.choices[0]!.message as unknown as { content: string | null; reasoning_content: string | null };
+    expect(message.content).toBe(cli.content);
+    expect(message.reasoning_content).toBe(cli.reasoning_content);
+    expect(reply.choices[0]!.finish_reason).toBe(cli.finish_reason);
+    expect(reply.usage).toEqual(cli.usage);
+    expect(await s.stop()).toBe(0);
+  }, 60_000);
+
+  test("streaming and non-streaming answers to the same seeded request are identical", async () => {
+    const s = await serve();
+    const request = { model: "kimi-k3", messages: [{ role: "user" as const, content: "Tell me a story" }], max_tokens: 24, temperature: 1, seed: 9 };
+    const whole = await client(s).chat.completions.create(request);
+    const stream = await client(s).chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } });
+    let content = "";
+    let reasoning = "";
+    let finish: string | null = null;
+    let usage: unknown;
+    for await (const chunk of stream) {
+      const choice = chunk.choices[0];
+      const delta = (choice?.delta ?? {}) as { content?: string | null; reasoning_content?: string };
+      content += delta.content ?? "";
+      reasoning += delta.reasoning_content ?? "";
+      finish = choice?.finish_reason ?? finish;
+      if (chunk.usage) usage = chunk.usage;
+    }
+    const message = whole.choices[0]!.message as unknown as { content: string | null; reasoning_content: string | null };
+    expect(reasoning).toBe(message.reasoning_content ?? "");
+    expect(content).toBe(message.content ?? "");
+    expect(finish).toBe(whole.choices[0]!.finish_reason);
+    expect(usage).toEqual(whole.usage);
+    expect(await s.stop()).toBe(0);
+  }, 60_000);
+
+  test("turn two echoing turn one reuses the state, and every answer equals a fresh server's", async () => {
+    const s = await serve();
+    const first = { model: "kimi-k3", messages: [{ role: "user", content: "Hello there" }], max_tokens: 10, temperature: 0 };
+    const one = await completion(await post(s, first));
+    const echo = { ...first, messages: [...first.messages, one.choices[0]!.message, { role: "user", content: "And then?" }] };
+    const two = await completion(await post(s, echo));
+    const stats = two.k3;
+    expect(stats.reused_prompt_ids).toBeGreaterThan(0);
+    expect(stats.prefilled_ids).toBeLessThan(two.usage.prompt_tokens + 3);
+    const edited = { ...echo, messages: [{ role: "user", content: "Hullo there" }, ...echo.messages.slice(1)] };
+    const three = await completion(await post(s, edited));
+    expect(three.k3.reused_prompt_ids).toBe(0);
+    const fresh = await serve();
+    const coldTwo = await completion(await post(fresh, echo));
+    const coldThree = await completion(await post(fresh, edited));
+    expect(two.choices[0]!.message).toEqual(coldTwo.choices[0]!.message);
+    expect(three.choices[0]!.message).toEqual(coldThree.choices[0]!.message);
+    expect(await s.stop()).toBe(0);
+    expect(await fresh.stop()).toBe(0);
+  }, 60_000);
+
+  test("bad requests get their status and an OpenAI error body, and the next good request is answered", async () => {
+    const s = await serve(["--api-key", "sekret", "--max-body", "1", "--queue", "0"]);
+    const auth = { authorization: "Bearer sekret" };
+    const expectError = async (r: Response, status: number, code: string) => {
+      expect(r.status).toBe(status);
+      const body = (await r.json()) as { error: { message: string; param: string | null; code: string } };
+      expect(Object.keys(body.error).sort()).toEqual(["code", "message", "param", "type"]);
+      expect(body.error.code).toBe(code);
+      return body.error;
+    };
+    await expectError(await post(s, { messages: [] }), 401, "invalid_api_key");
+    await expectError(await post(s, { messages: [] }, { authorization: "Bearer wrong" }), 401, "invalid_api_key");
+    expect((await fetch(`${s.url}/health`)).status).toBe(200); // no key needed
+    await expectError(await post(s, "{not json", auth), 400, "invalid_request");
+    const role = await expectError(await post(s, { messages: [{ role: "developer", content: "x" }] }, auth), 400, "invalid_request");
+    expect(role.param).toBe("messages[0].role");
+    const type = await expectError(await post(s, { messages: [{ role: "user", content: 5 }] }, auth), 400, "invalid_request");
+    expect(type.param).toContain("messages[0]");
+    expect((await expectError(await post(s, { messages: [{ role: "user", content: "x" }], temperature: 9 }, auth), 400, "invalid_request")).param).toBe("temperature");
+    await expectError(await post(s, { model: "gpt-4", messages: [{ role: "user", content: "x" }] }, auth), 404, "model_not_found");
+    await expectError(await fetch(`${s.url}/v1/chat/completions`, { headers: auth }), 405, "method_not_allowed");
+    await expectError(await fetch(`${s.url}/v1/nothing`, { headers: auth }), 404, "not_found");
+    await expectError(await post(s, { messages: [{ role: "user", content: "x".repeat(2 * 1024 * 1024) }] }, auth), 413, "body_too_large");
+    // One generates, none may wait: a second request meanwhile is told to come back.
+    const long = post(s, { messages: [{ role: "user", content: "Write a long story" }], max_tokens: 3000, temperature: 0 }, auth);
+    await Bun.sleep(300);
+    await expectError(await post(s, { messages: [{ role: "user", content: "x" }], max_tokens: 2 }, auth), 429, "queue_full");
+    expect((await long).status).toBe(200);
+    const ok = await post(s, { messages: [{ role: "user", content: "x" }], max_tokens: 2 }, auth);
+    expect(ok.status).toBe(200);
+    expect((await completion(ok)).choices[0]!.message.role).toBe("assistant");
+    expect(await s.stop()).toBe(0);
+  }, 60_000);
+
+  test("a client that disconnects mid-stream stops its generation; the server goes on", async () => {
+    const s = await serve();
+    const abort = new AbortController();
+    const r = await fetch(`${s.url}/v1/chat/completions`, {
+      method: "POST", signal: abort.signal, headers: { "content-type": "application/json" },
+      body: JSON.stringify({ messages: [{ role: "user", content: "Write a long story" }], max_tokens: 3000, temperature: 0, stream: true }),
+    });
+    const reader = r.body!.getReader();
+    await reader.read(); // the first chunk arrived: the generation is running
+    abort.abort();
+    const started = performance.now();
+    const next = await post(s, { messages: [{ role: "user", content: "Hi" }], max_tokens: 3, temperature: 0 });
+    expect(next.status).toBe(200);
+    // The 3,000-token story was cut short: the next answer did not wait for it to finish.
+    expect(performance.now() - started).toBeLessThan(20_000);
+    expect(await s.stop()).toBe(0);
+  }, 60_000);
+});
