@@ -14,7 +14,18 @@ import { createSampler } from "../decode/sampling.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import { usageError } from "../errors.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
-import type { Conversation } from "../session/conversation.ts";
+import type { RenderedPrompt, TurnOptions, TurnResult } from "../session/conversation.ts";
+
+/**
+ * Where replies come from: the model's conversation (src/session/conversation.ts), or in tests
+ * a scripted source that emits crafted ids, so the HTTP path can be driven through every shape
+ * of reply the parser knows.
+ */
+export interface GenerationSource {
+  /** Positions a prompt and its reply may take together. */
+  readonly capacity: number;
+  turn(prompt: RenderedPrompt, options: TurnOptions): Promise<TurnResult>;
+}
 
 /** What a streaming client is sent as the reply grows (chat.md 4.4 deltas). */
 export type Delta =
@@ -111,7 +122,7 @@ export type PreparedCompletion = ReturnType<typeof prepareCompletion>;
 /** Runs a prepared completion; `onDelta` sees every delta as it is produced. */
 export async function runCompletion(
   prepared: PreparedCompletion,
-  conversation: Conversation,
+  source: GenerationSource,
   tokenizer: Tokenizer,
   stopIds: ReadonlySet<number>,
   onDelta: (delta: Delta) => void,
@@ -141,7 +152,7 @@ export async function runCompletion(
       }
     }
   };
-  const turn = await conversation.turn(rendered, {
+  const turn = await source.turn(rendered, {
     sampler: createSampler(sampling),
     maxNewTokens: maxTokens,
     stopIds,

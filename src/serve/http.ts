@@ -8,8 +8,7 @@ import type { Server } from "bun";
 import { parseChatRequest } from "../chat/request.ts";
 import { controlIds, stopIds } from "../chat/specials.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
-import type { Conversation } from "../session/conversation.ts";
-import { prepareCompletion, runCompletion, type Completion, type Delta, type PreparedCompletion } from "./chat-completion.ts";
+import { prepareCompletion, runCompletion, type Completion, type Delta, type GenerationSource, type PreparedCompletion } from "./chat-completion.ts";
 import { apiError, errorResponse, fromThrown } from "./errors.ts";
 
 export interface ServeOptions {
@@ -73,7 +72,7 @@ export interface RunningServer {
   stop(): Promise<void>;
 }
 
-export function startServer(conversation: Conversation, tokenizer: Tokenizer, options: ServeOptions): RunningServer {
+export function startServer(source: GenerationSource, tokenizer: Tokenizer, options: ServeOptions): RunningServer {
   const stopIdSet = stopIds(controlIds(tokenizer));
   const queue = new GenerationQueue(options.queue);
   let closing = false;
@@ -92,7 +91,7 @@ export function startServer(conversation: Conversation, tokenizer: Tokenizer, op
       if (request.model !== undefined && request.model !== options.modelName) {
         return errorResponse(apiError(404, "invalid_request_error", `model '${request.model}' does not exist; this server has '${options.modelName}'`, "model_not_found", "model"));
       }
-      prepared = prepareCompletion(request, tokenizer, conversation.capacity, { defaultMaxTokens: options.defaultMaxTokens });
+      prepared = prepareCompletion(request, tokenizer, source.capacity, { defaultMaxTokens: options.defaultMaxTokens });
     } catch (error) {
       return errorResponse(fromThrown(error));
     }
@@ -104,7 +103,7 @@ export function startServer(conversation: Conversation, tokenizer: Tokenizer, op
     if (!prepared.request.stream) {
       const release = await turn;
       try {
-        const c = await runCompletion(prepared, conversation, tokenizer, stopIdSet, () => {}, cancelled);
+        const c = await runCompletion(prepared, source, tokenizer, stopIdSet, () => {}, cancelled);
         return Response.json(completionBody(head, c));
       } catch (error) {
         return errorResponse(fromThrown(error));
@@ -128,7 +127,7 @@ export function startServer(conversation: Conversation, tokenizer: Tokenizer, op
         const release = await turn;
         try {
           chunk({ role: "assistant" }, null);
-          const c = await runCompletion(prepared, conversation, tokenizer, stopIdSet, (delta: Delta) => chunk(delta, null), cancelled);
+          const c = await runCompletion(prepared, source, tokenizer, stopIdSet, (delta: Delta) => chunk(delta, null), cancelled);
           chunk({}, c.finishReason);
           if (prepared.request.includeUsage) send({ ...head, object: "chat.completion.chunk", choices: [], usage: c.usage, k3: c.stats });
           if (!req.signal.aborted) controller.enqueue(encoder.encode("data: [DONE]\n\n"));

@@ -80,7 +80,7 @@ describe("k3 serve", () => {
     expect(await s.stop()).toBe(0);
   }, 60_000);
 
-  test("streaming and non-streaming answers to the same seeded request are identical", async () => {
+  test("streaming and non-streaming answers to the same seeded request are identical, and reproducible across restarts", async () => {
     const s = await serve();
     const request = { model: "kimi-k3", messages: [{ role: "user" as const, content: "Tell me a story" }], max_tokens: 24, temperature: 1, seed: 9 };
     const whole = await client(s).chat.completions.create(request);
@@ -103,6 +103,11 @@ describe("k3 serve", () => {
     expect(finish).toBe(whole.choices[0]!.finish_reason);
     expect(usage).toEqual(whole.usage);
     expect(await s.stop()).toBe(0);
+    // The same seeded request to a restarted server: the same answer.
+    const again = await serve();
+    const restarted = await client(again).chat.completions.create(request);
+    expect(restarted.choices[0]!.message).toEqual(whole.choices[0]!.message);
+    expect(await again.stop()).toBe(0);
   }, 60_000);
 
   test("turn two echoing turn one reuses the state, and every answer equals a fresh server's", async () => {
