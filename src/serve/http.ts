@@ -185,7 +185,11 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     async stop() {
       closing = true;
       await queue.idle();
-      server.stop();
+      // In-flight responses get a grace period to be written; idle keep-alive connections
+      // would otherwise keep the process alive, so whatever is left is then closed.
+      const drained = server.stop(false);
+      await Promise.race([drained, Bun.sleep(2000)]);
+      await server.stop(true);
     },
   };
 }

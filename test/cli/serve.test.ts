@@ -4,6 +4,7 @@
  * by itself at the end (SIGTERM, which must exit 0).
  */
 import { afterAll, describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
 import OpenAI from "openai";
 import { executablePath } from "../../tools/build.ts";
 import { chatModelDir } from "../support/chat-fixture.ts";
@@ -163,6 +164,37 @@ describe("k3 serve", () => {
     expect(ok.status).toBe(200);
     expect((await completion(ok)).choices[0]!.message.role).toBe("assistant");
     expect(await s.stop()).toBe(0);
+  }, 60_000);
+
+  test("hostile traffic: a 100 MB body, 1,000 requests against a queue of 4; memory stays bounded and the next request is answered", async () => {
+    const s = await serve(["--queue", "4"]);
+    const rss = () => Number(readFileSync(`/proc/${s.child.pid}/status`, "utf8").match(/^VmRSS:\s+(\d+) kB/m)?.[1] ?? 0) * 1024;
+    const before = rss();
+    const huge = new Uint8Array(100 * 1024 * 1024).fill(0x20);
+    const big = await fetch(`${s.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: huge });
+    expect(big.status).toBe(413);
+    const flood = await Promise.all(Array.from({ length: 1000 }, () => post(s, { messages: [{ role: "user", content: "Hi" }], max_tokens: 4, temperature: 0 }).then(async (r) => {
+      const body = await r.json() as { error?: { code: string } };
+      return r.status === 200 ? "ok" : `${r.status} ${body.error?.code}`;
+    })));
+    const counts = flood.reduce<Record<string, number>>((acc, x) => ({ ...acc, [x]: (acc[x] ?? 0) + 1 }), {});
+    expect(Object.keys(counts).sort()).toEqual(["429 queue_full", "ok"].filter((k) => counts[k]));
+    expect(counts.ok).toBeGreaterThanOrEqual(5); // one running + four waiting at least
+    // Bounded: the 100 MB body was never held, and the flood leaves nothing behind it.
+    expect(rss() - before).toBeLessThan(64 * 1024 * 1024);
+    expect((await post(s, { messages: [{ role: "user", content: "Hi" }], max_tokens: 2 })).status).toBe(200);
+    expect(await s.stop()).toBe(0);
+  }, 60_000);
+
+  test("SIGTERM during a generation lets it finish, then exits 0", async () => {
+    const s = await serve();
+    const pending = post(s, { messages: [{ role: "user", content: "Write a long story" }], max_tokens: 400, temperature: 0 });
+    await Bun.sleep(200);
+    const code = s.stop();
+    const r = await pending;
+    expect(r.status).toBe(200);
+    expect((await completion(r)).choices[0]!.message.role).toBe("assistant");
+    expect(await code).toBe(0);
   }, 60_000);
 
   test("a client that disconnects mid-stream stops its generation; the server goes on", async () => {
