@@ -54,7 +54,7 @@ export interface Completion {
  * Holds back visible content that could still turn out to start a stop string, and ends the
  * reply at the first one (which is not sent).
  */
-class StopStrings {
+export class StopStrings {
   readonly #stops: readonly string[];
   readonly #keep: number;
   #pending = "";

@@ -10,6 +10,7 @@ import { controlIds, stopIds } from "../chat/specials.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import { prepareCompletion, runCompletion, type Completion, type Delta, type GenerationSource, type PreparedCompletion } from "./chat-completion.ts";
 import { apiError, errorResponse, fromThrown } from "./errors.ts";
+import { parseTextRequest, runTextCompletion, type TextRequest } from "./text-completion.ts";
 
 export interface ServeOptions {
   host: string;
@@ -79,18 +80,91 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
   const created = Math.floor(Date.now() / 1000);
   const model = { id: options.modelName, object: "model", created, owned_by: "k3" };
 
-  async function chatCompletions(req: Request): Promise<Response> {
-    const length = Number(req.headers.get("content-length") ?? "0");
+  /** The body, or the 413 answer when it is over --max-body (never read past the limit). */
+  async function readBody(req: Request): Promise<Uint8Array | Response> {
     const tooLarge = () => errorResponse(apiError(413, "invalid_request_error", `the body is over the ${options.maxBodyBytes}-byte limit (--max-body)`, "body_too_large"));
-    if (length > options.maxBodyBytes) return tooLarge();
-    const bytes = await readBounded(req, options.maxBodyBytes);
-    if (!bytes) return tooLarge();
+    if (Number(req.headers.get("content-length") ?? "0") > options.maxBodyBytes) return tooLarge();
+    return (await readBounded(req, options.maxBodyBytes)) ?? tooLarge();
+  }
+
+  const unknownModel = (name: string) =>
+    errorResponse(apiError(404, "invalid_request_error", `model '${name}' does not exist; this server has '${options.modelName}'`, "model_not_found", "model"));
+
+  /** SSE framing shared by both completion kinds: events, a final error event, [DONE]. */
+  function sse(req: Request, body: (send: (data: unknown) => void) => Promise<void>): Response {
+    const encoder = new TextEncoder();
+    const stream = new ReadableStream<Uint8Array>({
+      async start(controller) {
+        const send = (data: unknown) => {
+          if (req.signal.aborted) return;
+          try {
+            controller.enqueue(encoder.encode(`data: ${JSON.stringify(data)}\n\n`));
+          } catch {
+            // The client went away; `cancelled` stops the generation at the next token.
+          }
+        };
+        try {
+          await body(send);
+          if (!req.signal.aborted) controller.enqueue(encoder.encode("data: [DONE]\n\n"));
+        } catch (error) {
+          const e = fromThrown(error);
+          send({ error: { message: e.message, type: e.type, param: e.param, code: e.code } });
+        } finally {
+          try {
+            controller.close();
+          } catch {
+            // already closed by a departed client
+          }
+        }
+      },
+    });
+    return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
+  }
+
+  async function textCompletions(req: Request): Promise<Response> {
+    const bytes = await readBody(req);
+    if (bytes instanceof Response) return bytes;
+    let request: TextRequest;
+    try {
+      request = parseTextRequest(bytes, tokenizer, source.capacity);
+    } catch (error) {
+      return errorResponse(fromThrown(error));
+    }
+    if (request.model !== undefined && request.model !== options.modelName) return unknownModel(request.model);
+    const turn = queue.enter();
+    if (!turn) return errorResponse(apiError(429, "rate_limit_error", `the queue is full (${options.queue} waiting); try again`, "queue_full"), { "retry-after": "1" });
+    const head = { id: `cmpl-${crypto.randomUUID().replaceAll("-", "")}`, object: "text_completion", created: Math.floor(Date.now() / 1000), model: options.modelName };
+    const cancelled = () => req.signal.aborted;
+    if (!request.stream) {
+      const release = await turn;
+      try {
+        const c = await runTextCompletion(request, source, tokenizer, stopIdSet, () => {}, cancelled);
+        return Response.json({ ...head, choices: [{ index: 0, text: c.text, logprobs: null, finish_reason: c.finishReason }], usage: c.usage });
+      } catch (error) {
+        return errorResponse(fromThrown(error));
+      } finally {
+        release();
+      }
+    }
+    return sse(req, async (send) => {
+      const release = await turn;
+      try {
+        const c = await runTextCompletion(request, source, tokenizer, stopIdSet, (text) => send({ ...head, choices: [{ index: 0, text, logprobs: null, finish_reason: null }] }), cancelled);
+        send({ ...head, choices: [{ index: 0, text: "", logprobs: null, finish_reason: c.finishReason }] });
+        if (request.includeUsage) send({ ...head, choices: [], usage: c.usage });
+      } finally {
+        release();
+      }
+    });
+  }
+
+  async function chatCompletions(req: Request): Promise<Response> {
+    const bytes = await readBody(req);
+    if (bytes instanceof Response) return bytes;
     let prepared: PreparedCompletion;
     try {
       const request = parseChatRequest(bytes, { source: "request" });
-      if (request.model !== undefined && request.model !== options.modelName) {
-        return errorResponse(apiError(404, "invalid_request_error", `model '${request.model}' does not exist; this server has '${options.modelName}'`, "model_not_found", "model"));
-      }
+      if (request.model !== undefined && request.model !== options.modelName) return unknownModel(request.model);
       prepared = prepareCompletion(request, tokenizer, source.capacity, { defaultMaxTokens: options.defaultMaxTokens });
     } catch (error) {
       return errorResponse(fromThrown(error));
@@ -111,40 +185,19 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
         release();
       }
     }
-    const encoder = new TextEncoder();
-    const stream = new ReadableStream<Uint8Array>({
-      async start(controller) {
-        const send = (data: unknown) => {
-          if (req.signal.aborted) return;
-          try {
-            controller.enqueue(encoder.encode(`data: ${JSON.stringify(data)}\n\n`));
-          } catch {
-            // The client went away; `cancelled` stops the generation at the next token.
-          }
-        };
-        const chunk = (delta: Record<string, unknown>, finish: string | null) =>
-          send({ ...head, object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] });
-        const release = await turn;
-        try {
-          chunk({ role: "assistant" }, null);
-          const c = await runCompletion(prepared, source, tokenizer, stopIdSet, (delta: Delta) => chunk(delta, null), cancelled);
-          chunk({}, c.finishReason);
-          if (prepared.request.includeUsage) send({ ...head, object: "chat.completion.chunk", choices: [], usage: c.usage, k3: c.stats });
-          if (!req.signal.aborted) controller.enqueue(encoder.encode("data: [DONE]\n\n"));
-        } catch (error) {
-          const e = fromThrown(error);
-          send({ error: { message: e.message, type: e.type, param: e.param, code: e.code } });
-        } finally {
-          release();
-          try {
-            controller.close();
-          } catch {
-            // already closed by a departed client
-          }
-        }
-      },
+    return sse(req, async (send) => {
+      const chunk = (delta: Record<string, unknown>, finish: string | null) =>
+        send({ ...head, object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] });
+      const release = await turn;
+      try {
+        chunk({ role: "assistant" }, null);
+        const c = await runCompletion(prepared, source, tokenizer, stopIdSet, (delta: Delta) => chunk(delta, null), cancelled);
+        chunk({}, c.finishReason);
+        if (prepared.request.includeUsage) send({ ...head, object: "chat.completion.chunk", choices: [], usage: c.usage, k3: c.stats });
+      } finally {
+        release();
+      }
     });
-    return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
   }
 
   async function route(req: Request): Promise<Response> {
@@ -161,6 +214,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       return wanted === options.modelName ? Response.json(model) : errorResponse(apiError(404, "invalid_request_error", `model '${wanted}' does not exist`, "model_not_found", "model"));
     }
     if (path === "/v1/chat/completions") return req.method === "POST" ? chatCompletions(req) : methodNotAllowed("POST");
+    if (path === "/v1/completions") return req.method === "POST" ? textCompletions(req) : methodNotAllowed("POST");
     return errorResponse(apiError(404, "invalid_request_error", `no route ${req.method} ${path}`, "not_found"));
   }
 

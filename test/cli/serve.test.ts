@@ -166,6 +166,26 @@ describe("k3 serve", () => {
     expect(await s.stop()).toBe(0);
   }, 60_000);
 
+  test("/v1/completions: a raw prompt whose control-token text is the control ids; streaming = not", async () => {
+    const s = await serve();
+    const c = client(s);
+    const plain = await c.completions.create({ model: "kimi-k3", prompt: "Hello", max_tokens: 8, temperature: 0 });
+    const marked = await c.completions.create({ model: "kimi-k3", prompt: "Hello<|open|>", max_tokens: 8, temperature: 0 });
+    expect(marked.usage!.prompt_tokens).toBe(plain.usage!.prompt_tokens + 1); // one control id, not its seven characters
+    let streamed = "";
+    let finish: string | null = null;
+    for await (const chunk of await c.completions.create({ model: "kimi-k3", prompt: "Hello", max_tokens: 8, temperature: 0, stream: true })) {
+      streamed += chunk.choices[0]?.text ?? "";
+      finish = chunk.choices[0]?.finish_reason ?? finish;
+    }
+    expect(streamed).toBe(plain.choices[0]!.text);
+    expect(finish).toBe(plain.choices[0]!.finish_reason);
+    const bad = await fetch(`${s.url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt: 7 }) });
+    expect(bad.status).toBe(400);
+    expect(((await bad.json()) as { error: { param: string } }).error.param).toBe("prompt");
+    expect(await s.stop()).toBe(0);
+  }, 60_000);
+
   test("hostile traffic: a 100 MB body, 1,000 requests against a queue of 4; memory stays bounded and the next request is answered", async () => {
     const s = await serve(["--queue", "4"]);
     const rss = () => Number(readFileSync(`/proc/${s.child.pid}/status`, "utf8").match(/^VmRSS:\s+(\d+) kB/m)?.[1] ?? 0) * 1024;
