@@ -4,50 +4,33 @@
  * With `--message TEXT`, or stdin not a terminal, one turn: the answer on stdout, the reasoning
  * on stderr (or, with --json, the OpenAI-style assistant message with usage on stdout).
  */
-import { join } from "node:path";
 import { createInterface, type Interface } from "node:readline";
-import { loadConfig } from "../checkpoint/config.ts";
 import { EFFORTS, type Effort } from "../chat/request-types.ts";
 import type { ReplyEvent } from "../chat/parse.ts";
 import { resolveSampling, samplingDefaults, samplingNames, type SamplingKnob } from "../decode/sampling-options.ts";
-import { openEngine } from "../engine/open.ts";
 import { ExitCode, usageError } from "../errors.ts";
 import { readOrFail, writeAtomically } from "../fs.ts";
-import { defaultPrefillChunk, maxGeneratedTokens, maxPositions } from "../plan/limits.ts";
-import type { BudgetAction } from "../plan/budget.ts";
+import { maxGeneratedTokens } from "../plan/limits.ts";
 import { emit, log } from "../report/log.ts";
-import { formatBytes } from "../report/format.ts";
 import { ChatSession, type ChatMessage, type ChatTurn } from "../session/chat-session.ts";
-import { loadTokenizer } from "../tokenizer/index.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
-import { checkLayers, configOption, helpOption, injectedFaults, layersOption, tokMissingMessage, tokOption } from "./common-options.ts";
+import { chatModelDefaults, chatModelOptions, chatModelTailOptions, openChatModel, type ChatModelOptions } from "./chat-model.ts";
+import { helpOption, tokMissingMessage } from "./common-options.ts";
 import { readStdin } from "./prompt.ts";
-import { memoryOptions } from "./memory-options.ts";
 import { samplingOptions, type SamplingTarget } from "./sampling-options.ts";
 import { parseCommandArgs, usageText, type CommandInfo } from "./usage.ts";
 
-interface ChatOptions extends SamplingTarget {
-  tokDir: string | undefined;
-  configPath: string | undefined;
-  layers: number | undefined;
-  budgets: BudgetAction[];
-  trunkDir: string | undefined;
+interface ChatOptions extends SamplingTarget, ChatModelOptions {
   system: string | undefined;
   thinking: boolean;
   effort: Effort;
-  maxTokens: number;
-  ctx: number;
   message: string | undefined;
   json: boolean;
   hideReasoning: boolean;
 }
 
-const defaultMaxTokens = 2048;
-const defaultCtx = 8192;
-
 const options: readonly OptionDef<ChatOptions>[] = [
-  tokOption("Tokenizer directory (tiktoken.model + tokenizer_config.json with the K3 control tokens)"),
-  ...memoryOptions<ChatOptions>(),
+  ...chatModelOptions<ChatOptions>("Longest reply in tokens"),
   { name: "system", value: "TEXT", description: "A system message before the conversation", apply: (o, raw) => { o.system = raw; } },
   { name: "no-think", description: "Answer without a reasoning section (thinking off)", apply: (o) => { o.thinking = false; } },
   {
@@ -58,19 +41,10 @@ const options: readonly OptionDef<ChatOptions>[] = [
     },
   },
   ...samplingOptions<ChatOptions>("chat default 1.0, with --top-p 0.95, as Moonshot evaluates K3"),
-  {
-    name: "max-tokens", value: "N", description: `Longest reply in tokens (default ${defaultMaxTokens})`,
-    apply: (o, raw, flag) => { o.maxTokens = parseInteger(raw, flag, 1, maxGeneratedTokens); },
-  },
-  {
-    name: "ctx", value: "N", description: `Positions the conversation can hold, prompt and replies (default ${defaultCtx})`,
-    apply: (o, raw, flag) => { o.ctx = parseInteger(raw, flag, 16, maxPositions); },
-  },
   { name: "message", value: "TEXT", description: "One turn with this message, then exit (also when stdin is not a terminal)", apply: (o, raw) => { o.message = raw; } },
   { name: "json", description: "One turn: print the OpenAI-style assistant message with usage on stdout", apply: (o) => { o.json = true; } },
   { name: "hide-reasoning", description: "Do not show the reasoning as it streams (it is still kept in the transcript)", apply: (o) => { o.hideReasoning = true; } },
-  configOption(),
-  layersOption("Bind only the first N layers (the output is then not the full model)"),
+  ...chatModelTailOptions<ChatOptions>(),
   helpOption,
 ];
 
@@ -95,7 +69,7 @@ const slashHelp = [
 export async function main(args: readonly string[]): Promise<number> {
   const o: ChatOptions = {
     tokDir: undefined, configPath: undefined, layers: undefined, budgets: [], trunkDir: undefined, system: undefined,
-    thinking: true, effort: "max", maxTokens: defaultMaxTokens, ctx: defaultCtx, message: undefined, json: false,
+    thinking: true, effort: "max", ...chatModelDefaults, message: undefined, json: false,
     hideReasoning: false, sampling: {},
   };
   const positionals = await parseCommandArgs(args, command, o);
@@ -108,14 +82,9 @@ export async function main(args: readonly string[]): Promise<number> {
   const message = oneTurn ? (o.message ?? new TextDecoder().decode(readStdin())) : undefined;
   if (oneTurn && message!.trim() === "") throw usageError("chat: the message is empty (give --message TEXT or text on stdin)");
 
-  const { config } = loadConfig(o.configPath ?? join(modelDir, "config.json"));
-  const layerCount = checkLayers(o.layers, config);
-  const tokenizer = loadTokenizer(o.tokDir);
-  using engine = openEngine(
-    { modelDir, config, layerCount, positions: o.ctx, prefillChunk: defaultPrefillChunk, budgets: o.budgets, trunkDir: o.trunkDir, faults: injectedFaults() },
-    { onWarning: (w) => log.warn(w), onDrop: (d) => log.error(`EXPERT DROP: layer ${d.layer} expert ${d.expert} failed to load; this reply is CORRUPT (${d.reason})`) },
-  );
-  log.info(`k3 chat: ${modelDir}, ${layerCount} layers, context ${o.ctx} positions; loaded in ${engine.loadSeconds.toFixed(1)} s, peak RSS ${formatBytes(engine.peakRssAfterLoadBytes)}`);
+  const opened = openChatModel("k3 chat", modelDir, { ...o, tokDir: o.tokDir });
+  using engine = opened.engine;
+  const tokenizer = opened.tokenizer;
   const session = new ChatSession(engine, tokenizer, {
     system: o.system, thinking: o.thinking, effort: o.effort, sampling, maxNewTokens: o.maxTokens,
   });
