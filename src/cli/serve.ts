@@ -38,7 +38,7 @@ const options: readonly OptionDef<ServeCliOptions>[] = [
 
 const command: CommandInfo<ServeCliOptions> = {
   name: "k3 serve",
-  description: "An OpenAI-compatible server: /v1/chat/completions (JSON and SSE), /v1/models, /health",
+  description: "An OpenAI-compatible server: /v1/chat/completions and /v1/completions (JSON and SSE), /v1/models, /health",
   positionals: [{ name: "model_dir", description: "Checkpoint directory (the .safetensors shards and config.json)" }],
   options,
 };
