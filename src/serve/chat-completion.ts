@@ -4,28 +4,17 @@
  * through the parser, and the events come out as OpenAI deltas. Streaming and non-streaming
  * share this one path, so they cannot disagree.
  */
-import { finishReason, type OpenAIFinishReason } from "../chat/finish.ts";
-import { MessageBuilder, type AssistantMessage } from "../chat/reply-message.ts";
-import { ReplyParser } from "../chat/parse.ts";
+import type { OpenAIFinishReason } from "../chat/finish.ts";
+import type { AssistantMessage } from "../chat/reply-message.ts";
 import { renderChat } from "../chat/render.ts";
 import type { ChatRequest } from "../chat/request-types.ts";
 import { openAIToolCall, type OpenAIToolCall } from "../chat/tool-call.ts";
-import { createSampler } from "../decode/sampling.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import { usageError } from "../errors.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
-import type { RenderedPrompt, TurnOptions, TurnResult } from "../session/conversation.ts";
+import { generateReply, type GenerationSource } from "../session/reply.ts";
 
-/**
- * Where replies come from: the model's conversation (src/session/conversation.ts), or in tests
- * a scripted source that emits crafted ids, so the HTTP path can be driven through every shape
- * of reply the parser knows.
- */
-export interface GenerationSource {
-  /** Positions a prompt and its reply may take together. */
-  readonly capacity: number;
-  turn(prompt: RenderedPrompt, options: TurnOptions): Promise<TurnResult>;
-}
+export type { GenerationSource };
 
 /** What a streaming client is sent as the reply grows (chat.md 4.4 deltas). */
 export type Delta =
@@ -48,47 +37,6 @@ export interface Completion {
   finishReason: OpenAIFinishReason;
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
   stats: CompletionStats;
-}
-
-/**
- * Holds back visible content that could still turn out to start a stop string, and ends the
- * reply at the first one (which is not sent).
- */
-export class StopStrings {
-  readonly #stops: readonly string[];
-  readonly #keep: number;
-  #pending = "";
-  hit = false;
-
-  constructor(stops: readonly string[]) {
-    this.#stops = stops;
-    this.#keep = Math.max(0, ...stops.map((s) => s.length - 1));
-  }
-
-  /** The content that is safe to send now. */
-  push(text: string): string {
-    if (this.hit) return "";
-    this.#pending += text;
-    const at = Math.min(...this.#stops.map((s) => this.#pending.indexOf(s)).filter((i) => i >= 0));
-    if (Number.isFinite(at)) {
-      this.hit = true;
-      const out = this.#pending.slice(0, at);
-      this.#pending = "";
-      return out;
-    }
-    const safe = this.#pending.length - this.#keep;
-    if (safe <= 0) return "";
-    const out = this.#pending.slice(0, safe);
-    this.#pending = this.#pending.slice(safe);
-    return out;
-  }
-
-  /** At the end, what was held back was no stop string after all. */
-  flush(): string {
-    const out = this.hit ? "" : this.#pending;
-    this.#pending = "";
-    return out;
-  }
 }
 
 export interface CompletionLimits {
@@ -129,49 +77,19 @@ export async function runCompletion(
   cancelled: () => boolean,
 ): Promise<Completion> {
   const { request, sampling, rendered, maxTokens } = prepared;
-  const parser = new ReplyParser(tokenizer, { thinking: request.thinking });
-  const builder = new MessageBuilder(request.thinking);
-  const stops = new StopStrings(request.stop);
   let calls = 0;
-  const take = (events: ReturnType<ReplyParser["push"]>) => {
-    for (const event of events) {
-      if (event.kind === "reasoning") {
-        builder.add([event]);
-        onDelta({ reasoning_content: event.text });
-      } else if (event.kind === "content") {
-        const visible = stops.push(event.text);
-        if (visible) {
-          builder.add([{ kind: "content", text: visible }]);
-          onDelta({ content: visible });
-        }
-      } else if (event.kind === "tool_call") {
-        builder.add([event]);
-        onDelta({ tool_calls: [{ index: calls++, ...openAIToolCall(event.call) }] });
-      } else {
-        builder.add([event]);
-      }
-    }
-  };
-  const turn = await source.turn(rendered, {
-    sampler: createSampler(sampling),
-    maxNewTokens: maxTokens,
-    stopIds,
-    onToken: (id) => {
-      take(parser.push(id));
-      return parser.end === "new-turn" || stops.hit ? "stop" : undefined;
+  const { message, finishReason, turn } = await generateReply(source, rendered, tokenizer, {
+    thinking: request.thinking, sampling, maxNewTokens: maxTokens, stopIds, stop: request.stop, cancelled,
+    onEvent: (event) => {
+      if (event.kind === "reasoning") onDelta({ reasoning_content: event.text });
+      else if (event.kind === "content") onDelta({ content: event.text });
+      else if (event.kind === "tool_call") onDelta({ tool_calls: [{ index: calls++, ...openAIToolCall(event.call) }] });
     },
-    cancelled,
   });
-  take(parser.finish());
-  const rest = stops.flush();
-  if (rest) {
-    builder.add([{ kind: "content", text: rest }]);
-    onDelta({ content: rest });
-  }
   const completion = turn.generated.length;
   return {
-    message: builder.message(),
-    finishReason: finishReason(turn.finish, parser.toolCalls > 0),
+    message,
+    finishReason,
     usage: { prompt_tokens: rendered.promptTokens, completion_tokens: completion, total_tokens: rendered.promptTokens + completion },
     stats: {
       reused_prompt_ids: turn.reusedPromptIds, prefilled_ids: turn.fedPromptIds, reused_from: turn.reusedFrom,

@@ -9,7 +9,7 @@ import { createSampler } from "../decode/sampling.ts";
 import { resolveSampling, samplingDefaults, type SamplingOptions } from "../decode/sampling-options.ts";
 import { usageError } from "../errors.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
-import { StopStrings, type GenerationSource } from "./chat-completion.ts";
+import { StopStrings, type GenerationSource } from "../session/reply.ts";
 
 /** OpenAI's legacy default for a completion's length. */
 const defaultCompletionTokens = 16;

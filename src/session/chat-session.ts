@@ -4,18 +4,18 @@
  * pure function of the messages, chat.md 5.4), streams the reply through the parser, and adds
  * the parsed assistant message to the transcript: what the model sampled is never spliced in.
  */
-import { MessageBuilder, type AssistantMessage } from "../chat/reply-message.ts";
-import { ReplyParser, type ReplyEvent } from "../chat/parse.ts";
-import { finishReason, type OpenAIFinishReason } from "../chat/finish.ts";
+import type { OpenAIFinishReason } from "../chat/finish.ts";
+import type { ReplyEvent } from "../chat/parse.ts";
 import { renderChat } from "../chat/render.ts";
+import type { AssistantMessage } from "../chat/reply-message.ts";
 import { parseChatRequest } from "../chat/request.ts";
 import type { Effort } from "../chat/request-types.ts";
 import { controlIds, stopIds } from "../chat/specials.ts";
-import { createSampler } from "../decode/sampling.ts";
 import type { SamplingOptions } from "../decode/sampling-options.ts";
 import type { Engine } from "../engine/open.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import { Conversation, type TurnResult } from "./conversation.ts";
+import { generateReply } from "./reply.ts";
 
 /** One message of the transcript, as an OpenAI chat-completions request carries it. */
 export interface ChatMessage {
@@ -86,29 +86,15 @@ export class ChatSession {
   /** Generates the assistant's reply to the transcript as it stands. */
   async reply(events: TurnEvents = {}): Promise<ChatTurn> {
     const rendered = renderChat(parseChatRequest(this.request(), { source: "transcript" }), this.#tokenizer);
-    const parser = new ReplyParser(this.#tokenizer, { thinking: this.settings.thinking });
-    const builder = new MessageBuilder(this.settings.thinking);
-    const take = (replyEvents: readonly ReplyEvent[]) => {
-      builder.add(replyEvents);
-      for (const event of replyEvents) events.onEvent?.(event);
-    };
-    const turn = await this.#conversation.turn(rendered, {
-      sampler: createSampler(this.settings.sampling), // per turn: a turn's ids depend on its prompt and seed alone
-      maxNewTokens: this.settings.maxNewTokens,
-      stopIds: this.#stopIds,
-      onToken: (id) => {
-        take(parser.push(id));
-        return parser.end === "new-turn" ? "stop" : undefined;
-      },
-      cancelled: events.cancelled,
+    const { thinking, sampling, maxNewTokens } = this.settings;
+    const reply = await generateReply(this.#conversation, rendered, this.#tokenizer, {
+      thinking, sampling, maxNewTokens, stopIds: this.#stopIds, onEvent: events.onEvent, cancelled: events.cancelled,
     });
-    take(parser.finish());
-    const message = builder.message();
-    this.transcript.push({ ...message });
+    this.transcript.push({ ...reply.message });
+    const { message, finishReason, turn, warnings } = reply;
     return {
-      message, finishReason: finishReason(turn.finish, parser.toolCalls > 0), engineFinish: turn.finish,
-      generatedIds: turn.generated, promptIds: rendered.ids.length, promptTokens: rendered.promptTokens, turn,
-      warnings: builder.warnings,
+      message, finishReason, engineFinish: turn.finish, generatedIds: turn.generated, promptIds: rendered.ids.length,
+      promptTokens: rendered.promptTokens, turn, warnings,
     };
   }
 

@@ -8,7 +8,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
 import { controlIds } from "../../src/chat/specials.ts";
 import { startServer, type RunningServer } from "../../src/serve/http.ts";
-import type { GenerationSource } from "../../src/serve/chat-completion.ts";
+import type { GenerationSource } from "../../src/session/reply.ts";
 import type { TurnOptions, TurnResult } from "../../src/session/conversation.ts";
 import { loadTokenizer } from "../../src/tokenizer/index.ts";
 import { chatTokenizerDir } from "../support/chat-fixture.ts";

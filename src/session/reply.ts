@@ -1,0 +1,118 @@
+/**
+ * One assistant reply, the part `k3 chat` and `k3 serve` share: feed the rendered prompt to a
+ * generation source (the model's conversation, or a scripted one in tests), stream every id
+ * through the reply parser, end at a stop id, at the model starting a new turn, or at a stop
+ * string in the visible content, and fold the events into the OpenAI assistant message.
+ */
+import { finishReason, type OpenAIFinishReason } from "../chat/finish.ts";
+import { ReplyParser, type ReplyEvent } from "../chat/parse.ts";
+import { MessageBuilder, type AssistantMessage } from "../chat/reply-message.ts";
+import { createSampler } from "../decode/sampling.ts";
+import type { SamplingOptions } from "../decode/sampling-options.ts";
+import type { Tokenizer } from "../tokenizer/index.ts";
+import type { RenderedPrompt, TurnOptions, TurnResult } from "./conversation.ts";
+
+/**
+ * Where replies come from: the model's conversation (./conversation.ts), or in tests a scripted
+ * source that emits crafted ids, so every path above it can be driven through every shape of
+ * reply the parser knows.
+ */
+export interface GenerationSource {
+  /** Positions a prompt and its reply may take together. */
+  readonly capacity: number;
+  turn(prompt: RenderedPrompt, options: TurnOptions): Promise<TurnResult>;
+}
+
+/**
+ * Holds back visible text that could still turn out to start a stop string, and ends the reply
+ * at the first one (which is not shown).
+ */
+export class StopStrings {
+  readonly #stops: readonly string[];
+  readonly #keep: number;
+  #pending = "";
+  hit = false;
+
+  constructor(stops: readonly string[]) {
+    this.#stops = stops;
+    this.#keep = Math.max(0, ...stops.map((s) => s.length - 1));
+  }
+
+  /** The text that is safe to show now. */
+  push(text: string): string {
+    if (this.hit) return "";
+    this.#pending += text;
+    const at = Math.min(...this.#stops.map((s) => this.#pending.indexOf(s)).filter((i) => i >= 0));
+    if (Number.isFinite(at)) {
+      this.hit = true;
+      const out = this.#pending.slice(0, at);
+      this.#pending = "";
+      return out;
+    }
+    const safe = this.#pending.length - this.#keep;
+    if (safe <= 0) return "";
+    const out = this.#pending.slice(0, safe);
+    this.#pending = this.#pending.slice(safe);
+    return out;
+  }
+
+  /** At the end, what was held back was no stop string after all. */
+  flush(): string {
+    const out = this.hit ? "" : this.#pending;
+    this.#pending = "";
+    return out;
+  }
+}
+
+export interface ReplyOptions {
+  thinking: boolean;
+  sampling: SamplingOptions;
+  maxNewTokens: number;
+  stopIds: ReadonlySet<number>;
+  /** Stop strings on the visible content (none for `k3 chat`). */
+  stop?: readonly string[];
+  /** Every event as the reply grows; content already cut at a stop string. */
+  onEvent?: (event: ReplyEvent) => void;
+  /** Asked between tokens: true stops the reply there. */
+  cancelled?: () => boolean;
+}
+
+export interface Reply {
+  message: AssistantMessage;
+  finishReason: OpenAIFinishReason;
+  turn: TurnResult;
+  warnings: readonly string[];
+}
+
+export async function generateReply(source: GenerationSource, rendered: RenderedPrompt, tokenizer: Tokenizer, o: ReplyOptions): Promise<Reply> {
+  const parser = new ReplyParser(tokenizer, { thinking: o.thinking });
+  const builder = new MessageBuilder(o.thinking);
+  const stops = new StopStrings(o.stop ?? []);
+  const take = (event: ReplyEvent) => {
+    builder.add([event]);
+    o.onEvent?.(event);
+  };
+  const takeAll = (events: readonly ReplyEvent[]) => {
+    for (const event of events) {
+      if (event.kind !== "content") take(event);
+      else {
+        const visible = stops.push(event.text);
+        if (visible) take({ kind: "content", text: visible });
+      }
+    }
+  };
+  const turn = await source.turn(rendered, {
+    sampler: createSampler(o.sampling), // per reply: its ids depend on its prompt and seed alone
+    maxNewTokens: o.maxNewTokens,
+    stopIds: o.stopIds,
+    onToken: (id) => {
+      takeAll(parser.push(id));
+      return parser.end === "new-turn" || stops.hit ? "stop" : undefined;
+    },
+    cancelled: o.cancelled,
+  });
+  takeAll(parser.finish());
+  const rest = stops.flush();
+  if (rest) take({ kind: "content", text: rest });
+  return { message: builder.message(), finishReason: finishReason(turn.finish, parser.toolCalls > 0), turn, warnings: builder.warnings };
+}
