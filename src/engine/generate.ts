@@ -7,6 +7,7 @@ import { decode, type DecodeMode } from "../decode/loop.ts";
 import { createSampler } from "../decode/sampling.ts";
 import { samplingDefaults, type SamplingOptions } from "../decode/sampling-options.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
+import { addStats, emptyStats } from "../weights/expert-cache.ts";
 import type { ExpertStepStats, TrunkStats } from "./result.ts";
 import { peakRssBytes, type Engine } from "./open.ts";
 import type { RunResult, StepResult } from "./result.ts";
@@ -33,8 +34,8 @@ export interface GenerateEvents {
 }
 
 function sumStats(steps: readonly StepResult[]): ExpertStepStats {
-  const total: ExpertStepStats = { picks: 0, requests: 0, residentHits: 0, reads: 0, evictions: 0, bytesRead: 0, readSeconds: 0, waitSeconds: 0, drops: 0 };
-  for (const { experts } of steps) for (const key of Object.keys(total) as (keyof ExpertStepStats)[]) total[key] += experts[key];
+  const total = emptyStats();
+  for (const { experts } of steps) addStats(total, experts);
   return total;
 }
 

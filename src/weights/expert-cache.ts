@@ -47,7 +47,12 @@ export interface ExpertStepStats {
   drops: number;
 }
 
-const emptyStats = (): ExpertStepStats => ({ picks: 0, requests: 0, residentHits: 0, reads: 0, evictions: 0, bytesRead: 0, readSeconds: 0, waitSeconds: 0, drops: 0 });
+export const emptyStats = (): ExpertStepStats => ({ picks: 0, requests: 0, residentHits: 0, reads: 0, evictions: 0, bytesRead: 0, readSeconds: 0, waitSeconds: 0, drops: 0 });
+
+/** Adds every counter of `from` into `into`. */
+export function addStats(into: ExpertStepStats, from: ExpertStepStats): void {
+  for (const key of Object.keys(into) as (keyof ExpertStepStats)[]) into[key] += from[key];
+}
 
 export interface ExpertDrop {
   layer: number;
@@ -266,7 +271,7 @@ export class ExpertCache {
 
   /** Adds the step's counters to the whole-run totals. */
   endStep(): void {
-    for (const key of Object.keys(this.total) as (keyof ExpertStepStats)[]) this.total[key] += this.step[key];
+    addStats(this.total, this.step);
   }
 
   /** Slots holding an expert now, for reports. */
