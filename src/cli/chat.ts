@@ -87,7 +87,7 @@ export async function main(args: readonly string[]): Promise<number> {
   const tokenizer = opened.tokenizer;
   const session = new ChatSession(engine, tokenizer, {
     system: o.system, thinking: o.thinking, effort: o.effort, sampling, maxNewTokens: o.maxTokens,
-  });
+  }, opened.conversation);
   try {
     if (message !== undefined) await oneShot(session, message, o);
     else await interactive(session, o);

@@ -40,6 +40,8 @@ export interface EngineRequest {
   faults?: ReadonlySet<string>;
   /** Record every expert request (for --dump-cache-trace). */
   trace?: boolean;
+  /** RAM the caller will hold in state snapshots (multi-turn reuse), counted in the plan. */
+  snapshotBytes?: number;
 }
 
 /** How the trunk is held: resident (read whole at open), or streamed from a packed trunk. */
@@ -145,6 +147,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
       config, layerCount, positions: request.positions, callTokens: request.prefillChunk,
       trunk: { mode: trunk.mode, bytes: trunk.mode === "streamed" ? trunk.plan.bytes : trunk.bytes },
       tablesBytes, expertCacheBytes: expertCache.slots * expertCache.slotBytes, baselineBytes: process.memoryUsage().rss,
+      snapshotBytes: request.snapshotBytes ?? 0,
     }),
   };
   events.onPlan?.(plan);

@@ -14,7 +14,7 @@ import { controlIds, stopIds } from "../chat/specials.ts";
 import type { SamplingOptions } from "../decode/sampling-options.ts";
 import type { Engine } from "../engine/open.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
-import { Conversation, type TurnResult } from "./conversation.ts";
+import { Conversation, type ConversationOptions, type TurnResult } from "./conversation.ts";
 import { generateReply } from "./reply.ts";
 
 /** One message of the transcript, as an OpenAI chat-completions request carries it. */
@@ -58,10 +58,10 @@ export class ChatSession {
   readonly settings: ChatSettings;
   transcript: ChatMessage[] = [];
 
-  constructor(engine: Engine, tokenizer: Tokenizer, settings: ChatSettings) {
+  constructor(engine: Engine, tokenizer: Tokenizer, settings: ChatSettings, conversation: ConversationOptions) {
     this.#tokenizer = tokenizer;
     this.#stopIds = stopIds(controlIds(tokenizer)); // refuses a tokenizer without the K3 names
-    this.#conversation = new Conversation(engine.model, engine.plan.prefillChunk);
+    this.#conversation = new Conversation(engine.model, conversation);
     this.settings = settings;
   }
 

@@ -6,6 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import { greedy, type Sampler } from "../../src/decode/sampler.ts";
 import { Conversation, type RenderedPrompt } from "../../src/session/conversation.ts";
+import { conversationOptions } from "../support/conversation.ts";
 import { expectation, openFixture } from "../support/fixtures.ts";
 
 const ids = expectation("tiny13").tf.ids; // 32 ids below the vocabulary
@@ -16,7 +17,7 @@ const prompt = (history: readonly number[], tail: readonly number[]): RenderedPr
 
 async function cold(p: RenderedPrompt, maxNewTokens: number, sampler: Sampler = greedy): Promise<number[]> {
   using engine = openFixture("tiny13", 128);
-  const c = new Conversation(engine.model, engine.plan.prefillChunk);
+  const c = new Conversation(engine.model, conversationOptions(engine));
   try {
     return (await c.turn(p, { sampler, maxNewTokens, stopIds: noStop })).generated;
   } finally {
@@ -30,7 +31,7 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("turn two from the live state: same ids as cold, only the new ids fed", async () => {
     using engine = openFixture("tiny13", 128);
-    const c = new Conversation(engine.model, engine.plan.prefillChunk);
+    const c = new Conversation(engine.model, conversationOptions(engine));
     const first = prompt(system, genPrompt);
     const one = await c.turn(first, { sampler: greedy, maxNewTokens: 5, stopIds: noStop });
     expect(one).toMatchObject({ reusedFrom: "none", reusedPromptIds: 0, fedPromptIds: first.ids.length });
@@ -47,7 +48,7 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("turn two from the boundary snapshot when the reply is not echoed as generated", async () => {
     using engine = openFixture("tiny13", 128);
-    const c = new Conversation(engine.model, engine.plan.prefillChunk);
+    const c = new Conversation(engine.model, conversationOptions(engine));
     const first = prompt(system, genPrompt);
     await c.turn(first, { sampler: greedy, maxNewTokens: 4, stopIds: noStop });
     // The client re-rendered the reply differently: only the messages before it are shared.
@@ -61,7 +62,7 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("an edited earlier message reuses nothing, and the result is still the cold one", async () => {
     using engine = openFixture("tiny13", 128);
-    const c = new Conversation(engine.model, engine.plan.prefillChunk);
+    const c = new Conversation(engine.model, conversationOptions(engine));
     await c.turn(prompt(system, genPrompt), { sampler: greedy, maxNewTokens: 4, stopIds: noStop });
     const edited = [...system];
     edited[2] = (edited[2] as number) + 1;
@@ -74,7 +75,7 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("a stop id ends the reply and is never fed: the next turn reuses up to the id before it", async () => {
     using engine = openFixture("tiny13", 128);
-    const c = new Conversation(engine.model, engine.plan.prefillChunk);
+    const c = new Conversation(engine.model, conversationOptions(engine));
     const first = prompt(system, genPrompt);
     const probe = await cold(first, 3);
     const stop = new Set([probe[2] as number]);
@@ -90,7 +91,7 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("cancelling between tokens ends the reply as cancelled", async () => {
     using engine = openFixture("tiny13", 128);
-    const c = new Conversation(engine.model, engine.plan.prefillChunk);
+    const c = new Conversation(engine.model, conversationOptions(engine));
     let seen = 0;
     const r = await c.turn(prompt(system, genPrompt), {
       sampler: greedy, maxNewTokens: 10, stopIds: noStop, onToken: () => { seen++; }, cancelled: () => seen >= 3,
@@ -102,7 +103,7 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("a turn that cannot fit the context is refused before anything is fed", async () => {
     using engine = openFixture("tiny13", 16);
-    const c = new Conversation(engine.model, engine.plan.prefillChunk);
+    const c = new Conversation(engine.model, conversationOptions(engine));
     await expect(c.turn(prompt(system, genPrompt), { sampler: greedy, maxNewTokens: 10, stopIds: noStop })).rejects.toThrow(/the context holds 16/);
     c.close();
   });
