@@ -11,7 +11,7 @@ import type { Sampler } from "../decode/sampler.ts";
 import { usageError } from "../errors.ts";
 import type { Model } from "../model/forward.ts";
 import type { SequenceState } from "../model/state.ts";
-import { SnapshotStore, type SnapshotBudget, type SnapshotCounts } from "./snapshots.ts";
+import { SnapshotStore, type SnapshotBudget, type SnapshotCounts, type SnapshotKind } from "./snapshots.ts";
 
 /** A rendered prompt: its ids, and where the conversation messages end (notes and the generation prompt follow). */
 export interface RenderedPrompt {
@@ -108,11 +108,11 @@ export class Conversation {
     return { start: 0, from: "none" };
   }
 
-  /** Feeds `ids[from, to)` to the live state and takes a snapshot at `to`. */
-  #feedTo(ids: readonly number[], from: number, to: number): Float32Array {
+  /** Feeds `ids[from, to)` to the live state and takes a snapshot of `kind` at `to`. */
+  #feedTo(ids: readonly number[], from: number, to: number, kind: SnapshotKind): Float32Array {
     const logits = feed(this.#model, this.#state, ids.slice(from, to), this.#chunk);
     this.#fed = ids.slice(0, to);
-    this.#snapshots.add(this.#fed, this.#state);
+    this.#snapshots.add(this.#fed, this.#state, kind);
     return logits;
   }
 
@@ -137,8 +137,8 @@ export class Conversation {
     this.#fed = ids.slice(0, start);
     // Snapshot (a) splits the prefill there; chunking does not change the bits (test/gates/chunks).
     const split = historyEnd > start && historyEnd < ids.length;
-    if (split) this.#feedTo(ids, start, historyEnd);
-    let logits: Float32Array | undefined = this.#feedTo(ids, split ? historyEnd : start, ids.length);
+    if (split) this.#feedTo(ids, start, historyEnd, "messages end");
+    let logits: Float32Array | undefined = this.#feedTo(ids, split ? historyEnd : start, ids.length, historyEnd >= ids.length ? "messages end" : "prompt end");
     const prefillSeconds = (performance.now() - prefillStarted) / 1000;
 
     const decodeStarted = performance.now();
@@ -161,7 +161,7 @@ export class Conversation {
       logits = this.#model.run(this.#state, [token]);
       this.#fed.push(token);
     }
-    if (this.#fed.length > ids.length) this.#snapshots.add(this.#fed, this.#state);
+    if (this.#fed.length > ids.length) this.#snapshots.add(this.#fed, this.#state, "reply end");
     return {
       generated, finish, fedPromptIds: ids.length - start, reusedPromptIds: start, reusedFrom: from, prefillSeconds,
       decodeSeconds: (performance.now() - decodeStarted) / 1000, snapshots: this.#snapshots.counts,

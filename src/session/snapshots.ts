@@ -4,8 +4,9 @@
  * state's MLA rows, which stay its own only while the live sequence starts with its ids. So
  * before those rows are rewritten, a snapshot that does not match the new ids is parked whole
  * in a state file (temporary file, then rename; fingerprinted and checksummed) or dropped. RAM
- * is bounded by --snapshot-gb (least recently used parked first), disk by --snapshot-disk-gb
- * (least recently used dropped first). Never partial reuse, never "close enough".
+ * is bounded by --snapshot-gb, disk by --snapshot-disk-gb: when one is full, the least useful
+ * snapshot goes first (parked from RAM, dropped from disk), by its kind and then least recently
+ * used. Never partial reuse, never "close enough".
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -24,13 +25,27 @@ export interface SnapshotBudget {
 
 type Place = { kind: "ram"; snapshot: StateSnapshot } | { kind: "parked"; path: string };
 
+/**
+ * Where a snapshot was taken (chat.md 5.5 (a), (b), (c)), most useful last. The reply's end
+ * matches only an exact echo, and then the live state usually still serves it for free; the
+ * messages' end matches almost every next request; the prompt's end matches it too whenever
+ * the request had no notes (chat.md 5.4: the re-rendered reply starts with the generation
+ * prompt), and is the longer match.
+ */
+export const snapshotKinds = ["reply end", "messages end", "prompt end"] as const;
+export type SnapshotKind = (typeof snapshotKinds)[number];
+
 export interface Snapshot {
   readonly ids: readonly number[];
   place: Place;
   /** RAM bytes (the recurrent copy) or file bytes. */
   bytes: number;
+  kind: SnapshotKind;
   used: number;
 }
+
+/** The order in which snapshots give up their place: least useful kind first, then least recently used. */
+const leastUseful = (a: Snapshot, b: Snapshot) => snapshotKinds.indexOf(a.kind) - snapshotKinds.indexOf(b.kind) || a.used - b.used;
 
 /** What the store holds and has done, for statistics. */
 export interface SnapshotCounts {
@@ -129,21 +144,22 @@ export class SnapshotStore {
   }
 
   /** A snapshot of `state` as it is now, after exactly `ids` (the live sequence so far). */
-  add(ids: readonly number[], state: SequenceState): void {
+  add(ids: readonly number[], state: SequenceState, kind: SnapshotKind): void {
     if (state.position !== ids.length) throw new Error(`snapshot: ${ids.length} ids for a state at position ${state.position}`);
     const same = this.#entries.find((e) => sameIds(e.ids, ids));
     if (same) {
       same.used = ++this.#clock; // the same ids give the same state: nothing to copy
+      if (snapshotKinds.indexOf(kind) > snapshotKinds.indexOf(same.kind)) same.kind = kind;
       return;
     }
     const snapshot = state.snapshot();
-    const entry: Snapshot = { ids: [...ids], place: { kind: "ram", snapshot }, bytes: snapshot.bytes, used: ++this.#clock };
+    const entry: Snapshot = { ids: [...ids], place: { kind: "ram", snapshot }, bytes: snapshot.bytes, kind, used: ++this.#clock };
     this.#entries.push(entry);
-    // Over budget: park the least recently used (all RAM snapshots are prefixes of the live ids here).
+    // Over budget: park the least useful (all RAM snapshots are prefixes of the live ids here).
     for (;;) {
       const ram = this.#entries.filter((e) => e.place.kind === "ram");
       if (ram.reduce((sum, e) => sum + e.bytes, 0) <= this.#budget.ramBytes) break;
-      this.#park(ram.sort((a, b) => a.used - b.used)[0] as Snapshot, state);
+      this.#park(ram.sort(leastUseful)[0] as Snapshot, state);
     }
   }
 
@@ -153,7 +169,7 @@ export class SnapshotStore {
     const fileBytes = stateFileBytes(state, entry.ids.length, entry.ids.length);
     if (fileBytes > this.#budget.diskBytes) return this.#drop(entry);
     for (;;) {
-      const parked = this.#entries.filter((e) => e.place.kind === "parked").sort((a, b) => a.used - b.used);
+      const parked = this.#entries.filter((e) => e.place.kind === "parked").sort(leastUseful);
       if (parked.reduce((sum, e) => sum + e.bytes, 0) + fileBytes <= this.#budget.diskBytes) break;
       this.#drop(parked[0] as Snapshot);
     }

@@ -142,7 +142,7 @@ describe("snapshots: taken at (a), (b), (c), bounded, parked whole, refused when
     c.close();
   });
 
-  test("RAM stays within its budget: the least recently used are parked, and read back exactly", async () => {
+  test("RAM stays within its budget: the least useful are parked (the reply end first, the prompt end last) and read back exactly", async () => {
     using engine = openFixture("tiny13", 128);
     const probe = new Conversation(engine.model, conversationOptions(engine));
     const snapshotBytes = (await probe.turn(first, { sampler: greedy, maxNewTokens: 2, stopIds: noStop })).snapshots!.ramBytes / 3;
@@ -151,15 +151,19 @@ describe("snapshots: taken at (a), (b), (c), bounded, parked whole, refused when
     const c = new Conversation(engine.model, options);
     const one = await c.turn(first, { sampler: greedy, maxNewTokens: 5, stopIds: noStop });
     expect(one.snapshots).toMatchObject({ inRam: 1, parked: 2, ramBytes: snapshotBytes, parkedWrites: 2 });
-    // The client re-rendered the reply: only the messages are shared, and (a) was parked.
-    const second = prompt([...systemA, ...ids.slice(15, 20)], genPrompt);
+    // A request that continues after the whole first prompt: its snapshot stayed in RAM.
+    const afterPrompt = prompt([...first.ids, ...ids.slice(15, 20)], genPrompt);
+    const two = await c.turn(afterPrompt, { sampler: greedy, maxNewTokens: 6, stopIds: noStop });
+    expect(two).toMatchObject({ reusedFrom: "snapshot", reusedPromptIds: first.ids.length });
+    // The client re-rendered the reply: only the first messages are shared; that snapshot was parked, and is read back.
+    const reRendered = prompt([...systemA, ...ids.slice(15, 20)], genPrompt);
     const sampler = recording();
-    const two = await c.turn(second, { sampler, maxNewTokens: 6, stopIds: noStop });
-    expect(two).toMatchObject({ reusedFrom: "parked", reusedPromptIds: systemA.length });
-    expect(two.snapshots!.ramBytes).toBeLessThanOrEqual(snapshotBytes);
+    const three = await c.turn(reRendered, { sampler, maxNewTokens: 6, stopIds: noStop });
+    expect(three).toMatchObject({ reusedFrom: "parked", reusedPromptIds: systemA.length });
+    expect(three.snapshots!.ramBytes).toBeLessThanOrEqual(snapshotBytes);
     expect(options.warnings).toEqual([]);
     c.close();
-    expect(sampler.rows).toEqual(await coldLogits(second, 6));
+    expect(sampler.rows).toEqual(await coldLogits(reRendered, 6));
   });
 
   for (const [label, budget, from] of [
