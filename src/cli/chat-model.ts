@@ -90,7 +90,7 @@ export function openChatModel(
     },
     { onWarning: (w) => log.warn(w), onDrop: (d) => log.error(`EXPERT DROP: layer ${d.layer} expert ${d.expert} failed to load; the reply is CORRUPT (${d.reason})`) },
   );
-  log.info(`${command}: ${modelDir}, ${layerCount} layers, context ${o.ctx} positions; loaded in ${engine.loadSeconds.toFixed(1)} s, peak RSS ${formatBytes(engine.peakRssAfterLoadBytes)}`);
+  log.info(`${command}: ${modelDir}, ${layerCount} layers, context ${o.ctx} positions, snapshots ${formatBytes(snapshotBytes)} in RAM; loaded in ${engine.loadSeconds.toFixed(1)} s, peak RSS ${formatBytes(engine.peakRssAfterLoadBytes)}`);
   const conversation: ConversationOptions = {
     chunk: engine.plan.prefillChunk,
     snapshots: { ramBytes: snapshotBytes, diskBytes: o.snapshotDiskBytes, parent: o.snapshotDir ?? tmpdir() },

@@ -3,7 +3,7 @@
  * incrementally gives exactly the ids of a cold run of the same transcript (greedy and seeded),
  * the ids actually fed are reported, and an edited earlier message reuses nothing.
  */
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
 import { loadConfig } from "../../src/checkpoint/config.ts";
 import { samplingDefaults, type SamplingOptions } from "../../src/decode/sampling-options.ts";
@@ -13,6 +13,9 @@ import { loadTokenizer } from "../../src/tokenizer/index.ts";
 import { gbToBytes } from "../../src/units.ts";
 import { chatModelDir } from "../support/chat-fixture.ts";
 import { conversationOptions } from "../support/conversation.ts";
+
+// Each test opens engines and runs several turns: seconds on a loaded 2-core machine.
+setDefaultTimeout(30_000);
 
 const dir = chatModelDir();
 const tokenizer = loadTokenizer(dir);

@@ -3,13 +3,16 @@
  * boundary snapshot emits exactly the ids of a cold run of the same prompt, feeds only the new
  * ids, and a prompt that differs early reuses nothing.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { argmax, greedy, type Sampler } from "../../src/decode/sampler.ts";
 import { Conversation, type RenderedPrompt } from "../../src/session/conversation.ts";
 import { conversationOptions } from "../support/conversation.ts";
 import { expectation, openFixture } from "../support/fixtures.ts";
+
+// Each test opens engines and runs several turns: seconds on a loaded 2-core machine.
+setDefaultTimeout(30_000);
 
 const ids = expectation("tiny13").tf.ids; // 32 ids below the vocabulary
 const noStop = new Set<number>();

@@ -4,7 +4,7 @@
  * continuing gives the bits of never having stopped; a file that is not a state of this model
  * and run is refused naming the path, before a float is read.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { feed } from "../../src/decode/loop.ts";
@@ -12,6 +12,9 @@ import { K3Error } from "../../src/errors.ts";
 import { readStateFile, stateFileBytes, writeStateFile } from "../../src/model/state-file.ts";
 import { expectation, openFixture } from "../support/fixtures.ts";
 import { tempDir } from "../support/tmp.ts";
+
+// Each test opens engines and runs several turns: seconds on a loaded 2-core machine.
+setDefaultTimeout(30_000);
 
 const name = "nested14";
 const ids = expectation(name).tf.ids;
