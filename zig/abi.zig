@@ -14,7 +14,7 @@ const aligned_read = @import("io/aligned_read.zig");
 const reader_pool = @import("io/reader_pool.zig");
 const status = @import("status.zig");
 
-pub const abi_version: u32 = 6;
+pub const abi_version: u32 = 7;
 
 pub const Status = status.Status;
 const code = status.code;
@@ -157,6 +157,7 @@ pub const router = @import("kernels/router.zig");
 pub const moe = @import("kernels/moe.zig");
 pub const bandwidth = @import("kernels/bandwidth.zig");
 pub const fma_peak = @import("kernels/fma_peak.zig");
+pub const matvec_i8r = @import("kernels/matvec_i8r.zig");
 
 fn kstatus(result: kcommon.Error!void) i32 {
     result catch |err| return switch (err) {
@@ -359,6 +360,27 @@ export fn k3_moe_routed(z: ?[*]const f32, experts: ?[*]const moe.ExpertPtrs, wei
     return kcount(moe.routed(z orelse return code(.bad_argument), list, weights orelse return code(.bad_argument), acc orelse return code(.bad_argument), params), bad_scales_out);
 }
 
+/// The int8 draft container I8R (matvec_i8r.zig): W[rows][cols] as rows of [f32 scale][int8 ×
+/// cols], `rowBytes = 4 + cols`, unaligned. y[T][rows] = x[T][cols] · Wᵀ with weights
+/// f32(scale·q), in the canonical order of k3_matmul_bf16: bit-identical to k3_matmul_f32 on
+/// the k3_dequant_i8r output, and to T separate calls with T = 1.
+export fn k3_matmul_i8r(w: ?[*]const u8, rows: u32, cols: u32, x: ?[*]const f32, y: ?[*]f32, tokens: u32) i32 {
+    return kstatus(matvec_i8r.matmul(w orelse return code(.bad_argument), rows, cols, x orelse return code(.bad_argument), y orelse return code(.bad_argument), tokens));
+}
+
+/// dst[rows][cols] = f32(scale·q) of I8R rows: the weights k3_matmul_i8r multiplies by (for
+/// the kernels that read a matrix in bf16 or f32 only: the router, kv_b_proj).
+export fn k3_dequant_i8r(src: ?[*]const u8, rows: u32, cols: u32, dst: ?[*]f32) i32 {
+    return kstatus(matvec_i8r.dequant(src orelse return code(.bad_argument), rows, cols, dst orelse return code(.bad_argument)));
+}
+
+/// bf16 W[rows][cols] → I8R rows (rows · (4 + cols) bytes at dst): per-row absmax / 127 scale,
+/// round half to even, clipped to [−127, 127]. `nonfinite_out` receives how many weights were
+/// NaN or infinite (stored as 0; k3 refuses such a tensor).
+export fn k3_quantize_i8r(src: ?[*]const u16, rows: u32, cols: u32, dst: ?[*]u8, nonfinite_out: ?*u64) i32 {
+    return kcount(matvec_i8r.quantize(src orelse return code(.bad_argument), rows, cols, dst orelse return code(.bad_argument)), nonfinite_out);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Bench and test only: machine probes. They measure the limits bench/kernels.ts reports the
 // kernels against (memory read bandwidth, FMA peak); the forward pass never calls them.
@@ -393,4 +415,5 @@ test {
     _ = moe;
     _ = bandwidth;
     _ = fma_peak;
+    _ = matvec_i8r;
 }

@@ -49,13 +49,16 @@ export const symbols = {
   k3_attnres: { args: [ptr, u32, ptr, ptr, ptr, u32, u32, f32], returns: i32 },
   k3_router: { args: [ptr, u32, ptr, ptr, u32, u32, u32, u32, u32, f32, ptr, ptr, ptr], returns: i32 },
   k3_moe_routed: { args: [ptr, ptr, ptr, ptr, u32, u32, u32, u32, f32, f32, ptr], returns: i32 },
+  k3_matmul_i8r: { args: [ptr, u32, u32, ptr, ptr, u32], returns: i32 },
+  k3_dequant_i8r: { args: [ptr, u32, u32, ptr], returns: i32 },
+  k3_quantize_i8r: { args: [ptr, u32, u32, ptr, ptr], returns: i32 },
   // Bench and test only: machine probes (zig/abi.zig, last section).
   k3_mem_read_sum: { args: [ptr, u64], returns: u64 },
   k3_fma_peak: { args: [u64], returns: u64 },
 } as const;
 
 /** Mirrors zig/abi.zig `abi_version`: what `k3_abi_version` must return for this binding. */
-export const abiVersion = 6;
+export const abiVersion = 7;
 
 /** Mirrors zig/status.zig `Status`: k3's own status codes; -1 .. -4095 are negated errno values. */
 export const Status = {
@@ -127,3 +130,6 @@ export const MlaWeightDtype = {
 
 /** Mirrors zig/kernels/matvec_mxfp4.zig `group`: MXFP4 elements sharing one scale byte. */
 export const mxfp4Group = 32;
+
+/** Mirrors zig/kernels/matvec_i8r.zig `scale_bytes`: the f32 scale leading every I8R row. */
+export const i8rScaleBytes = 4;

@@ -20,9 +20,9 @@ import type { Pointer } from "bun:ffi";
 import { envValue, type Environment } from "../env.ts";
 import { K3Error, ExitCode, usageError } from "../errors.ts";
 import { native, type Native } from "./library.ts";
-import type { NativeBuffer } from "./memory.ts";
+import { NativeBuffer } from "./memory.ts";
 import {
-  ElementwiseOp, expertRecordFields, KernelPathCode, maxAttnResSources, maxConvTaps, maxKdaHeadDim, maxRouterK, maxThreads,
+  ElementwiseOp, expertRecordFields, i8rScaleBytes, KernelPathCode, maxAttnResSources, maxConvTaps, maxKdaHeadDim, maxRouterK, maxThreads,
   MlaWeightDtype, mxfp4Group, RouterDtype, Status,
 } from "./abi.ts";
 
@@ -32,13 +32,19 @@ export interface F32Ref {
   readonly length: number;
 }
 
-/** A row-major W[rows][cols] in native memory, bf16 bit patterns or f32. */
+/**
+ * A row-major W[rows][cols] in native memory: bf16 bit patterns, f32, or the int8 draft
+ * container I8R (rows of [f32 scale][int8 × cols], weights f32(scale·q); zig/kernels/matvec_i8r.zig).
+ */
 export interface MatrixRef {
   readonly ptr: Pointer;
   readonly rows: number;
   readonly cols: number;
-  readonly dtype: "BF16" | "F32";
+  readonly dtype: "BF16" | "F32" | "I8R";
 }
+
+/** Bytes of one I8R row of `cols` weights. */
+export const i8rRowBytes = (cols: number): number => i8rScaleBytes + cols;
 
 /** An MXFP4 matrix: packed [rows][cols/2] (low nibble = even element), scales [rows][cols/32]. */
 export interface Mxfp4Ref {
@@ -199,10 +205,52 @@ export function matmul(w: MatrixRef, x: F32Ref, y: F32Ref, tokens: number): void
   if (w.dtype === "BF16") {
     aligned(w.ptr, 2, "W", what);
     check(l.k3_matmul_bf16(w.ptr, rows, cols, xp, yp, T), what);
+  } else if (w.dtype === "I8R") {
+    check(l.k3_matmul_i8r(w.ptr, rows, cols, xp, yp, T), what);
   } else {
     aligned(w.ptr, 4, "W", what);
     check(l.k3_matmul_f32(w.ptr, rows, cols, xp, yp, T), what);
   }
+}
+
+/** out[rows][cols] = the f32 weights of an I8R matrix, f32(scale·q): what `matmul` multiplies by. */
+export function dequantI8r(w: MatrixRef, out: F32Ref): void {
+  const what = `dequantI8r ${w.rows}x${w.cols}`;
+  if (w.dtype !== "I8R") throw new Error(`${what}: the matrix is ${w.dtype}, not I8R`);
+  const rows = dim(w.rows, "rows", what);
+  const cols = dim(w.cols, "cols", what);
+  check(lib().k3_dequant_i8r(w.ptr, rows, cols, f32(out, rows * cols, "out", what)), what);
+}
+
+const nonFinite = new BigUint64Array(1);
+
+/**
+ * bf16 W[rows][cols] at `src` → I8R rows at `dst` (rows · i8rRowBytes(cols) bytes): per-row
+ * absmax / 127, round half to even. Returns how many weights were NaN or infinite (stored as 0).
+ */
+export function quantizeI8r(src: Pointer, rows: number, cols: number, dst: Pointer): number {
+  const what = `quantizeI8r ${rows}x${cols}`;
+  aligned(src, 2, "src", what);
+  check(lib().k3_quantize_i8r(src, dim(rows, "rows", what), dim(cols, "cols", what), dst, nonFinite), what);
+  return Number(nonFinite[0]);
+}
+
+/**
+ * The kernels that read a matrix in place in bf16 or f32 only (the router, kv_b_proj) get an
+ * I8R matrix dequantised into this scratch first: the same weights `matmul` uses. It grows to
+ * the largest such matrix and is reused.
+ */
+let dequantScratch: NativeBuffer | undefined;
+
+function readableMatrix(w: MatrixRef): MatrixRef & { dtype: "BF16" | "F32" } {
+  if (w.dtype !== "I8R") return w as MatrixRef & { dtype: "BF16" | "F32" };
+  const floats = w.rows * w.cols;
+  if (!dequantScratch || dequantScratch.bytes < floats * 4) {
+    dequantScratch?.free();
+    dequantScratch = NativeBuffer.allocate(floats * 4, "dequantised I8R weights");
+  }
+  dequantI8r(w, { ptr: dequantScratch.ptr, length: floats });
+  return { ptr: dequantScratch.ptr, rows: w.rows, cols: w.cols, dtype: "F32" };
 }
 
 const badScales = new BigUint64Array(1);
@@ -388,8 +436,9 @@ export function kdaGatedNorm(o: F32Ref, gain: F32Ref, gate: F32Ref, y: F32Ref, t
  * [first+tokens][rank] normalised latents and kr [first+tokens][dr] rope keys shared by all
  * heads (new positions already appended); out [tokens][heads][dv].
  */
-export function mlaLatentAttention(q: F32Ref, kvb: MatrixRef, ckv: F32Ref, kr: F32Ref, out: F32Ref, tokens: number, first: number, shape: MlaShape): void {
+export function mlaLatentAttention(q: F32Ref, kvbAsBound: MatrixRef, ckv: F32Ref, kr: F32Ref, out: F32Ref, tokens: number, first: number, shape: MlaShape): void {
   const what = "mlaLatentAttention";
+  const kvb = readableMatrix(kvbAsBound);
   const T = dim(tokens, "tokens", what);
   const p0 = count(first, "first", what);
   const H = dim(shape.heads, "heads", what);
@@ -434,7 +483,8 @@ export function attnRes(sources: readonly F32Ref[], phi: F32Ref, out: F32Ref, pr
  * Router for `tokens` tokens: sequential f64 logits, σ scores, biased top-k selection (ties to
  * the lowest index), unbiased weights, renormalised (if asked) and times ρ. Fills `out`.
  */
-export function route(w: MatrixRef, bias: F32Ref, x: F32Ref, tokens: number, k: number, renormalize: boolean, rho: number, out: Routing): void {
+export function route(wAsBound: MatrixRef, bias: F32Ref, x: F32Ref, tokens: number, k: number, renormalize: boolean, rho: number, out: Routing): void {
+  const w = readableMatrix(wAsBound);
   const what = `route ${w.rows}x${w.cols}`;
   const Ne = dim(w.rows, "experts", what);
   const E = dim(w.cols, "cols", what);

@@ -5,7 +5,7 @@
  */
 import type { NativeBuffer, Pointer } from "../native/memory.ts";
 
-export type MatrixDtype = "BF16" | "F32";
+export type MatrixDtype = "BF16" | "F32" | "I8R";
 
 /** A row-major weight matrix somewhere in native memory (a layer's bytes, a slot, a table). */
 export interface Matrix {
