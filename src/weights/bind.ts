@@ -8,13 +8,13 @@
  */
 import { offsetPointer, u8View, type Pointer } from "../native/memory.ts";
 import type { ModelConfig } from "../checkpoint/config.ts";
-import { dtypeBytes, type CheckpointIndex, type TensorEntry } from "../checkpoint/safetensors.ts";
+import { dtypeBytes, type CheckpointIndex, type Dtype, type TensorEntry } from "../checkpoint/safetensors.ts";
 import {
   attentionKind, denseTensors, expertTensors, ffnKind, kdaTensors, layerNormTensors, mlaTensors, modelTensors, moeTensors,
   tensorList, trunkTensors, type DenseTensors, type KdaTensors, type MlaTensors, type MoeTensors, type TensorSpec,
 } from "../checkpoint/tensor-names.ts";
 import { K3Error, ExitCode } from "../errors.ts";
-import type { LayerLayout, LayoutTensor } from "./trunk-layout.ts";
+import type { LayerLayout, LayoutDtype, LayoutTensor } from "./trunk-layout.ts";
 import type {
   DenseWeights, KdaWeights, LayerWeights, Matrix, MlaWeights, MoeWeights, Vector,
 } from "./types.ts";
@@ -32,8 +32,8 @@ function shapeAccepted(spec: TensorSpec, shape: number[], config: ModelConfig): 
   return false;
 }
 
-/** Matrices are read as bf16 or f32 in the dot product; vectors are widened from any float. */
-export function isMatrixSpec(spec: Pick<TensorSpec, "shape" | "dtype">): boolean {
+/** Matrices are read as bf16, f32 or I8R in the dot product; vectors are widened from any float. */
+export function isMatrixSpec(spec: { shape: readonly number[]; dtype: string }): boolean {
   return spec.dtype !== "U8" && spec.shape.length === 2 && spec.shape[0] !== 1;
 }
 
@@ -72,9 +72,15 @@ export function checkBindable(index: CheckpointIndex, config: ModelConfig, layer
   throw new K3Error(ExitCode.runtime, `${index.dir}: ${head}${shown}${more}`);
 }
 
+/** The float dtype of a vector (a quantised trunk quantises matrices only). */
+function vectorDtype(t: { name: string; dtype: LayoutDtype }): Dtype {
+  if (t.dtype === "I8R") throw new Error(`${t.name}: an I8R vector (only matrices are quantised)`);
+  return t.dtype;
+}
+
 /** Bytes of widened vectors a layer's bind stores (its arena size). */
 export function vectorBytes(layout: LayerLayout): number {
-  return VectorArena.bytesFor(layout.tensors.filter((t) => !isMatrixSpec(t)).map((t) => t.nbytes / dtypeBytes[t.dtype]));
+  return VectorArena.bytesFor(layout.tensors.filter((t) => !isMatrixSpec(t)).map((t) => t.nbytes / dtypeBytes[vectorDtype(t)]));
 }
 
 /** A layer's trunk bytes in native memory, laid out as `layout` says. */
@@ -111,7 +117,7 @@ class LayerBinder {
   values(name: string): Float32Array {
     const t = this.#tensor(name);
     const raw = u8View(this.#bytes.base, t.off, t.nbytes);
-    return widenToF32(raw, t.dtype, t.shape.reduce((a, b) => a * b, 1));
+    return widenToF32(raw, vectorDtype(t), t.shape.reduce((a, b) => a * b, 1));
   }
 
   vector(spec: TensorSpec): Vector {

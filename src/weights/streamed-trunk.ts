@@ -69,6 +69,9 @@ export interface PackedTrunk {
 export function openPackedTrunk(dir: string, layouts: readonly LayerLayout[]): PackedTrunk {
   const layerCount = layouts.length;
   const manifest = readTrunkManifest(dir);
+  if (manifest.derived) {
+    throw new K3Error(ExitCode.usage, `${dir}: a quantised (${manifest.derived.kind}) draft trunk only drafts; give it to --draft-trunk, and --trunk a trunk 'k3 pack-trunk' wrote`);
+  }
   if (manifest.n_layers < layerCount) {
     throw new K3Error(ExitCode.runtime, `${dir}: the packed trunk holds ${manifest.n_layers} layers, ${layerCount} are needed`);
   }

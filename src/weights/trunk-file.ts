@@ -5,10 +5,9 @@
  */
 import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
-import type { Dtype } from "../checkpoint/safetensors.ts";
 import { K3Error, ExitCode } from "../errors.ts";
 import { allocAlignment } from "../native/memory.ts";
-import type { LayerLayout } from "./trunk-layout.ts";
+import type { LayerLayout, LayoutDtype } from "./trunk-layout.ts";
 
 export const trunkFormatVersion = 1;
 export const trunkBinName = "trunk.bin";
@@ -26,7 +25,15 @@ export interface PackedLayer {
   payload_bytes: number;
   file_off: number;
   hash: string;
-  tensors: Record<string, { off: number; nbytes: number; dtype: Dtype; shape: number[] }>;
+  tensors: Record<string, { off: number; nbytes: number; dtype: LayoutDtype; shape: number[] }>;
+}
+
+/** What a quantised (draft) trunk was made from: `k3 quantize-trunk` records it. */
+export interface TrunkDerivation {
+  /** The container its matrices were converted to. */
+  kind: "I8R";
+  /** The source trunk's layer hashes, in layer order (a re-run from the same source is a no-op). */
+  source_hashes: string[];
 }
 
 export interface TrunkManifest {
@@ -35,6 +42,8 @@ export interface TrunkManifest {
   n_layers: number;
   align: number;
   layers: PackedLayer[];
+  /** Present in a quantised trunk only: such a trunk drafts (--draft-trunk), it never computes exact tokens. */
+  derived?: TrunkDerivation;
 }
 
 /** Chained wyhash over fixed chunks, so hashing needs no copy of a whole layer. */

@@ -8,12 +8,15 @@ import type { CheckpointIndex, Dtype } from "../checkpoint/safetensors.ts";
 import { trunkTensors } from "../checkpoint/tensor-names.ts";
 import { entriesOf, placeTensors } from "../checkpoint/tensor-run.ts";
 
+/** A stored tensor's dtype: the checkpoint's, or I8R, the int8 draft container of a quantised trunk. */
+export type LayoutDtype = Dtype | "I8R";
+
 export interface LayoutTensor {
   name: string;
   /** Byte offset from the start of the layer's bytes. */
   off: number;
   nbytes: number;
-  dtype: Dtype;
+  dtype: LayoutDtype;
   shape: number[];
 }
 

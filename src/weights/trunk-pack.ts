@@ -122,7 +122,7 @@ export function packTrunk(
 }
 
 /** Reads every layer back from the written file, in hash-sized chunks, and compares its hash. */
-function verifyPack(path: string, layers: PackedLayer[]): void {
+export function verifyPack(path: string, layers: PackedLayer[]): void {
   const file = new DirectFile(path);
   try {
     for (const layer of layers) {
@@ -140,7 +140,7 @@ function verifyPack(path: string, layers: PackedLayer[]): void {
 }
 
 /** Temporary files an interrupted pack left behind; they never look like a pack. */
-function removeStaleTemporaries(dir: string): void {
+export function removeStaleTemporaries(dir: string): void {
   if (!existsSync(dir)) return;
   for (const name of readdirSync(dir)) {
     if (/^trunk\.(bin|json)\.\d+\.tmp$/.test(name)) rmSync(join(dir, name), { force: true });
