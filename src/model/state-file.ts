@@ -102,12 +102,8 @@ function readFully(fd: number, into: Uint8Array, at: number, path: string): void
   }
 }
 
-/**
- * Reads a state file into `state`, refusing (exit 1) anything that is not a state of this
- * model and run (runtime.md 8.4): every check is made before a float is read. Returns the
- * positions restored and the stored ids (one more than the positions when an id is pending).
- */
-export function readStateFile(path: string, state: SequenceState): { position: number; ids: number[] } {
+/** Opens a state file and checks what every reader needs first: the magic, the version, the id count. */
+function openHeader(path: string): { fd: number; view: DataView; size: number; position: number; idCount: number } {
   let fd: number;
   try {
     fd = openSync(path, "r");
@@ -118,12 +114,41 @@ export function readStateFile(path: string, state: SequenceState): { position: n
     const size = fstatSync(fd).size;
     const head = new Uint8Array(headerBytes);
     const got = size < headerBytes ? 0 : readSync(fd, head, 0, headerBytes, 0);
-    const view = new DataView(head.buffer);
     if (got < headerBytes || String.fromCharCode(...head.subarray(0, 4)) !== magic) throw runtimeError(`${path} is not a k3 state file`);
+    const view = new DataView(head.buffer);
     const version = view.getInt32(4, true);
     if (version !== stateFileVersion) {
       throw runtimeError(`${path}: state file version ${version}; this build reads and writes version ${stateFileVersion}`);
     }
+    const [position, idCount] = [view.getInt32(64, true), view.getInt32(68, true)];
+    if (position < 0 || idCount < position || idCount > position + 1) {
+      throw runtimeError(`${path}: ${idCount} ids for ${position} cached positions (expected ${position} or ${position + 1})`);
+    }
+    return { fd, view, size, position, idCount };
+  } catch (error) {
+    closeSync(fd);
+    throw error instanceof K3Error ? error : runtimeError(`${path}: cannot read the state file (${errnoCode(error)})`);
+  }
+}
+
+/**
+ * What a state file holds, read from its header alone (before anything is sized from it):
+ * the positions cached and the ids stored. The whole file is checked when it is read.
+ */
+export function stateFileCounts(path: string): { position: number; idCount: number } {
+  const { fd, position, idCount } = openHeader(path);
+  closeSync(fd);
+  return { position, idCount };
+}
+
+/**
+ * Reads a state file into `state`, refusing (exit 1) anything that is not a state of this
+ * model and run (runtime.md 8.4): every check is made before a float is read. Returns the
+ * positions restored and the stored ids (one more than the positions when an id is pending).
+ */
+export function readStateFile(path: string, state: SequenceState): { position: number; ids: number[] } {
+  const { fd, view, size, position, idCount } = openHeader(path);
+  try {
     fingerprintFields.forEach(([name, field], i) => {
       const found = view.getInt32(8 + 4 * i, true);
       const expected = field(state.config);
@@ -131,7 +156,7 @@ export function readStateFile(path: string, state: SequenceState): { position: n
         throw runtimeError(`REFUSING ${path}: written by a different model architecture (${name} ${found}, this model has ${expected}); restoring it would produce fluent, wrong output`);
       }
     });
-    const [bound, mla, position, idCount] = [56, 60, 64, 68].map((at) => view.getInt32(at, true)) as [number, number, number, number];
+    const [bound, mla] = [56, 60].map((at) => view.getInt32(at, true)) as [number, number];
     const shape = shapeOf(state);
     if (bound !== shape.boundLayers || mla !== shape.mlaLayers) {
       throw runtimeError(`REFUSING ${path}: it holds ${bound} bound layers (${mla} MLA); this run binds ${shape.boundLayers} (${shape.mlaLayers} MLA)`);
@@ -143,9 +168,6 @@ export function readStateFile(path: string, state: SequenceState): { position: n
     }
     if (position > state.capacity) {
       throw runtimeError(`REFUSING ${path}: it holds ${position} positions; this run's context holds ${state.capacity} (ask for more positions or a shorter prompt)`);
-    }
-    if (position < 0 || idCount < position || idCount > position + 1) {
-      throw runtimeError(`${path}: ${idCount} ids for ${position} cached positions (expected ${position} or ${position + 1})`);
     }
     const expected = stateFileBytes(state, position, idCount);
     if (size < expected) throw runtimeError(`${path} is truncated (${size} bytes, the header implies ${expected})`);

@@ -105,9 +105,17 @@ export class SequenceState {
    * `position` ids are unchanged (chat.md 5.5). Whoever rewrites those rows must first drop the
    * snapshot or write it out whole (`stateParts(state, snapshot)`).
    */
-  snapshot(): StateSnapshot {
+  snapshot(into?: StateSnapshot): StateSnapshot {
+    const recurrent = this.#sections().filter((s) => s.rowFloats === 0);
+    if (into) {
+      // Speculative decoding snapshots every sweep: reuse the copy's buffers, never allocate per token.
+      if (into.copies.length !== recurrent.length) throw new Error("snapshot: the buffers to reuse belong to another state's shape");
+      recurrent.forEach((s, i) => (into.copies[i] as F32).a.set(s.buffer.a));
+      into.position = this.position;
+      return into;
+    }
     const pool = new F32Pool();
-    const copies = this.#sections().filter((s) => s.rowFloats === 0).map((s) => {
+    const copies = recurrent.map((s) => {
       const copy = pool.alloc(s.buffer.length, `snapshot of ${s.kind} of layer ${s.layer}`);
       copy.a.set(s.buffer.a);
       return copy;
@@ -150,7 +158,7 @@ export class SequenceState {
 
 /** A sequence state frozen at one position (see `SequenceState.snapshot`). */
 export class StateSnapshot {
-  readonly position: number;
+  position: number;
   readonly copies: readonly F32[];
   readonly #pool: F32Pool;
 

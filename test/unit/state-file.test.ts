@@ -110,7 +110,7 @@ describe("snapshots and state files", () => {
     refuse(edited(4, (v) => v.setInt32(0, 1, true)), /state file version 1; this build reads and writes version 2$/);
     refuse(edited(8, (v) => v.setInt32(0, 4096, true)), /^REFUSING .*bad\.k3st: written by a different model architecture \(hidden_size 4096, this model has \d+\); restoring it would produce fluent, wrong output$/);
     refuse(edited(56, (v) => v.setInt32(0, 3, true)), /REFUSING .*: it holds 3 bound layers \(\d+ MLA\); this run binds 14 \(\d+ MLA\)$/);
-    refuse(edited(64, (v) => v.setInt32(0, 100_000, true)), /^REFUSING .*: it holds 100000 positions; this run's context holds \d+ \(ask for more positions or a shorter prompt\)$/);
+    refuse(edited(64, (v) => (v.setInt32(0, 100_000, true), v.setInt32(4, 100_001, true))), /^REFUSING .*: it holds 100000 positions; this run's context holds \d+ \(ask for more positions or a shorter prompt\)$/);
     refuse(edited(64, (v) => v.setInt32(0, 2, true)), /6 ids for 2 cached positions \(expected 2 or 3\)/);
     refuse(good.subarray(0, good.length - 4), /is truncated \(\d+ bytes, the header implies \d+\)$/);
     refuse(new Uint8Array([...good, 0]), /the header implies \d+ \(trailing bytes\)$/);
