@@ -12,6 +12,7 @@ import { readStateFile, writeStateFile } from "../model/state-file.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import { addStats, emptyStats } from "../weights/expert-cache.ts";
 import type { ExpertStepStats, TrunkStats } from "./result.ts";
+import { startHybrid } from "./hybrid.ts";
 import { peakRssBytes, type Engine } from "./open.ts";
 import type { RunResult, StepResult } from "./result.ts";
 
@@ -25,7 +26,10 @@ export interface GenerateOptions {
   tokenizer?: Tokenizer;
   /** The layer count the user asked for (defaults to the model's), for the results. */
   layersRequested?: number;
-  /** Speculative decode: up to `maxDraft` ids per sweep from `drafter` (the n-gram lookup by default). */
+  /**
+   * Speculative decode: up to `maxDraft` ids per sweep from `drafter`; by default the engine's
+   * draft model when it has one (hybrid decode), else the n-gram lookup.
+   */
   speculative?: { maxDraft: number; drafter?: Drafter };
   /** A state file to resume: its ids come before `prompt` (runtime.md 8.3). */
   loadState?: string;
@@ -63,12 +67,15 @@ export function generate(engine: Engine, prompt: readonly number[], options: Gen
   const steps: StepResult[] = [];
   const sampling = options.sampling ?? samplingDefaults.run;
   const carried = options.loadState || options.saveState ? engine.model.newState() : undefined;
+  let hybrid: ReturnType<typeof startHybrid>;
   try {
     // The pending-token rule (runtime.md 8.3): everything the file holds after its cached positions is fed first.
     const resumed = options.loadState && carried ? readStateFile(options.loadState, carried) : undefined;
     const history = resumed?.ids ?? [];
     const fedFirst = [...history.slice(resumed?.position ?? 0), ...prompt];
-    const drafter = options.speculative && (options.speculative.drafter ?? ngramDrafter);
+    // A draft model starts from position 0 (its state is never saved): the resumed positions are its history.
+    hybrid = options.speculative && !options.speculative.drafter ? startHybrid(engine, history.slice(0, resumed?.position ?? 0)) : undefined;
+    const drafter = options.speculative && (options.speculative.drafter ?? hybrid?.drafter ?? ngramDrafter);
     const decoded = decode(engine.model, fedFirst, {
       maxNewTokens: options.maxNewTokens, mode: options.mode, sampler: createSampler(sampling), stopIds: options.stopIds,
       prefillChunk: plan.prefillChunk, state: carried,
@@ -112,10 +119,12 @@ export function generate(engine: Engine, prompt: readonly number[], options: Gen
       badScaleBytes: engine.badScaleBytes() - badScalesBefore,
       warnings: [...new Set(engine.warnings.slice(Math.max(warningsBefore, engine.warningsAtLoad)))],
       speculation: decoded.speculation,
+      hybrid: hybrid?.stats(),
       resumedFrom: resumed && options.loadState ? { path: options.loadState, priorPositions: resumed.position, priorIds: history.length } : undefined,
       savedState,
     };
   } finally {
+    hybrid?.close();
     if (carried) engine.model.release(carried);
   }
 }

@@ -16,6 +16,8 @@ import { readMemory, resolveBudgets, type BudgetAction, type Budgets } from "../
 import { checkKvFits, checkPlanFits, memoryPlan, type MemoryPlan } from "../plan/memory-plan.ts";
 import { planTrunk, type TrunkPlan } from "../plan/trunk-plan.ts";
 import { checkBindable, vectorBytes } from "../weights/bind.ts";
+import { CacheOnlyExperts } from "../weights/cache-only-experts.ts";
+import { openDraftTrunk } from "../weights/draft-trunk.ts";
 import { ExpertCache, planExpertCache, type ExpertCachePlan, type ExpertDrop } from "../weights/expert-cache.ts";
 import { loadModelTables } from "../weights/model-tables.ts";
 import { ResidentTrunk } from "../weights/resident-trunk.ts";
@@ -42,6 +44,16 @@ export interface EngineRequest {
   trace?: boolean;
   /** RAM the caller will hold in state snapshots (multi-turn reuse), counted in the plan. */
   snapshotBytes?: number;
+  /** Hybrid decode: a draft trunk (usually `k3 quantize-trunk`'s), streamed within its own budget. */
+  draft?: { trunkDir: string; budgetBytes: number };
+}
+
+/** The draft model's trunk as planned: its own ring within its own budget (runtime.md 9.3). */
+export interface DraftPlan {
+  dir: string;
+  budgetBytes: number;
+  plan: TrunkPlan;
+  packedBytes: number;
 }
 
 /** How the trunk is held: resident (read whole at open), or streamed from a packed trunk. */
@@ -68,6 +80,8 @@ export interface EnginePlan {
   positions: number;
   /** Ids per forward call when a prompt is fed. */
   prefillChunk: number;
+  /** Hybrid decode's draft trunk; undefined without --draft-trunk. */
+  draft: DraftPlan | undefined;
 }
 
 export interface EngineEvents {
@@ -82,12 +96,24 @@ export interface EngineEvents {
   onBufferedFallback?: (path: string) => void;
 }
 
+/**
+ * The draft model of hybrid decode: its own streamed trunk and bindings, the exact model's
+ * embedding, LM head and final vectors, and the exact model's expert cache through cache-only
+ * routing (never a read). Its states are made from `model` like the exact model's.
+ */
+export interface DraftModel {
+  readonly model: Model;
+  readonly trunk: StreamedTrunk;
+  readonly experts: CacheOnlyExperts;
+}
+
 export interface Engine {
   readonly config: ModelConfig;
   readonly plan: EnginePlan;
   readonly model: Model;
   readonly experts: ExpertCache;
   readonly streamed: StreamedTrunk | undefined;
+  readonly draft: DraftModel | undefined;
   readonly loadSeconds: number;
   readonly peakRssAfterLoadBytes: number;
   /** Warnings from binding layers; a streamed trunk binds during the run, so this can grow. */
@@ -137,10 +163,15 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
     ? { mode: "streamed", plan: planTrunk(packed.layerCosts, budgets.trunkBytes), packedBytes: packed.packedBytes }
     : { mode: "resident", bytes: residentBytes };
   const expertCache = planExpertCache(index, config, layerCount, budgets.cacheBytes);
+  const draftPacked = request.draft ? openDraftTrunk(request.draft.trunkDir, layouts) : undefined;
+  const draft: DraftPlan | undefined = request.draft && draftPacked && {
+    dir: request.draft.trunkDir, budgetBytes: request.draft.budgetBytes,
+    plan: planTrunk(draftPacked.layerCosts, request.draft.budgetBytes), packedBytes: draftPacked.packedBytes,
+  };
   const plan: EnginePlan = {
     modelDir: request.modelDir, layerCount, modelLayers: config.numLayers, tensorCount: index.tensorCount,
     shardCount: index.shards.length, indexSeconds, budgets, trunk, expertCache, positions: request.positions,
-    prefillChunk: request.prefillChunk,
+    prefillChunk: request.prefillChunk, draft,
     trunkPayloadBytes: layouts.reduce((sum, l) => sum + l.bytes, 0),
     availableBytes: memory?.availableBytes,
     memory: memoryPlan({
@@ -148,6 +179,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
       trunk: { mode: trunk.mode, bytes: trunk.mode === "streamed" ? trunk.plan.bytes : trunk.bytes },
       tablesBytes, expertCacheBytes: expertCache.slots * expertCache.slotBytes, baselineBytes: process.memoryUsage().rss,
       snapshotBytes: request.snapshotBytes ?? 0,
+      draft: draft && { trunkBytes: draft.plan.bytes },
     }),
   };
   events.onPlan?.(plan);
@@ -171,12 +203,18 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
     (e) => e.close(),
   );
   const model = opened.adopt(new Model(config, held, tables, experts, request.positions), (m) => m.close());
+  let draftModel: DraftModel | undefined;
+  if (draft && draftPacked) {
+    const trunk = opened.adopt(new StreamedTrunk(draftPacked, config, draft.plan, warnings), (t) => t.close());
+    const cacheOnly = new CacheOnlyExperts(experts);
+    draftModel = { model: opened.adopt(new Model(config, trunk, tables, cacheOnly, request.positions), (m) => m.close()), trunk, experts: cacheOnly };
+  }
   for (const warning of warnings) warn(warning);
   const loadSeconds = (performance.now() - loadStarted) / 1000;
   const owned = opened.move(); // opened: from here the engine owns everything
   const close = () => owned.dispose();
   return {
-    config, plan, model, experts, streamed, loadSeconds, peakRssAfterLoadBytes: peakRssBytes(), openedAt,
+    config, plan, model, experts, streamed, draft: draftModel, loadSeconds, peakRssAfterLoadBytes: peakRssBytes(), openedAt,
     warnings, warningsAtLoad: warnings.length, badScaleBytes,
     close, [Symbol.dispose]: close,
   };

@@ -7,9 +7,11 @@ import type { DecodeMode, FinishReason, SpeculationStats } from "../decode/loop.
 import type { SamplingOptions } from "../decode/sampling-options.ts";
 import type { ExpertCachePlan, ExpertDrop, ExpertStepStats } from "../weights/expert-cache.ts";
 import type { TrunkStats } from "../weights/streamed-trunk.ts";
+import type { HybridStats } from "./hybrid.ts";
 import type { EnginePlan } from "./open.ts";
 
-export type { EnginePlan, TrunkPlacement } from "./open.ts";
+export type { DraftPlan, EnginePlan, TrunkPlacement } from "./open.ts";
+export type { HybridStats } from "./hybrid.ts";
 export type { ExpertCachePlan, ExpertDrop, ExpertStepStats, SpeculationStats, TrunkStats };
 
 export interface StepResult {
@@ -62,6 +64,8 @@ export interface RunResult {
   warnings: string[];
   /** Speculative decode's sweeps, drafted and accepted ids; undefined without --spec. */
   speculation: SpeculationStats | undefined;
+  /** Hybrid decode's draft model: what it fed and proposed, its cache-only routing, its trunk stream. */
+  hybrid: HybridStats | undefined;
   /** The state file the run resumed from: its path and the positions it held. */
   resumedFrom: { path: string; priorPositions: number; priorIds: number } | undefined;
   /** The state file written after the run. */

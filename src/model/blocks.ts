@@ -152,6 +152,7 @@ export function latentMoe(ctx: BlockContext, w: MoeWeights, experts: ExpertSourc
   const I = c.moeIntermediateSize;
   const routing: kernels.Routing = { experts: new Int32Array(T * k), weights: new Float32Array(T * k) };
   kernels.route(w.router, w.routerBias, x, T, k, c.moeRenormalize, c.routedScalingFactor, routing);
+  experts.restrict?.(layer, routing, T, k); // the hybrid draft keeps only resident experts
   const z = pool.alloc(T * latentWidth, "moe latent");
   kernels.matmul(w.latentDown, x, z, T);
   for (let t = 0; t < T; t++) experts.pick(layer, Array.from(routing.experts.subarray(t * k, (t + 1) * k)));

@@ -29,6 +29,12 @@ export interface PlanInputs {
   baselineBytes: number;
   /** RAM for multi-turn state snapshots (--snapshot-gb); none for a single run. */
   snapshotBytes?: number;
+  /**
+   * Hybrid decode (runtime.md 9.3): the draft model's streamed trunk (its ring plan's bytes). The
+   * draft also holds its own state, snapshot, KV cache and activations, planned here like the
+   * exact model's; it shares the embedding, the LM head and the expert cache.
+   */
+  draft?: { trunkBytes: number };
 }
 
 export interface PlanTerm {
@@ -115,6 +121,13 @@ export function memoryPlan(p: PlanInputs): MemoryPlan {
     ["buffers", bufferBytes(c, p.callTokens, p.layerCount, p.positions)],
     ["KV cache", kv],
     ...(p.snapshotBytes ? [["state snapshots", p.snapshotBytes] as const] : []),
+    ...(p.draft
+      ? ([
+        ["draft trunk (STREAMED)", p.draft.trunkBytes],
+        // its state, the snapshot of it each sweep, its KV cache and its activations
+        ["draft state", 2 * recurrent + kv + bufferBytes(c, p.callTokens, p.layerCount, p.positions)],
+      ] as const)
+      : []),
     ["process + index", p.baselineBytes + runtimeGrowthBytes],
   ] as const).map(([name, bytes]) => ({ name, bytes }));
   return {

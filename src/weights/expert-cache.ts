@@ -129,6 +129,8 @@ export class ExpertCache {
   readonly total: ExpertStepStats = emptyStats();
   readonly drops: ExpertDrop[] = [];
   readonly trace: ExpertTraceRecorder | undefined;
+  /** Every read this cache has issued, ever (counters above reset per step; this one never does). */
+  readsIssued = 0;
 
   /** `plan` (from `planExpertCache`) sets the slots; reads go through the reader's `files`. */
   constructor(index: CheckpointIndex, config: ModelConfig, plan: ExpertCachePlan, files: ShardFiles, options: ExpertCacheOptions = {}) {
@@ -221,6 +223,7 @@ export class ExpertCache {
       const offset = faulty ? this.#index.shards[location.shard]!.fileBytes + allocAlignment() : location.start;
       const read = this.#files.get(location.shard).submit(offset, location.bytes, this.#arena!, slot * this.plan.slotBytes);
       this.#slots[slot] = { kind: "inflight", key, read };
+      this.readsIssued++;
       this.#readThisBatch.add(key);
     }
   }
@@ -254,11 +257,27 @@ export class ExpertCache {
       this.step.residentHits++;
     }
     this.#stamps[slot] = ++this.#clock;
+    return this.#weightsIn(slot, layer, expert);
+  }
+
+  /** The tensors of the resident expert in `slot`. */
+  #weightsIn(slot: number, layer: number, expert: number): ExpertWeights {
     const resident = this.#slots[slot] as { kind: "resident"; payload: number };
-    const location = this.#location(key);
+    const location = this.#location(this.#key(layer, expert));
     const base = slot * this.plan.slotBytes + resident.payload;
     const [w1Packed, w1Scale, w2Packed, w2Scale, w3Packed, w3Scale] = location.offsets.map((o) => base + o) as ExpertLocation["offsets"];
     return { layer, expert, buffer: this.#arena!, w1Packed, w1Scale, w2Packed, w2Scale, w3Packed, w3Scale };
+  }
+
+  /**
+   * The expert if it is resident now, else undefined; never a read, and nothing changes: no
+   * statistics, no use stamp, no batch. The hybrid draft routes through this (runtime.md 9.3),
+   * so drafting leaves the exact model's cache, and what it will read, exactly as they were.
+   */
+  peek(layer: number, expert: number): ExpertWeights | undefined {
+    const slot = this.#where.get(this.#key(layer, expert));
+    if (slot === undefined || this.#slots[slot]!.kind !== "resident") return undefined;
+    return this.#weightsIn(slot, layer, expert);
   }
 
   #drop(layer: number, expert: number, reason: string): undefined {
