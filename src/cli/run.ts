@@ -5,14 +5,16 @@ import { loadConfig } from "../checkpoint/config.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import type { RunResult } from "../engine/result.ts";
 import { resultJson } from "../report/results.ts";
-import { usageError } from "../errors.ts";
+import { ExitCode, usageError } from "../errors.ts";
 import { writeAtomically } from "../fs.ts";
 import { maxPositions, maxPromptIds } from "../plan/limits.ts";
 import { emit, log } from "../report/log.ts";
 import { dumpCacheTrace, traceWrittenLine } from "../weights/expert-trace.ts";
+import { stateFileCounts } from "../model/state-file.ts";
+import { loadTokenizer } from "../tokenizer/index.ts";
 import { parseOptions } from "./args.ts";
 import { checkLayers, injectedFaults, tokMissingMessage } from "./common-options.ts";
-import { executeRun, finishRun, type RunOutcome } from "./execute.ts";
+import { executeRun, executeTfCheck, finishRun, type RunOutcome } from "./execute.ts";
 import { resolvePrompt } from "./prompt.ts";
 import { defaultRunOptions, runOptionTable, type RunOptions } from "./run-options.ts";
 
@@ -25,20 +27,32 @@ export function parseRunArgs(args: readonly string[]): RunOptions {
   options.modelDir = first;
   const extra = parseOptions(args.slice(1), runOptionTable, options);
   if (extra.length > 0) throw usageError(`unexpected argument ${extra[0]} (options start with --)`);
-  if (options.promptSources.length === 0) throw usageError("a prompt is required: give one of --ids, --prompt, --prompt-file");
+  if (options.promptSources.length === 0 && !options.loadState) {
+    throw usageError("a prompt is required: give one of --ids, --prompt, --prompt-file (or resume with --load-state)");
+  }
   const sources = [...new Set(options.promptSources)];
   if (sources.length > 1) throw usageError(`${sources.join(" and ")} are mutually exclusive: give exactly one prompt source`);
-  if (options.promptSources[0] !== "--ids" && !options.tokDir) throw usageError(tokMissingMessage(options.promptSources[0] as string));
-  if (options.promptSources[0] === "--ids" && options.promptValue !== "-") checkRequest(options.ids, options.gen);
+  const source = options.promptSources[0];
+  if (source !== undefined && source !== "--ids" && !options.tokDir) throw usageError(tokMissingMessage(source));
+  if (source === "--ids" && options.promptValue !== "-") checkRequest(options.ids.length, options.gen);
+  if (options.mode === "recompute") {
+    const needsState = [["--spec", options.spec], ["--load-state", options.loadState], ["--save-state", options.saveState]].find(([, v]) => v !== undefined);
+    if (needsState) throw usageError(`${needsState[0]} needs incremental decode (it carries the sequence state); drop --recompute`);
+  }
+  if (options.tfCheck) {
+    const other = [["--spec", options.spec], ["--load-state", options.loadState], ["--save-state", options.saveState]].find(([, v]) => v !== undefined);
+    if (other) throw usageError(`--tf-check runs no decode: it cannot be combined with ${other[0]}`);
+  }
   resolveSampling(options.sampling, samplingDefaults.run); // a bad knob is a usage error before anything loads
   return options;
 }
 
-/** Request limits (runtime.md 1.6): refused, never truncated. */
-function checkRequest(ids: readonly number[], gen: number): void {
-  if (ids.length > maxPromptIds) throw usageError(`the prompt has ${ids.length} ids; the ceiling is ${maxPromptIds}`);
-  if (ids.length + gen + 1 > maxPositions) {
-    throw usageError(`prompt (${ids.length}) + --gen (${gen}) + 1 exceeds the ${maxPositions}-position ceiling`);
+/** Request limits (runtime.md 1.6): refused, never truncated. `prior`: ids a resumed state brings. */
+function checkRequest(promptIds: number, gen: number, prior = 0): void {
+  if (promptIds > maxPromptIds) throw usageError(`the prompt has ${promptIds} ids; the ceiling is ${maxPromptIds}`);
+  if (prior + promptIds + gen + 1 > maxPositions) {
+    const resumed = prior > 0 ? `the resumed state's ${prior} ids + ` : "";
+    throw usageError(`${resumed}prompt (${promptIds}) + --gen (${gen}) + 1 exceeds the ${maxPositions}-position ceiling`);
   }
 }
 
@@ -48,8 +62,17 @@ export async function main(args: readonly string[]): Promise<number> {
   const configPath = options.configPath ?? join(options.modelDir, "config.json");
   const { config, shape, warnings } = loadConfig(configPath);
   for (const warning of warnings) log.warn(`${configPath}: ${warning}`);
-  const prompt = resolvePrompt({ source: options.promptSources[0] as string, value: options.promptValue, tokDir: options.tokDir });
-  checkRequest(prompt.ids, options.gen);
+  const source = options.promptSources[0];
+  const prompt = source === undefined
+    ? { ids: [], tokenizer: options.tokDir ? loadTokenizer(options.tokDir) : undefined }
+    : resolvePrompt({ source, value: options.promptValue, tokDir: options.tokDir });
+  // The header alone, before anything is sized: the positions count what the state brings (runtime.md 8.4's weakness, fixed).
+  const prior = options.loadState ? stateFileCounts(options.loadState) : undefined;
+  if (prior && prior.idCount === prior.position && prompt.ids.length === 0) {
+    throw usageError(`--load-state: ${options.loadState} holds no pending id (it was saved with --gen 0); give a prompt to continue with`);
+  }
+  if (options.tfCheck && prompt.ids.length < 2) throw usageError("--tf-check needs a prompt of at least 2 ids");
+  checkRequest(prompt.ids.length, options.gen, prior?.idCount ?? 0);
   const outside = prompt.ids.find((id) => id >= config.vocabSize);
   if (outside !== undefined) {
     throw usageError(`${options.promptSources[0]}: token id ${outside} is outside the vocabulary (size ${config.vocabSize})`);
@@ -61,12 +84,20 @@ export async function main(args: readonly string[]): Promise<number> {
   if (options.dumpCacheTrace && !existsSync(options.dumpCacheTrace)) {
     throw usageError(`--dump-cache-trace: directory ${options.dumpCacheTrace} does not exist`);
   }
-  const outcome = executeRun({
+  const spec = {
     modelDir: options.modelDir, config, configShape: shape, layerCount, layersRequested: options.layers ?? config.numLayers,
     prompt: prompt.ids, maxNewTokens: options.gen, mode: options.mode, prefillChunk: options.prefillChunk,
     sampling: resolveSampling(options.sampling, samplingDefaults.run), budgets: options.budgets, trunkDir: options.trunkDir,
     tokenizer: prompt.tokenizer, faults: injectedFaults(), trace: options.dumpCacheTrace !== undefined,
-  });
+    speculative: options.spec, loadState: options.loadState && prior ? { path: options.loadState, ...prior } : undefined,
+    saveState: options.saveState,
+  };
+  if (options.tfCheck) {
+    const check = executeTfCheck(spec);
+    writeJson(options.out, `${JSON.stringify(check)}\n`, "the teacher-forced check");
+    return ExitCode.ok;
+  }
+  const outcome = executeRun(spec);
   writeOutputs(options, outcome);
   return finishRun(outcome.result);
 }
@@ -97,12 +128,15 @@ function dumpLogits(path: string, logits: Float32Array | undefined): void {
 }
 
 function writeResults(out: string, result: RunResult): void {
-  const json = resultJson(result);
+  writeJson(out, resultJson(result), "the JSON results");
+}
+
+function writeJson(out: string, json: string, what: string): void {
   if (out === "-") {
     emit(json);
     return;
   }
-  writeAtomically(out, json, "the JSON results");
+  writeAtomically(out, json, what);
   log.info(`wrote ${out}`);
 }
 

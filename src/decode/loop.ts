@@ -53,12 +53,13 @@ export interface DecodeOptions<State = unknown> {
   speculative?: { drafter: Drafter; maxDraft: number };
 }
 
-/** What speculation did: sweeps that verified a draft, ids drafted, ids accepted. */
+/** What speculation did: sweeps that verified a draft, ids drafted, ids accepted, ids those sweeps emitted. */
 export interface SpeculationStats {
   maxDraft: number;
   sweeps: number;
   drafted: number;
   accepted: number;
+  emitted: number;
 }
 
 export interface DecodeResult {
@@ -125,7 +126,7 @@ function decodeIncremental<State>(model: Forward<State>, prompt: readonly number
   const spec = options.speculative;
   const rewind = state as unknown as Rewindable<unknown>;
   let snapshot: unknown;
-  const stats: SpeculationStats | undefined = spec && { maxDraft: spec.maxDraft, sweeps: 0, drafted: 0, accepted: 0 };
+  const stats: SpeculationStats | undefined = spec && { maxDraft: spec.maxDraft, sweeps: 0, drafted: 0, accepted: 0, emitted: 0 };
   /** Every id the state has fed, for the drafter's sync (prompt from the state's own start). */
   const fed: number[] = [];
   /** Chooses from one row of logits, records the step, and says whether the run ends there. */
@@ -185,6 +186,7 @@ function decodeIncremental<State>(model: Forward<State>, prompt: readonly number
         stats.sweeps++;
         stats.drafted += draft.length;
         stats.accepted += sweep.filter((token, i) => i < draft.length && token === draft[i]).length;
+        stats.emitted += emitted;
       }
       // The state absorbed the whole draft; when fewer ids were emitted, go back and feed only those kept.
       const keep = verified.slice(0, emitted);
