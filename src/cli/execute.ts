@@ -14,7 +14,7 @@ import { ExitCode, type ExitCodeValue } from "../errors.ts";
 import type { BudgetAction } from "../plan/budget.ts";
 import { log } from "../report/log.ts";
 import { openingLines, planBlock } from "../report/plan-report.ts";
-import { dropLine, loadLines, runReport, runWarnings, speculationBanner, teacherForcedLines, verdictReport } from "../report/run-report.ts";
+import { dropLine, hybridBanner, loadLines, runReport, runWarnings, speculationBanner, teacherForcedLines, verdictReport } from "../report/run-report.ts";
 import { stepHeader, stepRow } from "../report/table.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import type { ExpertTraceRecorder } from "../weights/expert-trace.ts";
@@ -38,6 +38,8 @@ export interface RunSpec {
   trace?: boolean;
   /** Speculative decode: up to this many drafted ids per sweep. */
   speculative?: number;
+  /** Hybrid decode: the draft model's trunk and budget; its drafts replace the n-gram lookup's. */
+  draft?: { trunkDir: string; budgetBytes: number };
   /** A state file to resume, with the counts its header gave. */
   loadState?: { path: string; position: number; idCount: number };
   saveState?: string;
@@ -65,7 +67,7 @@ function openForRun(spec: RunSpec) {
       Math.min(spec.prefillChunk, spec.mode === "recompute" ? spec.prompt.length + spec.maxNewTokens : Math.max(fedFirst, 1)),
       spec.speculative ? spec.speculative + 1 : 1,
     ),
-    budgets: spec.budgets, trunkDir: spec.trunkDir, faults: spec.faults, trace: spec.trace,
+    budgets: spec.budgets, trunkDir: spec.trunkDir, faults: spec.faults, trace: spec.trace, draft: spec.draft,
   };
   const engine = openEngine(request, {
     onPlan: (plan) => {
@@ -88,7 +90,8 @@ function openForRun(spec: RunSpec) {
 export function executeRun(spec: RunSpec): RunOutcome {
   using engine = openForRun(spec);
   if (spec.loadState) log.info(`resuming from ${spec.loadState.path}: ${spec.loadState.position} prior positions, ${spec.prompt.length} new`);
-  if (spec.speculative) log.info(speculationBanner(spec.speculative));
+  if (spec.speculative && engine.plan.draft) for (const line of hybridBanner(engine.plan.draft, spec.speculative)) log.info(line);
+  else if (spec.speculative) log.info(speculationBanner(spec.speculative));
   stderr(stepHeader());
   let firstLogits: Float32Array | undefined;
   const result = generate(engine, spec.prompt, {

@@ -1,12 +1,13 @@
 /** The options of `k3 <model_dir>`: one table for parsing, validation and usage text. */
 import { defaultGeneratedTokens, defaultPrefillChunk, maxGeneratedTokens, maxPrefillChunk } from "../plan/limits.ts";
-import { maxDraftIds } from "../decode/drafter.ts";
+import { defaultHybridDraftIds, maxDraftIds } from "../decode/drafter.ts";
 import type { DecodeMode } from "../decode/loop.ts";
-import type { BudgetAction } from "../plan/budget.ts";
+import { defaultDraftTrunkBytes, type BudgetAction } from "../plan/budget.ts";
+import { bytesToGb } from "../units.ts";
 import { parseIdList, parseInteger, type OptionDef, type PositionalDef } from "./args.ts";
 import type { CommandInfo } from "./usage.ts";
 import { configOption, helpOption, layersOption, requirePath, tokOption } from "./common-options.ts";
-import { memoryOptions } from "./memory-options.ts";
+import { memoryOptions, parseGb } from "./memory-options.ts";
 import { samplingOptions, type SamplingTarget } from "./sampling-options.ts";
 
 export interface RunOptions {
@@ -36,6 +37,10 @@ export interface RunOptions {
   loadState: string | undefined;
   /** Teacher-forced check: one forward over the prompt, argmax agreement, no decoding. */
   tfCheck: boolean;
+  /** Hybrid decode: the draft model's packed trunk (runtime.md 9.3). */
+  draftTrunk: string | undefined;
+  /** Its trunk budget; undefined: the default (given without --draft-trunk, a usage error). */
+  draftTrunkBytes: number | undefined;
 }
 
 export function defaultRunOptions(): RunOptions {
@@ -43,7 +48,7 @@ export function defaultRunOptions(): RunOptions {
     modelDir: "", promptSources: [], promptValue: "", tokDir: undefined, ids: [], gen: defaultGeneratedTokens, configPath: undefined,
     mode: "incremental", out: "k3_run.json", dumpLogits: undefined, layers: undefined,
     budgets: [], trunkDir: undefined, dumpCacheTrace: undefined, sampling: {}, prefillChunk: defaultPrefillChunk,
-    spec: undefined, saveState: undefined, loadState: undefined, tfCheck: false,
+    spec: undefined, saveState: undefined, loadState: undefined, tfCheck: false, draftTrunk: undefined, draftTrunkBytes: undefined,
   };
 }
 
@@ -108,6 +113,16 @@ export const runOptionTable: readonly OptionDef<RunOptions>[] = [
     name: "spec", value: "N",
     description: `Speculative decode: draft up to N ids per sweep from the sequence's own n-grams (clamped to ${maxDraftIds}) and verify them in one forward; the ids do not change`,
     apply: (o, raw, flag) => { o.spec = Math.min(parseInteger(raw, flag, 1, 1_000_000), maxDraftIds); },
+  },
+  {
+    name: "draft-trunk", value: "DIR",
+    description: `Hybrid decode: a draft model on this packed trunk (k3 quantize-trunk) proposes ids, routed only to experts already cached, and the model verifies every one (implies --spec ${defaultHybridDraftIds}); the ids do not change`,
+    apply: (o, raw, flag) => { o.draftTrunk = requirePath(raw, flag); },
+  },
+  {
+    name: "draft-trunk-gb", value: "X",
+    description: `The draft trunk's budget in GB, pinned layers plus its own streaming ring (default ${bytesToGb(defaultDraftTrunkBytes)})`,
+    apply: (o, raw, flag) => { o.draftTrunkBytes = parseGb(raw, flag); },
   },
   {
     name: "save-state", value: "FILE",

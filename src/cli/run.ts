@@ -2,11 +2,13 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig } from "../checkpoint/config.ts";
+import { defaultHybridDraftIds } from "../decode/drafter.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import type { RunResult } from "../engine/result.ts";
 import { resultJson } from "../report/results.ts";
 import { ExitCode, usageError } from "../errors.ts";
 import { writeAtomically } from "../fs.ts";
+import { defaultDraftTrunkBytes } from "../plan/budget.ts";
 import { maxPositions, maxPromptIds } from "../plan/limits.ts";
 import { emit, log } from "../report/log.ts";
 import { dumpCacheTrace, traceWrittenLine } from "../weights/expert-trace.ts";
@@ -39,8 +41,12 @@ export function parseRunArgs(args: readonly string[]): RunOptions {
     const needsState = [["--spec", options.spec], ["--load-state", options.loadState], ["--save-state", options.saveState]].find(([, v]) => v !== undefined);
     if (needsState) throw usageError(`${needsState[0]} needs incremental decode (it carries the sequence state); drop --recompute`);
   }
+  if (options.draftTrunkBytes !== undefined && !options.draftTrunk) throw usageError("--draft-trunk-gb is the draft trunk's budget: it needs --draft-trunk DIR");
+  if (options.draftTrunk && options.mode === "recompute") {
+    throw usageError("--draft-trunk needs incremental decode (the draft carries its own state); drop --recompute");
+  }
   if (options.tfCheck) {
-    const other = [["--spec", options.spec], ["--load-state", options.loadState], ["--save-state", options.saveState]].find(([, v]) => v !== undefined);
+    const other = [["--spec", options.spec], ["--load-state", options.loadState], ["--save-state", options.saveState], ["--draft-trunk", options.draftTrunk]].find(([, v]) => v !== undefined);
     if (other) throw usageError(`--tf-check runs no decode: it cannot be combined with ${other[0]}`);
   }
   resolveSampling(options.sampling, samplingDefaults.run); // a bad knob is a usage error before anything loads
@@ -89,7 +95,9 @@ export async function main(args: readonly string[]): Promise<number> {
     prompt: prompt.ids, maxNewTokens: options.gen, mode: options.mode, prefillChunk: options.prefillChunk,
     sampling: resolveSampling(options.sampling, samplingDefaults.run), budgets: options.budgets, trunkDir: options.trunkDir,
     tokenizer: prompt.tokenizer, faults: injectedFaults(), trace: options.dumpCacheTrace !== undefined,
-    speculative: options.spec, loadState: options.loadState && prior ? { path: options.loadState, ...prior } : undefined,
+    speculative: options.spec ?? (options.draftTrunk ? defaultHybridDraftIds : undefined),
+    draft: options.draftTrunk ? { trunkDir: options.draftTrunk, budgetBytes: options.draftTrunkBytes ?? defaultDraftTrunkBytes } : undefined,
+    loadState: options.loadState && prior ? { path: options.loadState, ...prior } : undefined,
     saveState: options.saveState,
   };
   if (options.tfCheck) {

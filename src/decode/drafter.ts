@@ -23,3 +23,6 @@ export interface Drafter {
 
 /** The most ids one sweep drafts (runtime.md 9.1: N is clamped to 8). */
 export const maxDraftIds = 8;
+
+/** Ids a draft model proposes per sweep when --spec does not say (runtime.md 1.2: --draft-trunk implies --spec 4). */
+export const defaultHybridDraftIds = 4;

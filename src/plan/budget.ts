@@ -11,6 +11,8 @@ import { findPreset, presets } from "./presets.ts";
 
 export const defaultTrunkBytes = gbToBytes(16);
 export const defaultCacheBytes = gbToBytes(64);
+/** The draft trunk's budget in hybrid decode (runtime.md 9.3). */
+export const defaultDraftTrunkBytes = gbToBytes(6);
 
 /**
  * The constants of the auto budget (runtime.md 2.3). The reserve is what the system and k3's

@@ -29,14 +29,17 @@ export function planText(plan: MemoryPlan, availableBytes: number | undefined): 
   return lines.join("\n");
 }
 
-export function trunkBanner(plan: TrunkPlan, packedBytes: number, layerCount: number, direct: boolean): string {
+/** The streaming banner (runtime.md 5.4); the draft trunk of hybrid decode has its own, naming its own budget flag. */
+export function trunkBanner(
+  plan: TrunkPlan, packedBytes: number, layerCount: number, direct: boolean, which = { label: "trunk stream:", flag: "--trunk-gb" },
+): string {
   const lines = [
-    `trunk stream: ${formatBytes(packedBytes)} packed, ${plan.pinned}/${layerCount} layers PINNED (${formatBytes(plan.pinnedBytes)}), ring ${plan.ringSlots} x ${formatBytes(plan.slotBytes)}`,
+    `${which.label} ${formatBytes(packedBytes)} packed, ${plan.pinned}/${layerCount} layers PINNED (${formatBytes(plan.pinnedBytes)}), ring ${plan.ringSlots} x ${formatBytes(plan.slotBytes)}`,
     `              ${direct ? "reads use O_DIRECT (page cache bypassed)" : "buffered I/O (the filesystem refuses O_DIRECT)"}`,
   ];
   if (plan.raised) lines.push(`              the budget was below one ring slot and was raised to ${formatBytes(plan.bytes)}; tokens are unchanged`);
   if (plan.ringSlots === 1 && plan.twoSlotBudget !== undefined) {
-    lines.push(`              ring held at 1 slot: no read-ahead. Raise --trunk-gb to at least ${bytesToGb(plan.twoSlotBudget).toFixed(6)} to enable it.`);
+    lines.push(`              ring held at 1 slot: no read-ahead. Raise ${which.flag} to at least ${bytesToGb(plan.twoSlotBudget).toFixed(6)} to enable it.`);
   }
   lines.push(`              deterministic hit rate ${pct(plan.pinned, layerCount)}% (a cyclic scan defeats LRU, so a pinned prefix is used instead)`);
   return lines.join("\n");
@@ -71,5 +74,6 @@ export function openingLines(plan: EnginePlan, intent: RunIntent): string[] {
 export function planBlock(plan: EnginePlan): string {
   const blocks = [planText(plan.memory, plan.availableBytes)];
   if (plan.trunk.mode === "streamed") blocks.push(trunkBanner(plan.trunk.plan, plan.trunk.packedBytes, plan.layerCount, true));
+  if (plan.draft) blocks.push(trunkBanner(plan.draft.plan, plan.draft.packedBytes, plan.layerCount, true, { label: `draft trunk stream (${plan.draft.dir}):\n             `, flag: "--draft-trunk-gb" }));
   return blocks.join("\n");
 }

@@ -4,9 +4,9 @@
  * the verdict when an expert had to be dropped. Each is a function of the RunResult (or of the
  * plan, before the run); text for people, on stderr.
  */
-import type { EnginePlan, ExpertCachePlan, ExpertDrop, ExpertStepStats, RunResult, TrunkStats } from "../engine/result.ts";
+import type { DraftPlan, EnginePlan, ExpertCachePlan, ExpertDrop, ExpertStepStats, RunResult, TrunkStats } from "../engine/result.ts";
 import type { TrunkPlan } from "../plan/trunk-plan.ts";
-import { formatBytes, gb, pct } from "./format.ts";
+import { budgetGb, formatBytes, gb, pct } from "./format.ts";
 import { summaryLine } from "./table.ts";
 
 export function expertCacheLine(plan: ExpertCachePlan): string {
@@ -106,10 +106,37 @@ export function speculationBanner(maxDraft: number): string {
   return `speculative decode: up to ${maxDraft} drafted tokens per sweep, n-gram lookup, verified batched`;
 }
 
+/** Said before the first step of a hybrid run (runtime.md 9.3). */
+export function hybridBanner(draft: DraftPlan, maxDraft: number): string[] {
+  return [
+    `hybrid decode: draft trunk ${draft.dir} (${budgetGb(draft.budgetBytes)} GB budget) proposes up to ${maxDraft} tokens per sweep;`,
+    "  the exact model verifies every token before it is emitted (the draft routes only to experts already cached, never reading one)",
+  ];
+}
+
+/**
+ * What the draft model did (runtime.md 7.3 line 2): rounds, drafted and accepted ids and the mean
+ * accepted run per round; then its cache-only routing and the expert reads while it drafted
+ * (zero: it never reads one); then its trunk stream.
+ */
+function hybridReport(result: RunResult): string | undefined {
+  const h = result.hybrid;
+  const s = result.speculation;
+  if (!h || !s) return undefined;
+  const e = h.experts;
+  return [
+    `hybrid decode: ${s.sweeps} rounds, ${s.drafted} drafted, ${s.accepted} accepted (${pct(s.accepted, s.drafted)}%), mean accepted run ${(s.sweeps > 0 ? s.accepted / s.sweeps : 0).toFixed(2)}`,
+    `  draft model: fed ${h.drafter.fedIds} ids, ${h.drafter.restores} restores to its snapshot, ${h.drafter.seconds.toFixed(2)} s drafting; ` +
+      `routing: ${e.picks} picks, ${e.served} served from the cache (${pct(e.served, e.picks)}%), ${e.skipped} skipped (not resident), ` +
+      `${e.sharedOnly} with shared experts only; expert reads while drafting: ${h.expertReadsWhileDrafting}`,
+    `  draft trunk: ${h.trunkStats.reads} reads, ${formatBytes(h.trunkStats.bytesRead)} in ${h.trunkStats.readSeconds.toFixed(2)} s, waited ${h.trunkStats.waitSeconds.toFixed(2)} s`,
+  ].join("\n");
+}
+
 /** What speculation did, per sweep: drafted, accepted, emitted. */
 function speculationReport(result: RunResult): string | undefined {
   const s = result.speculation;
-  if (!s) return undefined;
+  if (!s || result.hybrid) return hybridReport(result);
   const perSweep = (n: number) => (s.sweeps > 0 ? (n / s.sweeps).toFixed(2) : "0");
   const emitted = s.emitted;
   const rate = s.drafted > 0 ? ((100 * s.accepted) / s.drafted).toFixed(1) : "0.0";
