@@ -23,9 +23,10 @@ export function presetListing(): string {
 
 export function planText(plan: MemoryPlan, availableBytes: number | undefined): string {
   const lines = ["memory plan"];
-  for (const term of plan.terms) lines.push(`  ${term.name.padEnd(17)}${formatBytes(term.bytes)}`);
-  lines.push(`  ${"TOTAL".padEnd(17)}${formatBytes(plan.totalBytes)}`);
-  lines.push(`  ${"available".padEnd(17)}${availableBytes === undefined ? "unknown (no /proc/meminfo)" : formatBytes(availableBytes)}`);
+  const width = Math.max(17, ...plan.terms.map((t) => t.name.length + 1));
+  for (const term of plan.terms) lines.push(`  ${term.name.padEnd(width)}${formatBytes(term.bytes)}`);
+  lines.push(`  ${"TOTAL".padEnd(width)}${formatBytes(plan.totalBytes)}`);
+  lines.push(`  ${"available".padEnd(width)}${availableBytes === undefined ? "unknown (no /proc/meminfo)" : formatBytes(availableBytes)}`);
   return lines.join("\n");
 }
 

@@ -6,7 +6,7 @@
  */
 import type { DraftPlan, EnginePlan, ExpertCachePlan, ExpertDrop, ExpertStepStats, RunResult, TrunkStats } from "../engine/result.ts";
 import type { TrunkPlan } from "../plan/trunk-plan.ts";
-import { budgetGb, formatBytes, gb, pct } from "./format.ts";
+import { formatBytes, gb, pct } from "./format.ts";
 import { summaryLine } from "./table.ts";
 
 export function expertCacheLine(plan: ExpertCachePlan): string {
@@ -109,7 +109,7 @@ export function speculationBanner(maxDraft: number): string {
 /** Said before the first step of a hybrid run (runtime.md 9.3). */
 export function hybridBanner(draft: DraftPlan, maxDraft: number): string[] {
   return [
-    `hybrid decode: draft trunk ${draft.dir} (${budgetGb(draft.budgetBytes)} GB budget) proposes up to ${maxDraft} tokens per sweep;`,
+    `hybrid decode: draft trunk ${draft.dir} (${gb(draft.budgetBytes)} GB budget) proposes up to ${maxDraft} tokens per sweep;`,
     "  the exact model verifies every token before it is emitted (the draft routes only to experts already cached, never reading one)",
   ];
 }
