@@ -11,7 +11,7 @@ import { generate } from "../engine/generate.ts";
 import { openEngine, type EngineRequest } from "../engine/open.ts";
 import type { RunResult } from "../engine/result.ts";
 import { ExitCode, type ExitCodeValue } from "../errors.ts";
-import type { BudgetAction } from "../plan/budget.ts";
+import { ultraRequested, type BudgetAction } from "../plan/budget.ts";
 import { log } from "../report/log.ts";
 import { openingLines, planBlock } from "../report/plan-report.ts";
 import { dropLine, hybridBanner, loadLines, runReport, runWarnings, speculationBanner, teacherForcedLines, verdictReport } from "../report/run-report.ts";
@@ -59,15 +59,17 @@ const stderr = (text: string) => process.stderr.write(`${text}\n`);
 function openForRun(spec: RunSpec) {
   const prior = spec.loadState?.idCount ?? 0;
   const fedFirst = prior - (spec.loadState?.position ?? 0) + spec.prompt.length;
+  const ultraRecompute = spec.mode === "recompute" && ultraRequested(spec.budgets);
   const request: EngineRequest = {
     modelDir: spec.modelDir, config: spec.config, layerCount: spec.layerCount,
     positions: prior + spec.prompt.length + spec.maxNewTokens + 1,
     // The longest call: the prompt (incremental), the whole prefix (recompute), or one verification sweep.
-    prefillChunk: Math.max(
+    // In ultra-low-memory recompute one recurrent slot serves every layer, so each pass is one call.
+    prefillChunk: ultraRecompute ? spec.prompt.length + spec.maxNewTokens : Math.max(
       Math.min(spec.prefillChunk, spec.mode === "recompute" ? spec.prompt.length + spec.maxNewTokens : Math.max(fedFirst, 1)),
       spec.speculative ? spec.speculative + 1 : 1,
     ),
-    budgets: spec.budgets, trunkDir: spec.trunkDir, faults: spec.faults, trace: spec.trace, draft: spec.draft,
+    budgets: spec.budgets, trunkDir: spec.trunkDir, faults: spec.faults, trace: spec.trace, draft: spec.draft, mode: spec.mode,
   };
   const engine = openEngine(request, {
     onPlan: (plan) => {

@@ -31,7 +31,7 @@ export function memoryOptions<T extends MemoryTarget>(): OptionDef<T>[] {
       name: "preset", value: "NAME",
       description: `Memory preset, sets --trunk-gb and --cache-gb: ${presetNames().join(", ")} (see --list-presets)`,
       apply: (o, raw, flag) => {
-        if (raw === "auto") o.budgets.push({ kind: "auto" });
+        if (raw === "auto") o.budgets.push({ kind: "auto", preset: true });
         else if (findPreset(raw)) o.budgets.push({ kind: "preset", name: raw });
         else throw usageError(`${flag}: unknown preset '${raw}'`, presetListing());
       },
@@ -45,6 +45,11 @@ export function memoryOptions<T extends MemoryTarget>(): OptionDef<T>[] {
       name: "trunk-gb", value: "X|auto",
       description: `Trunk budget in GB for pinned layers plus the streaming ring (default ${bytesToGb(defaultTrunkBytes)}; needs --trunk)`,
       apply: (o, raw, flag) => { o.budgets.push(raw === "auto" ? { kind: "auto" } : { kind: "trunk", bytes: parseGb(raw, flag) }); },
+    },
+    {
+      name: "ultra-low-memory",
+      description: "Read embedding rows and the LM head (in 4 MiB chunks) from disk as needed instead of holding them, one recurrent slot in --recompute; same tokens, slower (needs --trunk; --preset ultra sets it)",
+      apply: (o) => { o.budgets.push({ kind: "ultra" }); },
     },
     {
       name: "cache-gb", value: "X",

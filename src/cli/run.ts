@@ -8,7 +8,7 @@ import type { RunResult } from "../engine/result.ts";
 import { resultJson } from "../report/results.ts";
 import { ExitCode, usageError } from "../errors.ts";
 import { writeAtomically } from "../fs.ts";
-import { defaultDraftTrunkBytes } from "../plan/budget.ts";
+import { defaultDraftTrunkBytes, ultraRequested } from "../plan/budget.ts";
 import { maxPositions, maxPromptIds } from "../plan/limits.ts";
 import { emit, log } from "../report/log.ts";
 import { dumpCacheTrace, traceWrittenLine } from "../weights/expert-trace.ts";
@@ -44,6 +44,10 @@ export function parseRunArgs(args: readonly string[]): RunOptions {
   if (options.draftTrunkBytes !== undefined && !options.draftTrunk) throw usageError("--draft-trunk-gb is the draft trunk's budget: it needs --draft-trunk DIR");
   if (options.draftTrunk && options.mode === "recompute") {
     throw usageError("--draft-trunk needs incremental decode (the draft carries its own state); drop --recompute");
+  }
+  if (ultraRequested(options.budgets)) {
+    const serialOnly = [["--spec", options.spec], ["--draft-trunk", options.draftTrunk]].find(([, v]) => v !== undefined);
+    if (serialOnly) throw usageError(`ultra-low-memory mode (--ultra-low-memory or --preset ultra) decodes serially: it cannot be combined with ${serialOnly[0]}`);
   }
   if (options.tfCheck) {
     const other = [["--spec", options.spec], ["--load-state", options.loadState], ["--save-state", options.saveState], ["--draft-trunk", options.draftTrunk]].find(([, v]) => v !== undefined);

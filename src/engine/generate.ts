@@ -61,6 +61,7 @@ function statsSince(now: TrunkStats, before: TrunkStats): TrunkStats {
 export function generate(engine: Engine, prompt: readonly number[], options: GenerateOptions, events: GenerateEvents = {}): RunResult {
   const { experts, streamed, plan } = engine;
   const trunkBefore = streamed ? { ...streamed.stats } : undefined;
+  const tablesBefore = { ...engine.tables.stats };
   const dropsBefore = experts.drops.length;
   const badScalesBefore = engine.badScaleBytes();
   const warningsBefore = engine.warnings.length;
@@ -101,7 +102,10 @@ export function generate(engine: Engine, prompt: readonly number[], options: Gen
     const decodeSeconds = steps.reduce((sum, s) => sum + s.seconds, 0);
     const total = sumStats(steps);
     const trunkStats = streamed && trunkBefore ? statsSince(streamed.stats, trunkBefore) : undefined;
-    const waited = (trunkStats?.waitSeconds ?? 0) + total.waitSeconds;
+    const tables = { ...engine.tables.stats };
+    for (const key of Object.keys(tables) as (keyof typeof tables)[]) tables[key] -= tablesBefore[key];
+    // Ultra-low-memory mode reads the embedding rows and the LM head synchronously: all of it is waiting.
+    const waited = (trunkStats?.waitSeconds ?? 0) + total.waitSeconds + tables.readSeconds;
     return {
       promptIds: [...prompt], generatedIds: generated, fullIds,
       generatedText: options.tokenizer && generated.length > 0 ? options.tokenizer.decodeText(generated) : null,
@@ -120,6 +124,8 @@ export function generate(engine: Engine, prompt: readonly number[], options: Gen
       warnings: [...new Set(engine.warnings.slice(Math.max(warningsBefore, engine.warningsAtLoad)))],
       speculation: decoded.speculation,
       hybrid: hybrid?.stats(),
+      ultraLowMemory: engine.tables.streamed,
+      embeddingBytesRead: tables.embeddingBytesRead, lmHeadBytesRead: tables.lmHeadBytesRead, tableReadSeconds: tables.readSeconds,
       resumedFrom: resumed && options.loadState ? { path: options.loadState, priorPositions: resumed.position, priorIds: history.length } : undefined,
       savedState,
     };

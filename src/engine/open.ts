@@ -12,14 +12,17 @@ import { modelTensors, tensorList } from "../checkpoint/tensor-names.ts";
 import { Model } from "../model/forward.ts";
 import { readCapacity, setBufferedFallbackReporter } from "../native/file.ts";
 import { badScaleBytes, threadsFromEnv } from "../native/kernels.ts";
-import { readMemory, resolveBudgets, type BudgetAction, type Budgets } from "../plan/budget.ts";
-import { checkKvFits, checkPlanFits, memoryPlan, type MemoryPlan } from "../plan/memory-plan.ts";
+import type { DecodeMode } from "../decode/loop.ts";
+import { usageError } from "../errors.ts";
+import { readMemory, resolveBudgets, ultraRequested, type BudgetAction, type Budgets } from "../plan/budget.ts";
+import { checkKvFits, checkPlanFits, memoryPlan, recurrentSlotBytes, type MemoryPlan } from "../plan/memory-plan.ts";
 import { planTrunk, type TrunkPlan } from "../plan/trunk-plan.ts";
 import { checkBindable, vectorBytes } from "../weights/bind.ts";
 import { CacheOnlyExperts } from "../weights/cache-only-experts.ts";
 import { openDraftTrunk } from "../weights/draft-trunk.ts";
 import { ExpertCache, planExpertCache, type ExpertCachePlan, type ExpertDrop } from "../weights/expert-cache.ts";
-import { loadModelTables } from "../weights/model-tables.ts";
+import { loadModelTables, type ModelTables } from "../weights/model-tables.ts";
+import { lmHeadWalk, openStreamedTables, streamedTableBytes } from "../weights/streamed-tables.ts";
 import { ResidentTrunk } from "../weights/resident-trunk.ts";
 import { openPackedTrunk, StreamedTrunk } from "../weights/streamed-trunk.ts";
 import { TensorReader } from "../weights/tensor-reader.ts";
@@ -46,6 +49,20 @@ export interface EngineRequest {
   snapshotBytes?: number;
   /** Hybrid decode: a draft trunk (usually `k3 quantize-trunk`'s), streamed within its own budget. */
   draft?: { trunkDir: string; budgetBytes: number };
+  /** How the run decodes: in ultra-low-memory mode full recompute reuses one recurrent slot. */
+  mode?: DecodeMode;
+}
+
+/** Ultra-low-memory mode as planned (runtime.md 2.4). */
+export interface UltraPlan {
+  /** LM head rows per 4 MiB chunk, and chunks per projection. */
+  rowsPerChunk: number;
+  chunks: number;
+  /** Resident: the chunk buffer, an embedding row's buffer, the final vectors. */
+  residentBytes: number;
+  /** Full recompute: one recurrent slot cleared and reused for every KDA layer. */
+  oneRecurrentSlot: boolean;
+  recurrentSlotBytes: number;
 }
 
 /** The draft model's trunk as planned: its own ring within its own budget (runtime.md 9.3). */
@@ -82,6 +99,10 @@ export interface EnginePlan {
   prefillChunk: number;
   /** Hybrid decode's draft trunk; undefined without --draft-trunk. */
   draft: DraftPlan | undefined;
+  /** Ultra-low-memory mode; undefined when the embedding and LM head are resident. */
+  ultra: UltraPlan | undefined;
+  /** The model's hidden width (E). */
+  hiddenSize: number;
 }
 
 export interface EngineEvents {
@@ -114,6 +135,8 @@ export interface Engine {
   readonly experts: ExpertCache;
   readonly streamed: StreamedTrunk | undefined;
   readonly draft: DraftModel | undefined;
+  /** The embedding, LM head and final vectors: resident, or streamed in ultra-low-memory mode. */
+  readonly tables: ModelTables;
   readonly loadSeconds: number;
   readonly peakRssAfterLoadBytes: number;
   /** Warnings from binding layers; a streamed trunk binds during the run, so this can grow. */
@@ -146,6 +169,9 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   threadsFromEnv(); // a bad K3_THREADS is a usage error before anything is loaded
   setBufferedFallbackReporter(events.onBufferedFallback ?? (() => {}));
   const warn = events.onWarning ?? (() => {});
+  if (ultraRequested(request.budgets) && !request.trunkDir) {
+    throw usageError("ultra-low-memory mode (--ultra-low-memory or --preset ultra) needs --trunk: a resident trunk cannot keep its memory bound");
+  }
   if (!request.trunkDir && request.budgets.some((b) => b.kind !== "cache")) {
     warn("--preset/--trunk-gb without --trunk: the trunk is held resident, so the trunk budget does not apply");
   }
@@ -155,9 +181,14 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   const layouts = Array.from({ length: layerCount }, (_, l) => layerLayout(index, config, l));
   // Each resident layer: its bytes, the read's alignment window, and its widened vectors.
   const residentBytes = layouts.reduce((sum, layout) => sum + readCapacity(layout.bytes) + vectorBytes(layout), 0);
-  const tablesBytes = tableBytes(index, config);
   const memory = readMemory();
-  const budgets = resolveBudgets(request.budgets, memory, { trunkBytes: residentBytes, tablesBytes });
+  const budgets = resolveBudgets(request.budgets, memory, { trunkBytes: residentBytes, tablesBytes: tableBytes(index, config) });
+  const walk = budgets.ultraLowMemory ? lmHeadWalk(index, config) : undefined;
+  const ultra: UltraPlan | undefined = walk && {
+    rowsPerChunk: walk.rowsPerChunk, chunks: walk.chunks, residentBytes: streamedTableBytes(index, config),
+    oneRecurrentSlot: request.mode === "recompute", recurrentSlotBytes: recurrentSlotBytes(config),
+  };
+  const tablesBytes = ultra ? ultra.residentBytes : tableBytes(index, config);
   const packed = request.trunkDir ? openPackedTrunk(request.trunkDir, layouts) : undefined;
   const trunk: TrunkPlacement = packed
     ? { mode: "streamed", plan: planTrunk(packed.layerCosts, budgets.trunkBytes), packedBytes: packed.packedBytes }
@@ -171,7 +202,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   const plan: EnginePlan = {
     modelDir: request.modelDir, layerCount, modelLayers: config.numLayers, tensorCount: index.tensorCount,
     shardCount: index.shards.length, indexSeconds, budgets, trunk, expertCache, positions: request.positions,
-    prefillChunk: request.prefillChunk, draft,
+    prefillChunk: request.prefillChunk, draft, ultra, hiddenSize: config.hiddenSize,
     trunkPayloadBytes: layouts.reduce((sum, l) => sum + l.bytes, 0),
     availableBytes: memory?.availableBytes,
     memory: memoryPlan({
@@ -179,7 +210,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
       trunk: { mode: trunk.mode, bytes: trunk.mode === "streamed" ? trunk.plan.bytes : trunk.bytes },
       tablesBytes, expertCacheBytes: expertCache.slots * expertCache.slotBytes, baselineBytes: process.memoryUsage().rss,
       snapshotBytes: request.snapshotBytes ?? 0,
-      draft: draft && { trunkBytes: draft.plan.bytes },
+      draft: draft && { trunkBytes: draft.plan.bytes }, tablesStreamed: ultra !== undefined, oneRecurrentSlot: ultra?.oneRecurrentSlot,
     }),
   };
   events.onPlan?.(plan);
@@ -196,13 +227,13 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
     : undefined;
   const onLayer = (bound: number) => events.onLayerBound?.(bound, layerCount, (performance.now() - loadStarted) / 1000);
   const held: Trunk = streamed ?? opened.adopt(new ResidentTrunk(index, reader, config, layouts, warnings, onLayer), (t) => t.close());
-  const tables = opened.adopt(loadModelTables(index, reader, config), (t) => t.close());
+  const tables = opened.adopt(ultra ? openStreamedTables(index, reader, config) : loadModelTables(index, reader, config), (t) => t.close());
   reader.releaseScratch(); // loading is done; nothing should hold a read-sized buffer now
   const experts = opened.adopt(
     new ExpertCache(index, config, expertCache, reader.files, { faults: request.faults, trace: request.trace, onDrop: events.onDrop }),
     (e) => e.close(),
   );
-  const model = opened.adopt(new Model(config, held, tables, experts, request.positions), (m) => m.close());
+  const model = opened.adopt(new Model(config, held, tables, experts, request.positions, { oneRecurrentSlot: ultra?.oneRecurrentSlot }), (m) => m.close());
   let draftModel: DraftModel | undefined;
   if (draft && draftPacked) {
     const trunk = opened.adopt(new StreamedTrunk(draftPacked, config, draft.plan, warnings), (t) => t.close());
@@ -214,7 +245,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   const owned = opened.move(); // opened: from here the engine owns everything
   const close = () => owned.dispose();
   return {
-    config, plan, model, experts, streamed, draft: draftModel, loadSeconds, peakRssAfterLoadBytes: peakRssBytes(), openedAt,
+    config, plan, model, experts, streamed, draft: draftModel, tables, loadSeconds, peakRssAfterLoadBytes: peakRssBytes(), openedAt,
     warnings, warningsAtLoad: warnings.length, badScaleBytes,
     close, [Symbol.dispose]: close,
   };

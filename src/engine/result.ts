@@ -10,7 +10,7 @@ import type { TrunkStats } from "../weights/streamed-trunk.ts";
 import type { HybridStats } from "./hybrid.ts";
 import type { EnginePlan } from "./open.ts";
 
-export type { DraftPlan, EnginePlan, TrunkPlacement } from "./open.ts";
+export type { DraftPlan, EnginePlan, TrunkPlacement, UltraPlan } from "./open.ts";
 export type { HybridStats } from "./hybrid.ts";
 export type { ExpertCachePlan, ExpertDrop, ExpertStepStats, SpeculationStats, TrunkStats };
 
@@ -66,6 +66,13 @@ export interface RunResult {
   speculation: SpeculationStats | undefined;
   /** Hybrid decode's draft model: what it fed and proposed, its cache-only routing, its trunk stream. */
   hybrid: HybridStats | undefined;
+  /** Ultra-low-memory mode (runtime.md 2.4): the embedding and LM head were read from disk as needed. */
+  ultraLowMemory: boolean;
+  /** Bytes of embedding rows and of LM head chunks read during the run (0 when they are resident). */
+  embeddingBytesRead: number;
+  lmHeadBytesRead: number;
+  /** Seconds spent waiting for those reads (the I/O share's "model tables" term). */
+  tableReadSeconds: number;
   /** The state file the run resumed from: its path and the positions it held. */
   resumedFrom: { path: string; priorPositions: number; priorIds: number } | undefined;
   /** The state file written after the run. */

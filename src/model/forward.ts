@@ -5,7 +5,6 @@
  */
 import type { ModelConfig } from "../checkpoint/config.ts";
 import * as kernels from "../native/kernels.ts";
-import { f32View, offsetPointer } from "../native/memory.ts";
 import type { ExpertSource } from "../weights/experts.ts";
 import type { ModelTables } from "../weights/model-tables.ts";
 import type { Trunk } from "../weights/trunk.ts";
@@ -21,6 +20,7 @@ export class Model implements Forward<SequenceState> {
   readonly #tables: ModelTables;
   readonly #experts: ExpertSource;
   readonly #capacity: number;
+  readonly #oneRecurrentSlot: boolean;
   /**
    * Activations, reused so nothing is allocated once the largest step has run: the step pool
    * holds what lives across layers (the embedding, the block list, the running sum), the layer
@@ -30,31 +30,26 @@ export class Model implements Forward<SequenceState> {
   readonly #stepPool = new F32Pool();
   readonly #layerPool = new F32Pool();
 
-  constructor(config: ModelConfig, trunk: Trunk, tables: ModelTables, experts: ExpertSource, capacity: number) {
+  /**
+   * `oneRecurrentSlot`: states share one KDA slot across layers (ultra-low-memory full recompute,
+   * runtime.md 2.4); each such state takes one pass over its whole sequence.
+   */
+  constructor(config: ModelConfig, trunk: Trunk, tables: ModelTables, experts: ExpertSource, capacity: number, options: { oneRecurrentSlot?: boolean } = {}) {
     this.config = config;
     this.vocabSize = config.vocabSize;
     this.#trunk = trunk;
     this.#tables = tables;
     this.#experts = experts;
     this.#capacity = capacity;
+    this.#oneRecurrentSlot = options.oneRecurrentSlot ?? false;
   }
 
   newState(): SequenceState {
-    return new SequenceState(this.config, this.#trunk.layerCount, this.#capacity);
+    return new SequenceState(this.config, this.#trunk.layerCount, this.#capacity, { oneRecurrentSlot: this.#oneRecurrentSlot });
   }
 
   release(state: SequenceState): void {
     state.free();
-  }
-
-  /** Token embeddings [tokens][E]: an exact widen of one row each, no scaling. */
-  #embed(ids: readonly number[], out: F32): void {
-    const { embed } = this.#tables;
-    const E = this.config.hiddenSize;
-    ids.forEach((id, t) => {
-      if (embed.dtype === "BF16") kernels.widenBf16(offsetPointer(embed.ptr, id * E * 2), out.row(t, E), E);
-      else out.a.set(f32View(embed.ptr, id * E * 4, E), t * E);
-    });
   }
 
   run(state: SequenceState, ids: readonly number[], outputs: Outputs = "last"): Float32Array {
@@ -63,12 +58,13 @@ export class Model implements Forward<SequenceState> {
     const E = c.hiddenSize;
     const first = state.position;
     if (first + T > state.capacity) throw new Error(`sequence of ${first + T} positions exceeds the state's ${state.capacity}`);
+    if (state.oneRecurrentSlot && first > 0) throw new Error("a one-slot state takes one pass over its whole sequence, not a continuation");
     const stepPool = this.#stepPool;
     const pool = this.#layerPool;
     stepPool.reset();
     const ctx: BlockContext = { config: c, pool, tokens: T };
     const embedded = stepPool.alloc(T * E, "embeddings");
-    this.#embed(ids, embedded);
+    this.#tables.embed(ids, embedded); // an exact widen of one row each, no scaling
     const blocks: F32[] = []; // B: completed block representations, the embedding first
     let partial: F32 | undefined = embedded; // r: the running sum of the current block
     for (let layer = 0; layer < this.#trunk.layerCount; layer++) {
@@ -86,6 +82,7 @@ export class Model implements Forward<SequenceState> {
       }
       const normed = pool.alloc(T * E, "input norm");
       kernels.rmsnorm(a, w.inputNorm, normed, T, E, c.rmsNormEps);
+      if (w.attention.kind === "kda" && state.oneRecurrentSlot) state.clearRecurrentSlot(); // this layer's turn of the one slot
       const attended = w.attention.kind === "kda"
         ? kda(ctx, w.attention, state.kda.get(layer)!, normed)
         : mla(ctx, w.attention, state.mla.get(layer)!, first, normed);
@@ -112,7 +109,7 @@ export class Model implements Forward<SequenceState> {
     const normed = pool.alloc(rows * E, "final norm");
     kernels.rmsnorm(out, this.#tables.finalNorm, normed, rows, E, c.rmsNormEps);
     const logits = pool.alloc(rows * c.vocabSize, "logits");
-    kernels.matmul(this.#tables.lmHead, normed, logits, rows);
+    this.#tables.project(normed, logits, rows);
     state.position += T;
     return logits.a.slice();
   }

@@ -49,22 +49,33 @@ export class SequenceState {
   readonly config: ModelConfig;
   readonly kda = new Map<number, KdaState>();
   readonly mla = new Map<number, MlaCache>();
+  /**
+   * Ultra-low-memory full recompute (runtime.md 2.4): every KDA layer shares one recurrent slot,
+   * cleared before each layer uses it. Safe only for one pass over the whole sequence from
+   * position 0, because no later layer reads an earlier layer's KDA state within a pass; such a
+   * state cannot be snapshot, written out or fed twice.
+   */
+  readonly oneRecurrentSlot: boolean;
   readonly #pool = new F32Pool();
 
-  constructor(config: ModelConfig, layerCount: number, capacity: number) {
+  constructor(config: ModelConfig, layerCount: number, capacity: number, options: { oneRecurrentSlot?: boolean } = {}) {
     this.capacity = capacity;
     this.config = config;
+    this.oneRecurrentSlot = options.oneRecurrentSlot ?? false;
     const c = config;
     const P = c.kdaNumHeads * c.kdaHeadDim;
+    let shared: KdaState | undefined;
     for (let layer = 0; layer < layerCount; layer++) {
       if (attentionKind(c, layer) === "kda") {
         const history = P * (c.shortConvKernel - 1);
-        this.kda.set(layer, {
+        const slot = shared ?? {
           recurrent: this.#pool.alloc(c.kdaNumHeads * c.kdaHeadDim * c.kdaHeadDim, `KDA state of layer ${layer}`),
           convQ: this.#pool.alloc(history, "conv history"),
           convK: this.#pool.alloc(history, "conv history"),
           convV: this.#pool.alloc(history, "conv history"),
-        });
+        };
+        if (this.oneRecurrentSlot) shared = slot;
+        this.kda.set(layer, slot);
       } else {
         this.mla.set(layer, {
           latent: this.#pool.alloc(capacity * c.kvLoraRank, `MLA latent cache of layer ${layer}`),
@@ -74,8 +85,16 @@ export class SequenceState {
     }
   }
 
+  /** Zeroes the shared slot of a one-slot state before the next KDA layer takes it over. */
+  clearRecurrentSlot(): void {
+    if (!this.oneRecurrentSlot) throw new Error("clearRecurrentSlot: this state has one slot per layer");
+    const k = this.kda.values().next().value as KdaState | undefined;
+    if (k) for (const buffer of [k.recurrent, k.convQ, k.convK, k.convV]) buffer.fill(0);
+  }
+
   /** Every carried buffer, in layer order: the one list that snapshots and bytes walk. */
   #sections(): Section[] {
+    if (this.oneRecurrentSlot) throw new Error("a one-slot recompute state is not carried: it cannot be snapshot or written out");
     const sections: Section[] = [];
     const layers = [...this.kda.keys(), ...this.mla.keys()].sort((a, b) => a - b);
     for (const layer of layers) {

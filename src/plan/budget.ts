@@ -35,9 +35,12 @@ export const autoBudgetConstants = {
 
 export type BudgetAction =
   | { kind: "preset"; name: string }
-  | { kind: "auto" }
+  /** `preset`: given as `--preset auto` (a preset: it switches ultra-low-memory mode off). */
+  | { kind: "auto"; preset?: boolean }
   | { kind: "trunk"; bytes: number }
-  | { kind: "cache"; bytes: number };
+  | { kind: "cache"; bytes: number }
+  /** `--ultra-low-memory` (runtime.md 2.4). */
+  | { kind: "ultra" };
 
 export interface Budgets {
   trunkBytes: number;
@@ -46,6 +49,8 @@ export interface Budgets {
   preset: string | undefined;
   /** The auto computation, when one was applied. */
   auto: AutoBudget | undefined;
+  /** Ultra-low-memory mode: the embedding and LM head streamed from the shard (runtime.md 2.4). */
+  ultraLowMemory: boolean;
 }
 
 export interface MemoryFacts {
@@ -109,10 +114,31 @@ export function autoBudget(memory: MemoryFacts, sizes: ModelSizes): AutoBudget {
   };
 }
 
+/**
+ * Whether the options ask for ultra-low-memory mode: `--ultra-low-memory` or `--preset ultra`
+ * switch it on, any other preset (auto included) off, in argv order (runtime.md 1.4). With an
+ * auto budget still in effect it is refused: ultra needs explicit, bounded budgets.
+ */
+export function ultraRequested(actions: readonly BudgetAction[]): boolean {
+  let ultra = false;
+  for (const action of actions) {
+    if (action.kind === "ultra") ultra = true;
+    else if (action.kind === "preset") ultra = findPreset(action.name)?.ultraLowMemory === true;
+    else if (action.kind === "auto" && action.preset) ultra = false;
+  }
+  if (ultra && actions.some((a) => a.kind === "auto")) {
+    throw usageError("ultra-low-memory mode (--ultra-low-memory or --preset ultra) needs explicit budgets: it cannot be combined with auto");
+  }
+  return ultra;
+}
+
 /** Applies the budget options in the order given. */
 export function resolveBudgets(actions: readonly BudgetAction[], memory: MemoryFacts | undefined, sizes: ModelSizes): Budgets {
-  const budgets: Budgets = { trunkBytes: defaultTrunkBytes, cacheBytes: defaultCacheBytes, preset: undefined, auto: undefined };
+  const budgets: Budgets = {
+    trunkBytes: defaultTrunkBytes, cacheBytes: defaultCacheBytes, preset: undefined, auto: undefined, ultraLowMemory: ultraRequested(actions),
+  };
   for (const action of actions) {
+    if (action.kind === "ultra") continue;
     if (action.kind === "trunk") budgets.trunkBytes = action.bytes;
     else if (action.kind === "cache") budgets.cacheBytes = action.bytes;
     else if (action.kind === "preset") {

@@ -35,6 +35,10 @@ export interface PlanInputs {
    * exact model's; it shares the embedding, the LM head and the expert cache.
    */
   draft?: { trunkBytes: number };
+  /** Ultra-low-memory mode: `tablesBytes` is the streaming buffers, not the tables (runtime.md 2.4). */
+  tablesStreamed?: boolean;
+  /** Ultra-low-memory full recompute: one recurrent slot for every KDA layer. */
+  oneRecurrentSlot?: boolean;
 }
 
 export interface PlanTerm {
@@ -71,6 +75,12 @@ export function kvBytesPerPosition(c: ModelConfig, layerCount: number): number {
 export function recurrentStateBytes(c: ModelConfig, layerCount: number): number {
   const P = c.kdaNumHeads * c.kdaHeadDim;
   return (layerCount - mlaLayerCount(c, layerCount)) * (c.kdaNumHeads * c.kdaHeadDim * c.kdaHeadDim + 3 * P * (c.shortConvKernel - 1)) * 4;
+}
+
+/** One KDA layer's recurrent matrices and conv histories: the slot ultra's recompute reuses (6.73 MB released). */
+export function recurrentSlotBytes(c: ModelConfig): number {
+  const P = c.kdaNumHeads * c.kdaHeadDim;
+  return (c.kdaNumHeads * c.kdaHeadDim * c.kdaHeadDim + 3 * P * (c.shortConvKernel - 1)) * 4;
 }
 
 function mlaLayerCount(c: ModelConfig, layerCount: number): number {
@@ -110,12 +120,12 @@ function bufferBytes(c: ModelConfig, tokens: number, layerCount: number, positio
 export function memoryPlan(p: PlanInputs): MemoryPlan {
   const c = p.config;
   const mlaLayers = mlaLayerCount(c, p.layerCount);
-  const recurrent = recurrentStateBytes(c, p.layerCount);
+  const recurrent = p.oneRecurrentSlot ? recurrentSlotBytes(c) : recurrentStateBytes(c, p.layerCount);
   const perPosition = kvBytesPerPosition(c, p.layerCount);
   const kv = p.positions * perPosition;
   const terms: PlanTerm[] = ([
     [p.trunk.mode === "streamed" ? "trunk (STREAMED)" : "trunk (resident)", p.trunk.bytes],
-    ["embed + lm_head", p.tablesBytes],
+    [p.tablesStreamed ? "embed + lm_head (STREAMED)" : "embed + lm_head", p.tablesBytes],
     ["expert cache", p.expertCacheBytes],
     ["recurrent state", recurrent],
     ["buffers", bufferBytes(c, p.callTokens, p.layerCount, p.positions)],

@@ -5,6 +5,8 @@ export interface Preset {
   name: string;
   trunkGb: number;
   cacheGb: number;
+  /** Naming this preset switches ultra-low-memory mode on (runtime.md 2.4); any other preset switches it off. */
+  ultraLowMemory?: boolean;
   note: string;
 }
 

@@ -37,8 +37,9 @@ function ioShareReport(result: RunResult): string {
   const trunkWait = trunk?.waitSeconds ?? 0;
   const share = 100 * result.ioShare;
   const retained = total.requests - total.evictions;
+  const tables = result.ultraLowMemory ? ` + model tables ${result.tableReadSeconds.toFixed(2)} s` : "";
   return [
-    `I/O share of wall clock: ${share.toFixed(1)}%  (waiting on trunk ${trunkWait.toFixed(2)} s + experts ${total.waitSeconds.toFixed(2)} s of ${decodeSeconds.toFixed(2)} s)`,
+    `I/O share of wall clock: ${share.toFixed(1)}%  (waiting on trunk ${trunkWait.toFixed(2)} s + experts ${total.waitSeconds.toFixed(2)} s${tables} of ${decodeSeconds.toFixed(2)} s)`,
     `  both figures are WHOLE-RUN totals over ${steps} steps; device time of the reads: trunk ${(trunk?.readSeconds ?? 0).toFixed(2)} s, experts ${total.readSeconds.toFixed(2)} s (concurrent reads overlap)`,
     `  experts, whole run: ${gb(total.bytesRead)} GB read | ${retained} of ${total.requests} requests retained in RAM (${pct(retained, total.requests)}%) | ${total.evictions} evictions`,
   ].join("\n");
@@ -72,6 +73,12 @@ export function loadLines(plan: EnginePlan, loadSeconds: number, peakRssAfterLoa
   const lines: string[] = [];
   if (plan.trunk.mode === "resident") {
     lines.push(`resident trunk: ${formatBytes(plan.trunkPayloadBytes)} for ${plan.layerCount} layers, loaded in ${loadSeconds.toFixed(2)} s`);
+  }
+  const u = plan.ultra;
+  if (u) {
+    lines.push(`final norms: ${formatBytes(2 * plan.hiddenSize * 4)} resident; embedding and lm_head streamed: rows read as tokens need them, ` +
+      `the LM head in ${u.chunks} chunk(s) of ${u.rowsPerChunk} rows through one buffer (${formatBytes(u.residentBytes)} in all)`);
+    if (u.oneRecurrentSlot) lines.push(`recurrent state: one ${formatBytes(u.recurrentSlotBytes)} slot, cleared and reused across ${plan.layerCount} layers`);
   }
   lines.push(`peak RSS after loading weights: ${formatBytes(peakRssAfterLoadBytes)}  (the plan above is a forecast, this is measured)`);
   lines.push(expertCacheLine(plan.expertCache));
