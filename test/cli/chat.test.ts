@@ -91,7 +91,7 @@ describe("k3 chat in a terminal", () => {
     expect(Number(reused)).toBeGreaterThan(0);
     mark = pty.screen.length;
     pty.send(`/save ${transcript}\r`);
-    await pty.waitFor(/\(saved 4 messages to /, mark);
+    await pty.waitFor(/\(saved 4 messages to [^\n]*, the state in [^\n]*talk\.json\.k3st: /, mark);
     mark = pty.screen.length;
     pty.send("/reset\r");
     await pty.waitFor(/\(conversation forgotten\)/, mark);
@@ -110,7 +110,20 @@ describe("k3 chat in a terminal", () => {
     await pty.waitFor(/turn: prompt (\d+) ids \(\1 fed, 0 reused from the start\)[^\n]*\(cancelled\)/, mark);
     mark = pty.screen.length;
     pty.send(`/load ${transcript}\r`);
-    await pty.waitFor(/\(loaded 4 messages from /, mark);
+    await pty.waitFor(/\(loaded 4 messages from [^\n]* and \d+ positions of state; the next turn feeds only what is new\)/, mark);
+    // The state file, not the story the live state held: the saved conversation continues from it.
+    mark = pty.screen.length;
+    pty.send("/set max-tokens 8\r");
+    await pty.waitFor(/\(max-tokens 8\)/, mark);
+    mark = pty.screen.length;
+    pty.send("And then?\r");
+    await pty.waitFor(/\n> $/, mark);
+    mark = pty.screen.length;
+    pty.send("/stats\r");
+    const [, loadedPrompt, loadedFed, loadedReused] = await pty.waitFor(/turn: prompt (\d+) ids \((\d+) fed, (\d+) reused from the live state\)/, mark);
+    expect(Number(loadedFed) + Number(loadedReused)).toBe(Number(loadedPrompt));
+    // Without the file nothing would be reused: the live state held the story, which shares no message.
+    expect(Number(loadedReused)).toBeGreaterThan(0);
     pty.send("/exit\r");
     expect(await pty.exited()).toBe(0);
     const saved = JSON.parse(await Bun.file(transcript).text()) as { role: string }[];
