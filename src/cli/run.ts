@@ -1,15 +1,14 @@
 /** `k3 <model_dir> [options]`: validate the request, read the config and prompt, generate. */
-import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { loadConfig } from "../checkpoint/config.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import type { RunResult } from "../engine/result.ts";
 import { resultJson } from "../report/results.ts";
 import { usageError } from "../errors.ts";
-import { writeAtomically } from "../fs.ts";
+import { checkOutputDir, checkOutputFile, commitAll, outputTarget, stageBytes, type StagedWrite } from "../fs.ts";
 import { maxPositions, maxPromptIds } from "../plan/limits.ts";
 import { emit, log } from "../report/log.ts";
-import { dumpCacheTrace, traceWrittenLine } from "../weights/expert-trace.ts";
+import { histogramFileName, stageCacheTrace, traceFileName, traceWrittenLine } from "../weights/expert-trace.ts";
 import { parseOptions } from "./args.ts";
 import { checkLayers, injectedFaults, tokMissingMessage } from "./common-options.ts";
 import { executeRun, finishRun, type RunOutcome } from "./execute.ts";
@@ -45,6 +44,7 @@ function checkRequest(ids: readonly number[], gen: number): void {
 /** Returns the process exit code. Info flags and the bare `k3` are answered by cli/main.ts. */
 export async function main(args: readonly string[]): Promise<number> {
   const options = parseRunArgs(args);
+  checkOutputs(options);
   const configPath = options.configPath ?? join(options.modelDir, "config.json");
   const { config, shape, warnings } = loadConfig(configPath);
   for (const warning of warnings) log.warn(`${configPath}: ${warning}`);
@@ -58,9 +58,6 @@ export async function main(args: readonly string[]): Promise<number> {
   if (layerCount < config.numLayers) {
     log.warn(`NOTE: binding only the first ${layerCount} of ${config.numLayers} layers; the output is NOT the full model`);
   }
-  if (options.dumpCacheTrace && !existsSync(options.dumpCacheTrace)) {
-    throw usageError(`--dump-cache-trace: directory ${options.dumpCacheTrace} does not exist`);
-  }
   const outcome = executeRun({
     modelDir: options.modelDir, config, configShape: shape, layerCount, layersRequested: options.layers ?? config.numLayers,
     prompt: prompt.ids, maxNewTokens: options.gen, mode: options.mode, prefillChunk: options.prefillChunk,
@@ -71,38 +68,68 @@ export async function main(args: readonly string[]): Promise<number> {
   return finishRun(outcome.result);
 }
 
-/** The files and stdout data a run was asked for: the logits dump, the results, the trace. */
+/** The paths the run will write, each flag with its path; "-" is stdout. */
+function outputPaths(options: RunOptions): [flag: string, path: string][] {
+  const paths: [string, string][] = [["--out", options.out]];
+  if (options.dumpLogits) paths.push(["--dump-logits", options.dumpLogits]);
+  if (options.dumpCacheTrace) {
+    for (const name of [histogramFileName, traceFileName]) paths.push(["--dump-cache-trace", join(options.dumpCacheTrace, name)]);
+  }
+  return paths;
+}
+
+/**
+ * Every output is checked before the model loads (runtime.md 1.7: a usage error, exit 2), so a
+ * run is not wasted on a path it could never write; no two outputs may land on the same file.
+ */
+function checkOutputs(options: RunOptions): void {
+  if (options.dumpCacheTrace) checkOutputDir(options.dumpCacheTrace, "--dump-cache-trace", { create: false });
+  const seen = new Map<string, string>();
+  for (const [flag, path] of outputPaths(options)) {
+    checkOutputFile(path, flag);
+    const key = path === "-" ? "stdout" : resolve(outputTarget(path).path);
+    const other = seen.get(key);
+    if (other) throw usageError(`${other} and ${flag} both write ${path === "-" ? "to stdout" : path}; give them different paths`);
+    seen.set(key, flag);
+  }
+}
+
+/**
+ * The files and stdout data a run was asked for. Each is written complete to a temporary first,
+ * then all are renamed into place with the results last (stdout last of all): when any of them
+ * cannot be written nothing claims the run succeeded, and no temporary is left.
+ */
 function writeOutputs(options: RunOptions, outcome: RunOutcome): void {
-  if (options.dumpLogits) dumpLogits(options.dumpLogits, outcome.firstLogits);
-  writeResults(options.out, outcome.result);
-  if (options.dumpCacheTrace && outcome.trace) {
-    const dump = dumpCacheTrace(options.dumpCacheTrace, outcome.trace);
-    if (dump.trace) log.info(traceWrittenLine(dump.trace));
-    log.info(`wrote ${dump.histogramPath}`);
-  }
-}
-
-function dumpLogits(path: string, logits: Float32Array | undefined): void {
-  if (!logits) {
-    log.warn("--dump-logits: no step ran (--gen 0), nothing written");
-    return;
-  }
+  const writes: StagedWrite[] = [];
+  const stdout: (string | Uint8Array)[] = [];
+  const done: string[] = [];
   try {
-    writeAtomically(path, new Uint8Array(logits.buffer, logits.byteOffset, logits.byteLength), "the logits");
-    log.info(`wrote ${path} (${logits.length} float32 logits)`);
+    const logits = outcome.firstLogits;
+    if (options.dumpLogits && !logits) log.warn("--dump-logits: no step ran (--gen 0), nothing written");
+    if (options.dumpLogits && logits) {
+      const bytes = new Uint8Array(logits.buffer, logits.byteOffset, logits.byteLength);
+      if (options.dumpLogits === "-") stdout.push(bytes);
+      else writes.push(stageBytes({ path: options.dumpLogits, what: "the logits", flag: "--dump-logits" }, bytes));
+      if (options.dumpLogits !== "-") done.push(`wrote ${options.dumpLogits} (${logits.length} float32 logits)`);
+    }
+    if (options.dumpCacheTrace && outcome.trace) {
+      const staged = stageCacheTrace(options.dumpCacheTrace, outcome.trace, "--dump-cache-trace");
+      writes.push(...staged.writes);
+      done.push(`wrote ${staged.dump.histogramPath}`);
+      if (staged.dump.trace) done.push(traceWrittenLine(staged.dump.trace));
+    }
+    const json = resultJson(outcome.result);
+    if (options.out === "-") {
+      stdout.push(json);
+    } else {
+      writes.push(stageBytes({ path: options.out, what: "the JSON results", flag: "--out" }, json));
+      done.push(`wrote ${options.out}`);
+    }
   } catch (error) {
-    // As the original: the tokens are still good, so say so and go on to the results.
-    log.error(`--dump-logits: ${(error as Error).message}; continuing without it`);
+    for (const write of writes) write.discard();
+    throw error;
   }
+  commitAll(writes);
+  for (const data of stdout) emit(data);
+  for (const line of done) log.info(line);
 }
-
-function writeResults(out: string, result: RunResult): void {
-  const json = resultJson(result);
-  if (out === "-") {
-    emit(json);
-    return;
-  }
-  writeAtomically(out, json, "the JSON results");
-  log.info(`wrote ${out}`);
-}
-
