@@ -1,9 +1,11 @@
 /** `k3 pack-trunk <model_dir> <trunk_dir>`: write the packed trunk that `--trunk` streams from. */
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig } from "../checkpoint/config.ts";
 import { indexCheckpoint } from "../checkpoint/safetensors.ts";
 import { envValue } from "../env.ts";
 import { ExitCode, usageError } from "../errors.ts";
+import { checkOutputDir, checkOutputFile } from "../fs.ts";
 import { log } from "../report/log.ts";
 import { formatBytes } from "../units.ts";
 import { TensorReader } from "../weights/tensor-reader.ts";
@@ -42,6 +44,9 @@ export async function main(args: readonly string[]): Promise<number> {
   if (!positionals) return ExitCode.ok;
   const [modelDir, trunkDir] = positionals;
   if (!modelDir || !trunkDir) throw usageError("pack-trunk needs <model_dir> and <trunk_dir>", await usageText(command));
+  // Checked before the checkpoint is read: a pack is not wasted on a directory it cannot write.
+  checkOutputDir(trunkDir, "<trunk_dir>", { create: true });
+  if (existsSync(trunkDir)) for (const name of [trunkBinName, trunkJsonName]) checkOutputFile(join(trunkDir, name), "<trunk_dir>");
   const configPath = parsed.configPath ?? join(modelDir, "config.json");
   const { config } = loadConfig(configPath);
   const layerCount = checkLayers(parsed.layers, config);

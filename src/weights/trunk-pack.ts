@@ -9,7 +9,7 @@ import type { ModelConfig } from "../checkpoint/config.ts";
 import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { K3Error, ExitCode } from "../errors.ts";
 import { DirectFile } from "../native/file.ts";
-import { writeAtomically, writeFileAtomically, writeFully } from "../fs.ts";
+import { errnoReason, stageBytes, stageWrite, writeFully } from "../fs.ts";
 import { allocAlignment } from "../native/memory.ts";
 import type { TensorReader } from "./tensor-reader.ts";
 import {
@@ -89,8 +89,12 @@ export function packTrunk(
       throw new K3Error(ExitCode.runtime, `${outDir} already holds a different or incomplete packed trunk; pass --force to replace it`);
     }
   }
-  mkdirSync(outDir, { recursive: true });
-  removeStaleTemporaries(outDir);
+  try {
+    mkdirSync(outDir, { recursive: true });
+    removeStaleTemporaries(outDir);
+  } catch (error) {
+    throw new K3Error(ExitCode.runtime, `${outDir}: cannot create the trunk directory: ${errnoReason(error)}`);
+  }
   let bytesDone = 0;
   const padding = new Uint8Array(allocAlignment());
   const fill = (fd: number) => {
@@ -111,13 +115,27 @@ export function packTrunk(
       if (layer.layer + 1 === options.killAfterLayers) process.kill(process.pid, "SIGKILL"); // fault injection
     }
   };
-  writeFileAtomically(binPath, "the packed trunk", fill, (temporary) => {
-    verifyPack(temporary, planned);
-    // The old manifest goes first, so no moment pairs it with the new trunk.bin.
-    rmSync(jsonPath, { force: true });
-  });
+  // Both files are complete in their temporaries before either is renamed: a write that fails
+  // (a full disk) leaves the directory as it was, so the same command works once there is room.
+  const bin = stageWrite({ path: binPath, what: "the packed trunk" }, fill, (temporary) => verifyPack(temporary, planned));
   const manifest: TrunkManifest = { format: "k3-trunk", version: trunkFormatVersion, n_layers: layerCount, align: allocAlignment(), layers: planned };
-  writeAtomically(jsonPath, `${JSON.stringify(manifest, null, 1)}\n`, "the trunk manifest");
+  let json;
+  try {
+    json = stageBytes({ path: jsonPath, what: "the trunk manifest" }, `${JSON.stringify(manifest, null, 1)}\n`);
+    // The old manifest goes first, so no moment pairs it with the new trunk.bin; the new one last.
+    rmSync(jsonPath, { force: true });
+  } catch (error) {
+    bin.discard();
+    json?.discard();
+    throw error instanceof K3Error ? error : new K3Error(ExitCode.runtime, `${jsonPath}: cannot replace the old trunk manifest: ${errnoReason(error)}`);
+  }
+  try {
+    bin.commit();
+  } catch (error) {
+    json.discard();
+    throw error;
+  }
+  json.commit();
   return { manifest, payloadBytes, largestLayerBytes, seconds: (performance.now() - started) / 1000, alreadyPacked: false };
 }
 
