@@ -9,7 +9,7 @@ import type { SamplingOptions } from "../decode/sampling-options.ts";
 import { generate } from "../engine/generate.ts";
 import { openEngine, type EngineRequest } from "../engine/open.ts";
 import type { RunResult } from "../engine/result.ts";
-import { ExitCode, type ExitCodeValue } from "../errors.ts";
+import { ExitCode, K3Error, type ExitCodeValue } from "../errors.ts";
 import type { BudgetAction } from "../plan/budget.ts";
 import { log } from "../report/log.ts";
 import { openingLines, planBlock } from "../report/plan-report.ts";
@@ -34,6 +34,7 @@ export interface RunSpec {
   trunkDir: string | undefined;
   tokenizer: Tokenizer | undefined;
   faults?: ReadonlySet<string>;
+  trunkReadFaults?: ReadonlyMap<number, number>;
   trace?: boolean;
 }
 
@@ -54,7 +55,7 @@ export function executeRun(spec: RunSpec): RunOutcome {
     positions: spec.prompt.length + spec.maxNewTokens + 1,
     // The longest feed is the prompt (incremental) or the whole prefix (recompute); no call is longer.
     prefillChunk: Math.min(spec.prefillChunk, spec.mode === "recompute" ? spec.prompt.length + spec.maxNewTokens : spec.prompt.length),
-    budgets: spec.budgets, trunkDir: spec.trunkDir, faults: spec.faults, trace: spec.trace,
+    budgets: spec.budgets, trunkDir: spec.trunkDir, faults: spec.faults, trunkReadFaults: spec.trunkReadFaults, trace: spec.trace,
   };
   using engine = openEngine(request, {
     onPlan: (plan) => {
@@ -72,12 +73,22 @@ export function executeRun(spec: RunSpec): RunOutcome {
   for (const line of loadLines(engine.plan, engine.loadSeconds, engine.peakRssAfterLoadBytes)) log.info(line);
   stderr(stepHeader());
   let firstLogits: Float32Array | undefined;
-  const result = generate(engine, spec.prompt, {
-    maxNewTokens: spec.maxNewTokens, mode: spec.mode, sampling: spec.sampling, tokenizer: spec.tokenizer, layersRequested: spec.layersRequested,
-  }, {
-    onStep: (step) => stderr(stepRow(step)),
-    onFirstLogits: (logits) => { firstLogits = logits; },
-  });
+  let stepsDone = 0;
+  let result: RunResult;
+  try {
+    result = generate(engine, spec.prompt, {
+      maxNewTokens: spec.maxNewTokens, mode: spec.mode, sampling: spec.sampling, tokenizer: spec.tokenizer, layersRequested: spec.layersRequested,
+    }, {
+      onStep: (step) => { stepsDone++; stderr(stepRow(step)); },
+      onFirstLogits: (logits) => { firstLogits = logits; },
+    });
+  } catch (error) {
+    // The step table above looks like a run in progress: say plainly that it ended here.
+    if (error instanceof K3Error && error.exitCode === ExitCode.runtime) {
+      throw new K3Error(error.exitCode, `${error.message}; the run stopped at step ${stepsDone} and wrote no results`);
+    }
+    throw error;
+  }
   stderr(runReport(result));
   for (const warning of runWarnings(result)) log.warn(warning);
   return { result, firstLogits, trace: engine.experts.trace };

@@ -3,6 +3,7 @@ import { join, resolve } from "node:path";
 import { loadConfig } from "../checkpoint/config.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import type { RunResult } from "../engine/result.ts";
+import { stopIfSignalled, watchSignals } from "../engine/signals.ts";
 import { resultJson } from "../report/results.ts";
 import { usageError } from "../errors.ts";
 import { checkOutputDir, checkOutputFile, commitAll, outputTarget, stageBytes, type StagedWrite } from "../fs.ts";
@@ -10,7 +11,7 @@ import { maxPositions, maxPromptIds } from "../plan/limits.ts";
 import { emit, log } from "../report/log.ts";
 import { histogramFileName, stageCacheTrace, traceFileName, traceWrittenLine } from "../weights/expert-trace.ts";
 import { parseOptions } from "./args.ts";
-import { checkLayers, injectedFaults, tokMissingMessage } from "./common-options.ts";
+import { checkLayers, injectedFaults, injectedTrunkReadFaults, tokMissingMessage } from "./common-options.ts";
 import { executeRun, finishRun, type RunOutcome } from "./execute.ts";
 import { resolvePrompt } from "./prompt.ts";
 import { defaultRunOptions, runOptionTable, type RunOptions } from "./run-options.ts";
@@ -44,6 +45,7 @@ function checkRequest(ids: readonly number[], gen: number): void {
 /** Returns the process exit code. Info flags and the bare `k3` are answered by cli/main.ts. */
 export async function main(args: readonly string[]): Promise<number> {
   const options = parseRunArgs(args);
+  watchSignals();
   checkOutputs(options);
   const configPath = options.configPath ?? join(options.modelDir, "config.json");
   const { config, shape, warnings } = loadConfig(configPath);
@@ -62,7 +64,8 @@ export async function main(args: readonly string[]): Promise<number> {
     modelDir: options.modelDir, config, configShape: shape, layerCount, layersRequested: options.layers ?? config.numLayers,
     prompt: prompt.ids, maxNewTokens: options.gen, mode: options.mode, prefillChunk: options.prefillChunk,
     sampling: resolveSampling(options.sampling, samplingDefaults.run), budgets: options.budgets, trunkDir: options.trunkDir,
-    tokenizer: prompt.tokenizer, faults: injectedFaults(), trace: options.dumpCacheTrace !== undefined,
+    tokenizer: prompt.tokenizer, faults: injectedFaults(), trunkReadFaults: injectedTrunkReadFaults(),
+    trace: options.dumpCacheTrace !== undefined,
   });
   writeOutputs(options, outcome);
   return finishRun(outcome.result);
@@ -125,6 +128,12 @@ function writeOutputs(options: RunOptions, outcome: RunOutcome): void {
       writes.push(stageBytes({ path: options.out, what: "the JSON results", flag: "--out" }, json));
       done.push(`wrote ${options.out}`);
     }
+  } catch (error) {
+    for (const write of writes) write.discard();
+    throw error;
+  }
+  try {
+    stopIfSignalled(); // the last moment a signal can keep the results from appearing
   } catch (error) {
     for (const write of writes) write.discard();
     throw error;

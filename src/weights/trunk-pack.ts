@@ -11,6 +11,7 @@ import { K3Error, ExitCode } from "../errors.ts";
 import { DirectFile } from "../native/file.ts";
 import { errnoReason, stageBytes, stageWrite, writeFully } from "../fs.ts";
 import { allocAlignment } from "../native/memory.ts";
+import { stopIfSignalled } from "../native/signals.ts";
 import type { TensorReader } from "./tensor-reader.ts";
 import {
   alignUp, hashChunkBytes, readTrunkManifest, trunkBinName, trunkFormatVersion, trunkJsonName,
@@ -65,8 +66,8 @@ export function packTrunk(
   options: {
     force: boolean;
     onProgress: (p: PackProgress) => void;
-    /** Fault injection for tests: die (SIGKILL) after this many layers, as a power cut would. */
-    killAfterLayers?: number;
+    /** Fault injection for tests: after this many layers send `signal` (SIGKILL: as a power cut would). */
+    killAfterLayers?: { layers: number; signal: "SIGKILL" | "SIGINT" | "SIGTERM" };
   },
 ): PackResult {
   const started = performance.now();
@@ -102,6 +103,7 @@ export function packTrunk(
       // Copy in chunks, hashing the same chunks the verifier will hash.
       let hash = 0n;
       for (let at = 0; at < layer.payload_bytes; at += hashChunkBytes) {
+        stopIfSignalled(); // the temporary is removed on the way out
         const length = Math.min(hashChunkBytes, layer.payload_bytes - at);
         const chunk = reader.readRange(shards[layer.layer] as number, layer.run_start + at, length);
         hash = Bun.hash.wyhash(chunk, hash);
@@ -112,7 +114,7 @@ export function packTrunk(
       layer.hash = hash.toString(16).padStart(16, "0");
       bytesDone += layer.payload_bytes;
       options.onProgress({ layersDone: layer.layer + 1, layerCount, bytesDone, seconds: (performance.now() - started) / 1000 });
-      if (layer.layer + 1 === options.killAfterLayers) process.kill(process.pid, "SIGKILL"); // fault injection
+      if (layer.layer + 1 === options.killAfterLayers?.layers) process.kill(process.pid, options.killAfterLayers.signal); // fault injection
     }
   };
   // Both files are complete in their temporaries before either is renamed: a write that fails
