@@ -23,7 +23,7 @@ const stepRow = (n: number) => new RegExp(`(^|\\n)${n} +\\d+ +[\\d.]+ `);
  * Runs dist/k3 and calls `act` once, as soon as stderr matches `when` (the run is then known to
  * be in progress). Bounded: the child is killed after a minute whatever happens.
  */
-async function runAndAct(args: string[], when: RegExp, act: (pid: number) => void): Promise<K3Result & { acted: boolean; signal: string | null }> {
+async function runAndAct(args: string[], when: RegExp, act: (pid: number) => void): Promise<K3Result & { acted: boolean; signal: string | number | null }> {
   const child = Bun.spawn([executablePath, ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   const stdout = new Response(child.stdout).text();
   const deadline = setTimeout(() => child.kill("SIGKILL"), 60_000);
