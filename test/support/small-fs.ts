@@ -13,11 +13,15 @@ import { tempDir } from "./tmp.ts";
 const unshare = ["unshare", "--mount", ...(process.getuid?.() === 0 ? [] : ["--map-root-user"])];
 
 function shell(script: string, env: Record<string, string> = {}): K3Result {
-  const r = Bun.spawnSync([...unshare, "sh", "-c", `set -u\n${script}`], {
-    env: { ...process.env, K3: executablePath, ...env } as Record<string, string>,
-    stdin: "ignore", stdout: "pipe", stderr: "pipe", timeout: 120_000,
-  });
-  return { code: r.exitCode ?? -1, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+  try {
+    const r = Bun.spawnSync([...unshare, "sh", "-c", `set -u\n${script}`], {
+      env: { ...process.env, K3: executablePath, ...env } as Record<string, string>,
+      stdin: "ignore", stdout: "pipe", stderr: "pipe", timeout: 120_000,
+    });
+    return { code: r.exitCode ?? -1, stdout: r.stdout.toString(), stderr: r.stderr.toString() };
+  } catch (error) {
+    return { code: -1, stdout: "", stderr: `${(error as Error).message}\n` }; // no unshare here
+  }
 }
 
 let probed: string | undefined | null = null;
