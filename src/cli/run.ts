@@ -111,9 +111,12 @@ function writeOutputs(options: RunOptions, outcome: RunOutcome): void {
     if (options.dumpLogits && !logits) log.warn("--dump-logits: no step ran (--gen 0), nothing written");
     if (options.dumpLogits && logits) {
       const bytes = new Uint8Array(logits.buffer, logits.byteOffset, logits.byteLength);
-      if (options.dumpLogits === "-") stdout.push(bytes);
-      else writes.push(stageBytes({ path: options.dumpLogits, what: "the logits", flag: "--dump-logits" }, bytes));
-      if (options.dumpLogits !== "-") done.push(`wrote ${options.dumpLogits} (${logits.length} float32 logits)`);
+      if (options.dumpLogits === "-") {
+        stdout.push(bytes);
+      } else {
+        writes.push(stageBytes({ path: options.dumpLogits, what: "the logits", flag: "--dump-logits" }, bytes));
+        done.push(`wrote ${options.dumpLogits} (${logits.length} float32 logits)`);
+      }
     }
     if (options.dumpCacheTrace && outcome.trace) {
       const staged = stageCacheTrace(options.dumpCacheTrace, outcome.trace, "--dump-cache-trace");
@@ -128,11 +131,6 @@ function writeOutputs(options: RunOptions, outcome: RunOutcome): void {
       writes.push(stageBytes({ path: options.out, what: "the JSON results", flag: "--out" }, json));
       done.push(`wrote ${options.out}`);
     }
-  } catch (error) {
-    for (const write of writes) write.discard();
-    throw error;
-  }
-  try {
     stopIfSignalled(); // the last moment a signal can keep the results from appearing
   } catch (error) {
     for (const write of writes) write.discard();

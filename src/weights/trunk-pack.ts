@@ -9,7 +9,7 @@ import type { ModelConfig } from "../checkpoint/config.ts";
 import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { K3Error, ExitCode } from "../errors.ts";
 import { DirectFile } from "../native/file.ts";
-import { errnoReason, stageBytes, stageWrite, writeFully } from "../fs.ts";
+import { commitAll, errnoReason, stageBytes, stageWrite, writeFully, type StagedWrite } from "../fs.ts";
 import { allocAlignment } from "../native/memory.ts";
 import { stopIfSignalled } from "../native/signals.ts";
 import type { TensorReader } from "./tensor-reader.ts";
@@ -121,7 +121,7 @@ export function packTrunk(
   // (a full disk) leaves the directory as it was, so the same command works once there is room.
   const bin = stageWrite({ path: binPath, what: "the packed trunk" }, fill, (temporary) => verifyPack(temporary, planned));
   const manifest: TrunkManifest = { format: "k3-trunk", version: trunkFormatVersion, n_layers: layerCount, align: allocAlignment(), layers: planned };
-  let json;
+  let json: StagedWrite | undefined;
   try {
     json = stageBytes({ path: jsonPath, what: "the trunk manifest" }, `${JSON.stringify(manifest, null, 1)}\n`);
     // The old manifest goes first, so no moment pairs it with the new trunk.bin; the new one last.
@@ -131,13 +131,7 @@ export function packTrunk(
     json?.discard();
     throw error instanceof K3Error ? error : new K3Error(ExitCode.runtime, `${jsonPath}: cannot replace the old trunk manifest: ${errnoReason(error)}`);
   }
-  try {
-    bin.commit();
-  } catch (error) {
-    json.discard();
-    throw error;
-  }
-  json.commit();
+  commitAll([bin, json]);
   return { manifest, payloadBytes, largestLayerBytes, seconds: (performance.now() - started) / 1000, alreadyPacked: false };
 }
 
