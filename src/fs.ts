@@ -68,6 +68,8 @@ export function temporaryPathFor(path: string): string {
 export interface OutputTarget {
   path: string;
   kind: "absent" | "regular" | "in-place" | "directory" | "other";
+  /** One of this process's open descriptors (/dev/stdout, /dev/fd/N): written through directly, since a socket cannot be reopened. */
+  fd?: number;
 }
 
 /** Follows `path` through its symlinks (also dangling ones) to what a write would change; errno errors escape. */
@@ -86,7 +88,11 @@ export function outputTarget(path: string): OutputTarget {
       const linkDir = realpathSync(dirname(current));
       // /proc/<pid>/fd/N (behind /dev/stdout, /dev/fd/N) names an open descriptor, not a path
       // (its text may be "pipe:[…]"): whatever it leads to is written in place through it.
-      if (linkDir.startsWith("/proc/")) return { path: current, kind: classify(statSync(current), "in-place") };
+      if (linkDir.startsWith("/proc/")) {
+        const kind = classify(statSync(current), "in-place");
+        const own = new RegExp(`^/proc/${process.pid}/fd$`).test(linkDir) && kind !== "directory";
+        return own ? { path: current, kind: "in-place", fd: Number(basename(current)) } : { path: current, kind };
+      }
       current = resolve(linkDir, readlinkSync(current));
       continue;
     }
@@ -242,7 +248,8 @@ export function stageWrite(spec: OutputSpec, fill: (fd: number) => void, check?:
         if (done) return;
         done = true;
         try {
-          fillFile(target.path, "w", fill);
+          if (target.fd === undefined) fillFile(target.path, "w", fill);
+          else fill(target.fd); // ours, open already: not reopened, not closed
         } catch (error) {
           throw writeFailure(spec, error);
         }

@@ -50,6 +50,14 @@ describe("special files are written in place, never replaced", () => {
     expect(lstatSync(dev).isCharacterDevice()).toBe(true);
   });
 
+  test("--out /dev/stdout and /dev/fd/1 write through the descriptor k3 was given (here a socket)", () => {
+    for (const path of ["/dev/stdout", "/dev/fd/1"]) {
+      const r = run(["--out", path]);
+      expect(r.code).toBe(0);
+      expect(JSON.parse(r.stdout).generated_ids).toEqual(want.generated_ids.slice(0, 2));
+    }
+  });
+
   test("--out to a FIFO sends the results through it; the FIFO stays a FIFO", async () => {
     const fifo = join(tempDir("fifo"), "results.fifo");
     expect(Bun.spawnSync(["mkfifo", fifo]).exitCode).toBe(0);

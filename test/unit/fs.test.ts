@@ -85,7 +85,7 @@ describe("what an output path names", () => {
 
   test("devices, FIFOs and /dev/stdout are written in place; directories are refused", () => {
     expect(outputTarget("/dev/null").kind).toBe("in-place");
-    expect(outputTarget("/dev/stdout").kind).not.toBe("regular"); // a descriptor, whatever it is open on
+    expect(outputTarget("/dev/stdout")).toEqual({ path: "/proc/self/fd/1", kind: "in-place", fd: 1 }); // whatever it is open on
     const dir = tempDir("fs-kinds");
     expect(outputTarget(dir).kind).toBe("directory");
     expect(failure(() => writeAtomically(dir, "x", "x")).message).toBe(`${dir}: cannot write x: is a directory (EISDIR)`);
