@@ -1,6 +1,6 @@
 /** `k3 chat` through dist/k3: one turn for scripts, and a conversation in a real terminal. */
 import { afterAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { executablePath } from "../../tools/build.ts";
 import { chatModelDir } from "../support/chat-fixture.ts";
@@ -130,15 +130,24 @@ describe("k3 chat in a terminal", () => {
     expect(saved.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
   }, 60_000);
 
-  test("a transcript that is not one is refused by /load, and the chat goes on", async () => {
-    const bad = join(tempDir("chat-pty"), "bad.json");
+  test("a transcript that is not one is refused by /load, and the chat goes on; /save keeps a symlink a link", async () => {
+    const dir = tempDir("chat-pty");
+    const bad = join(dir, "bad.json");
     writeFileSync(bad, "{\"messages\": 1}");
+    const link = join(dir, "saved.json");
+    symlinkSync("kept/real.json", link);
+    mkdirSync(join(dir, "kept"));
     const pty = new PtySession([executablePath, ...chat(["--max-tokens", "4"])]);
     sessions.push(pty);
     await pty.waitFor(/> $/);
     pty.send(`/load ${bad}\r`);
     await pty.waitFor(/expected a JSON array of messages, each with a "role"/);
+    const mark = pty.screen.length;
+    pty.send(`/save ${link}\r`);
+    await pty.waitFor(/\(saved 0 messages to /, mark);
     pty.send("\u0004"); // Ctrl-D at the prompt leaves
     expect(await pty.exited()).toBe(0);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(JSON.parse(readFileSync(join(dir, "kept", "real.json"), "utf8"))).toEqual([]);
   }, 30_000);
 });
