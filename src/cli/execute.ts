@@ -10,7 +10,7 @@ import { teacherForced } from "../decode/teacher-forced.ts";
 import { generate } from "../engine/generate.ts";
 import { openEngine, type EngineRequest } from "../engine/open.ts";
 import type { RunResult } from "../engine/result.ts";
-import { ExitCode, type ExitCodeValue } from "../errors.ts";
+import { ExitCode, K3Error, type ExitCodeValue } from "../errors.ts";
 import { ultraRequested, type BudgetAction } from "../plan/budget.ts";
 import { log } from "../report/log.ts";
 import { openingLines, planBlock } from "../report/plan-report.ts";
@@ -35,6 +35,7 @@ export interface RunSpec {
   trunkDir: string | undefined;
   tokenizer: Tokenizer | undefined;
   faults?: ReadonlySet<string>;
+  trunkReadFaults?: ReadonlyMap<number, number>;
   trace?: boolean;
   /** Speculative decode: up to this many drafted ids per sweep. */
   speculative?: number;
@@ -69,7 +70,8 @@ function openForRun(spec: RunSpec) {
       Math.min(spec.prefillChunk, spec.mode === "recompute" ? spec.prompt.length + spec.maxNewTokens : Math.max(fedFirst, 1)),
       spec.speculative ? spec.speculative + 1 : 1,
     ),
-    budgets: spec.budgets, trunkDir: spec.trunkDir, faults: spec.faults, trace: spec.trace, draft: spec.draft, mode: spec.mode,
+    budgets: spec.budgets, trunkDir: spec.trunkDir, faults: spec.faults, trunkReadFaults: spec.trunkReadFaults, trace: spec.trace,
+    draft: spec.draft, mode: spec.mode,
   };
   const engine = openEngine(request, {
     onPlan: (plan) => {
@@ -96,13 +98,23 @@ export function executeRun(spec: RunSpec): RunOutcome {
   else if (spec.speculative) log.info(speculationBanner(spec.speculative));
   stderr(stepHeader());
   let firstLogits: Float32Array | undefined;
-  const result = generate(engine, spec.prompt, {
-    maxNewTokens: spec.maxNewTokens, mode: spec.mode, sampling: spec.sampling, tokenizer: spec.tokenizer, layersRequested: spec.layersRequested,
-    speculative: spec.speculative ? { maxDraft: spec.speculative } : undefined, loadState: spec.loadState?.path, saveState: spec.saveState,
-  }, {
-    onStep: (step) => stderr(stepRow(step)),
-    onFirstLogits: (logits) => { firstLogits = logits; },
-  });
+  let stepsDone = 0;
+  let result: RunResult;
+  try {
+    result = generate(engine, spec.prompt, {
+      maxNewTokens: spec.maxNewTokens, mode: spec.mode, sampling: spec.sampling, tokenizer: spec.tokenizer, layersRequested: spec.layersRequested,
+      speculative: spec.speculative ? { maxDraft: spec.speculative } : undefined, loadState: spec.loadState?.path, saveState: spec.saveState,
+    }, {
+      onStep: (step) => { stepsDone++; stderr(stepRow(step)); },
+      onFirstLogits: (logits) => { firstLogits = logits; },
+    });
+  } catch (error) {
+    // The step table above looks like a run in progress: say plainly that it ended here.
+    if (error instanceof K3Error && error.exitCode === ExitCode.runtime) {
+      throw new K3Error(error.exitCode, `${error.message}; the run stopped at step ${stepsDone} and wrote no results`);
+    }
+    throw error;
+  }
   stderr(runReport(result));
   for (const warning of runWarnings(result)) log.warn(warning);
   return { result, firstLogits, trace: engine.experts.trace };

@@ -150,7 +150,7 @@ export const runOptionTable: readonly OptionDef<RunOptions>[] = [
   },
   {
     name: "dump-logits", value: "PATH",
-    description: "Write the first step's logits as raw little-endian float32",
+    description: "Write the first step's logits as raw little-endian float32 ('-' for stdout)",
     apply: (o, raw, flag) => { o.dumpLogits = requirePath(raw, flag); },
   },
   layersOption("Bind only the first N layers (the output is then not the full model)"),

@@ -81,47 +81,53 @@ export function feed<State>(model: Forward<State>, state: State, ids: readonly n
   return logits;
 }
 
+/**
+ * What every step ends with, in both modes: the sampler chooses from one row of logits, the
+ * step is recorded and reported, and the caller's onToken or a stop id may end the run there.
+ */
+function emitter(options: DecodeOptions<never>) {
+  const sampler = options.sampler ?? greedy;
+  const out = { generated: [] as number[], steps: [] as StepRecord[], finish: undefined as FinishReason | undefined };
+  const emit = (logits: Float32Array, started: number): number => {
+    const step = out.generated.length;
+    const token = sampler.choose(logits);
+    sampler.accept?.(token);
+    out.generated.push(token);
+    const record = { step, token, seconds: (performance.now() - started) / 1000 };
+    out.steps.push(record);
+    options.afterStep?.(record);
+    out.finish = options.onToken?.(token, step) || (options.stopIds?.has(token) ? "stop" : undefined);
+    return token;
+  };
+  return { out, emit };
+}
+
 export function decode<State>(model: Forward<State>, prompt: readonly number[], options: DecodeOptions<State>): DecodeResult {
   if (options.mode === "incremental") return decodeIncremental(model, prompt, options);
   if (options.state !== undefined || options.speculative) throw new Error("decode: a carried state and speculation need incremental decode");
-  const sampler = options.sampler ?? greedy;
-  const generated: number[] = [];
-  const steps: StepRecord[] = [];
+  const { out, emit } = emitter(options as DecodeOptions<never>);
   let firstLogits: Float32Array | undefined;
-  let finish: FinishReason = "length";
-  for (let step = 0; step < options.maxNewTokens; step++) {
+  for (let step = 0; step < options.maxNewTokens && out.finish === undefined; step++) {
     options.beforeStep?.(step);
     const started = performance.now();
     const fresh = model.newState();
     let logits: Float32Array;
     try {
-      logits = feed(model, fresh, [...prompt, ...generated], options.prefillChunk);
+      logits = feed(model, fresh, [...prompt, ...out.generated], options.prefillChunk);
     } finally {
       model.release(fresh);
     }
     if (step === 0) firstLogits = logits.slice();
-    const token = sampler.choose(logits);
-    sampler.accept?.(token);
-    generated.push(token);
-    const record = { step, token, seconds: (performance.now() - started) / 1000 };
-    steps.push(record);
-    options.afterStep?.(record);
-    const asked = options.onToken?.(token, step) || (options.stopIds?.has(token) ? "stop" : undefined);
-    if (asked) {
-      finish = asked;
-      break;
-    }
+    emit(logits, started);
   }
-  return { generated, steps, firstLogits, finish };
+  return { generated: out.generated, steps: out.steps, firstLogits, finish: out.finish ?? "length" };
 }
 
 /** Incremental decode: prefill once, then one id per step, or with speculation up to maxDraft + 1 ids per sweep. */
 function decodeIncremental<State>(model: Forward<State>, prompt: readonly number[], options: DecodeOptions<State>): DecodeResult {
-  const sampler = options.sampler ?? greedy;
-  const generated: number[] = [];
-  const steps: StepRecord[] = [];
+  const { out, emit } = emitter(options as DecodeOptions<never>);
+  const { generated, steps } = out;
   let firstLogits: Float32Array | undefined;
-  let finish: FinishReason | undefined;
   const state = options.state ?? model.newState();
   const spec = options.speculative;
   const rewind = state as unknown as Rewindable<unknown>;
@@ -129,18 +135,6 @@ function decodeIncremental<State>(model: Forward<State>, prompt: readonly number
   const stats: SpeculationStats | undefined = spec && { maxDraft: spec.maxDraft, sweeps: 0, drafted: 0, accepted: 0, emitted: 0 };
   /** Every id the state has fed, for the drafter's sync (prompt from the state's own start). */
   const fed: number[] = [];
-  /** Chooses from one row of logits, records the step, and says whether the run ends there. */
-  const emit = (logits: Float32Array, started: number): number => {
-    const step = generated.length;
-    const token = sampler.choose(logits);
-    sampler.accept?.(token);
-    generated.push(token);
-    const record = { step, token, seconds: (performance.now() - started) / 1000 };
-    steps.push(record);
-    options.afterStep?.(record);
-    finish = options.onToken?.(token, step) || (options.stopIds?.has(token) ? "stop" : undefined);
-    return token;
-  };
   try {
     if (options.maxNewTokens === 0) {
       // Nothing to generate: a caller that keeps the state still gets the prompt absorbed.
@@ -154,7 +148,7 @@ function decodeIncremental<State>(model: Forward<State>, prompt: readonly number
     spec?.drafter.sync?.(fed);
     firstLogits = logits.slice();
     emit(logits, prefillStarted);
-    while (finish === undefined && generated.length < options.maxNewTokens) {
+    while (out.finish === undefined && generated.length < options.maxNewTokens) {
       const pending = generated[generated.length - 1] as number;
       const remaining = options.maxNewTokens - generated.length;
       options.beforeStep?.(generated.length);
@@ -179,7 +173,7 @@ function decodeIncremental<State>(model: Forward<State>, prompt: readonly number
         if (i > 0) options.beforeStep?.(generated.length); // later ids of a sweep cost nothing more
         const token = emit(rows.subarray(i * V, (i + 1) * V), i === 0 ? started : performance.now());
         emitted++;
-        if (finish !== undefined || i === draft.length || token !== draft[i]) break;
+        if (out.finish !== undefined || i === draft.length || token !== draft[i]) break;
       }
       const sweep = generated.slice(-emitted);
       if (stats) {
@@ -201,5 +195,5 @@ function decodeIncremental<State>(model: Forward<State>, prompt: readonly number
     if (snapshot) (snapshot as { free(): void }).free();
     if (!options.state) model.release(state);
   }
-  return { generated, steps, firstLogits, finish: finish ?? "length", ...(stats && { speculation: stats }) };
+  return { generated, steps, firstLogits, finish: out.finish ?? "length", ...(stats && { speculation: stats }) };
 }

@@ -43,6 +43,8 @@ export interface EngineRequest {
   trunkDir: string | undefined;
   /** "layer:expert" keys whose reads are made to fail (tests of the dropped-expert path). */
   faults?: ReadonlySet<string>;
+  /** Packed-trunk layer -> the read of it that fails with EIO (tests of a failing disk). */
+  trunkReadFaults?: ReadonlyMap<number, number>;
   /** Record every expert request (for --dump-cache-trace). */
   trace?: boolean;
   /** RAM the caller will hold in state snapshots (multi-turn reuse), counted in the plan. */
@@ -223,7 +225,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   const loadStarted = performance.now();
   const warnings: string[] = [];
   const streamed = packed && trunk.mode === "streamed"
-    ? opened.adopt(new StreamedTrunk(packed, config, trunk.plan, warnings), (t) => t.close())
+    ? opened.adopt(new StreamedTrunk(packed, config, trunk.plan, warnings, request.trunkReadFaults), (t) => t.close())
     : undefined;
   const onLayer = (bound: number) => events.onLayerBound?.(bound, layerCount, (performance.now() - loadStarted) / 1000);
   const held: Trunk = streamed ?? opened.adopt(new ResidentTrunk(index, reader, config, layouts, warnings, onLayer), (t) => t.close());

@@ -28,6 +28,8 @@ export const symbols = {
   k3_io_submit: { args: [i32, u32, u64, u64, ptr, u64], returns: i32 },
   k3_io_wait: { args: [i32, ptr, ptr, ptr], returns: i32 },
   k3_io_done: { args: [i32], returns: u32 },
+  k3_signals_watch: { args: [], returns: i32 },
+  k3_signal_pending: { args: [], returns: i32 },
   // Kernels (zig/abi.zig, kernels section; contracts documented there).
   k3_pool_init: { args: [u32], returns: i32 },
   k3_pool_threads: { args: [], returns: u32 },

@@ -116,6 +116,17 @@ export class ChatSession {
     }
   }
 
+  /** Writes the model state beside a saved transcript, so /load continues without re-reading it; returns its bytes. */
+  saveState(path: string): number {
+    const upcoming = renderChat(parseChatRequest(this.request(), { source: "transcript" }), this.#tokenizer).ids;
+    return this.#conversation.saveState(path, upcoming);
+  }
+
+  /** Restores a state written by saveState; the next turn reuses it where it matches the transcript. */
+  loadState(path: string): number {
+    return this.#conversation.loadState(path);
+  }
+
   close(): void {
     this.#conversation.close();
   }

@@ -10,6 +10,7 @@ import { feed, type FinishReason } from "../decode/loop.ts";
 import type { Sampler } from "../decode/sampler.ts";
 import { usageError } from "../errors.ts";
 import type { Model } from "../model/forward.ts";
+import { readStateFile, writeStateFile } from "../model/state-file.ts";
 import type { SequenceState } from "../model/state.ts";
 import { SnapshotStore, type SnapshotBudget, type SnapshotCounts, type SnapshotKind } from "./snapshots.ts";
 
@@ -89,6 +90,32 @@ export class Conversation {
     this.#state.reset();
     this.#fed = [];
     this.#snapshots.clear();
+  }
+
+  /**
+   * Writes a state file (runtime.md 8) of the longest state held that the next prompt can reuse:
+   * `upcoming` is that prompt as far as it is known (the transcript rendered now). The live
+   * state may hold a reply whose re-render differs (chat.md 5.4), so a snapshot before it is
+   * often what matches. Returns the bytes written.
+   */
+  saveState(path: string, upcoming: readonly number[]): number {
+    if (!isPrefix(this.#fed, upcoming)) {
+      const { start } = this.#reuse(upcoming);
+      this.#fed = upcoming.slice(0, start);
+    }
+    return writeStateFile(path, this.#state, this.#fed);
+  }
+
+  /**
+   * Makes a state file the live state: the next turn reuses it exactly when the file's ids are a
+   * prefix of its prompt, as it would the state it was saved from. A refused file leaves the
+   * conversation reset. A pending id (a run's state file) is not fed: only the positions count.
+   */
+  loadState(path: string): number {
+    this.reset();
+    const { position, ids } = readStateFile(path, this.#state);
+    this.#fed = ids.slice(0, position);
+    return position;
   }
 
   /** Puts the state at the longest reusable exact prefix of `ids` and returns its length. */

@@ -9,6 +9,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expectation, modelDir, oracleModels } from "../support/fixtures.ts";
 import { k3 } from "../support/k3.ts";
+import { smallFsUnavailable, withSmallFs } from "../support/small-fs.ts";
 import { tempDir } from "../support/tmp.ts";
 
 setDefaultTimeout(60_000);
@@ -155,6 +156,21 @@ describe("refusals", () => {
     writeFileSync(join(dir, "text.k3st"), "hello");
     refused([tiny, "--load-state", join(dir, "text.k3st"), "--gen", "2"], 1, /text\.k3st is not a k3 state file/);
     refused([tiny, "--load-state", join(dir, "missing.k3st"), "--gen", "2"], 1, /missing\.k3st: cannot open the state file \(ENOENT\)/);
+  });
+
+  test.skipIf(smallFsUnavailable() !== undefined)("a save that runs out of disk leaves the old state file whole, and no temporary", () => {
+    // 128 KB: the first state (about 60 KB) fits; the second (about 98 KB) cannot sit beside it.
+    const r = withSmallFs(128 * 1024, [
+      `"$K3" "${tiny}" --ids 1,2,3 --gen 2 --save-state "$MNT/s.k3st" --out /dev/null 2>/dev/null || exit 90`,
+      `before=$(sha256sum "$MNT/s.k3st")`,
+      `"$K3" "${tiny}" --ids 1,2,3 --gen 60 --save-state "$MNT/s.k3st" --out /dev/null; code=$?`,
+      `[ "$(sha256sum "$MNT/s.k3st")" = "$before" ] && echo intact`,
+      `echo "left: $(ls -A "$MNT")"`,
+      `exit $code`,
+    ].join("\n"));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/s\.k3st: cannot write the state file: no space left on device \(ENOSPC\)/);
+    expect(r.stdout).toBe("intact\nleft: s.k3st\n");
   });
 
   test("misuse of the options: exit 2", () => {
