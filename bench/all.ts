@@ -15,10 +15,15 @@
  *                 resident and streamed (skipped with the streaming part)
  *   6. speculative the same checkpoint, streamed: one verification sweep against serial steps,
  *                 and --spec 4 against plain decode (skipped with the streaming part)
+ *   7. ultra      the same checkpoint: peak RSS of --preset ultra against --preset laptop, and
+ *                 the laptop budgets with --ultra-low-memory (skipped with the streaming part)
+ *   8. hybrid     the same checkpoint, streamed: plain decode against hybrid decode with the
+ *                 int8 draft trunk (skipped with the streaming part)
  *
  * Figures go to stdout, progress to stderr. Exits 1 when a benchmark found a correctness
  * failure (ids differing across budgets, tokenizer output differing from tiktoken, peak RSS
- * over the memory plan).
+ * over the memory plan, ultra's peak RSS not below the laptop's by the tables, a draft that read
+ * an expert).
  */
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { attentionReport, benchAttention } from "./attention.ts";
@@ -26,6 +31,8 @@ import { benchIndex } from "./index-headers.ts";
 import { benchKernels, formatKernelRows } from "./kernels.ts";
 import { benchPrefill, prefillReport } from "./prefill.ts";
 import { benchSpeculative, speculativeReport } from "./speculative.ts";
+import { benchHybrid, hybridReport } from "./hybrid.ts";
+import { benchUltra, ultraReport } from "./ultra.ts";
 import { benchStreaming, streamingReport, streamingSkipReason } from "./streaming.ts";
 import { benchTokenizer } from "./tokenizer.ts";
 
@@ -117,6 +124,28 @@ await part("speculative", async () => {
   const result = await benchSpeculative();
   console.log(speculativeReport(result));
   if (!result.identical) failed = true;
+});
+
+await part("ultra", async () => {
+  const skip = streamingSkipReason();
+  if (skip) {
+    console.log(`ultra: skipped (${skip})`);
+    return;
+  }
+  const result = await benchUltra();
+  console.log(ultraReport(result));
+  if (result.failures.length > 0) failed = true;
+});
+
+await part("hybrid", async () => {
+  const skip = streamingSkipReason();
+  if (skip) {
+    console.log(`hybrid: skipped (${skip})`);
+    return;
+  }
+  const result = await benchHybrid();
+  console.log(hybridReport(result));
+  if (result.failures.length > 0) failed = true;
 });
 
 console.log(`took: ${timings.map(([name, s]) => `${name} ${s.toFixed(1)} s`).join(", ")}; total ${timings.reduce((a, [, s]) => a + s, 0).toFixed(1)} s`);

@@ -227,6 +227,8 @@ export function measureDirectBandwidth(trunkDir: string, when: string, rounds: n
 /** The fields of the run's `--out -` results this benchmark reads (report/results.ts writes them). */
 interface ResultJson {
   generated_ids: number[];
+  embedding_bytes_read?: number;
+  lm_head_bytes_read?: number;
   seconds_per_token: number;
   peak_rss_bytes: number;
   expert_bytes_read: number;
@@ -315,7 +317,8 @@ async function collectLines(stream: ReadableStream<Uint8Array>, onLine: (line: s
   return text;
 }
 
-async function runK3(label: string, paths: StreamingPaths, extra: string[], outDir: string): Promise<StreamingRun> {
+/** One dist/k3 run on the bench checkpoint (its own process, so its peak RSS is its own), figures from its results. */
+export async function runK3(label: string, paths: StreamingPaths, extra: string[], outDir: string): Promise<StreamingRun> {
   const args = [paths.dir, "--ids", promptIds, "--gen", String(genTokens), "--cache-gb", String(cacheGb), ...extra, "--out", "-"];
   progress(`run '${label}': dist/k3 ${args.join(" ")}`);
   const started = performance.now();

@@ -1,0 +1,84 @@
+/**
+ * Ultra-low-memory mode on the K3-width checkpoint (issue 13): the laptop configuration
+ * (`--preset laptop`) against `--preset ultra`, and, to isolate the tables, the laptop budgets
+ * with `--ultra-low-memory`; each a child process of dist/k3 on the packed trunk with the same
+ * prompt, so each peak RSS is its own. The ids must be identical; ultra's peak RSS must sit below
+ * the laptop configuration's by at least the size of the embedding and the LM head (the plan's
+ * `embed + lm_head` term of the laptop run).
+ *
+ * `bun run bench/ultra.ts` alone, or part of `bun run bench`.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { benchPaths, ensureExecutable, prepare, runK3, type StreamingRun } from "./streaming.ts";
+
+export interface UltraBench {
+  laptop: StreamingRun;
+  ultra: StreamingRun;
+  /** The laptop budgets with --ultra-low-memory: the difference is the tables alone. */
+  laptopUltra: StreamingRun;
+  /** The embedding and LM head as the laptop run holds them. */
+  tablesBytes: number;
+  failures: string[];
+}
+
+const term = (run: StreamingRun, name: string) => run.result?.plan.memory.terms.find((t) => t.name === name)?.bytes;
+
+export async function benchUltra(paths = benchPaths()): Promise<UltraBench> {
+  await ensureExecutable();
+  await prepare(paths);
+  const outDir = mkdtempSync(join(tmpdir(), "k3-bench-ultra-"));
+  const trunk = ["--trunk", paths.trunkDir];
+  let laptop: StreamingRun;
+  let ultra: StreamingRun;
+  let laptopUltra: StreamingRun;
+  try {
+    laptop = await runK3("--preset laptop", paths, [...trunk, "--preset", "laptop"], outDir);
+    ultra = await runK3("--preset ultra", paths, [...trunk, "--preset", "ultra"], outDir);
+    laptopUltra = await runK3("laptop + ultra mode", paths, [...trunk, "--preset", "laptop", "--ultra-low-memory"], outDir);
+  } finally {
+    rmSync(outDir, { recursive: true, force: true });
+  }
+  const failures: string[] = [];
+  const runs = [laptop, ultra, laptopUltra];
+  for (const r of runs) if (r.code !== 0 || !r.generated) failures.push(`run '${r.label}' exited ${r.code}:\n    ${r.stderrTail.join("\n    ")}`);
+  const ids = runs.map((r) => JSON.stringify(r.generated));
+  if (new Set(ids).size !== 1) failures.push(`generated ids differ: ${runs.map((r) => `${r.label} ${ids[runs.indexOf(r)]}`).join("; ")}`);
+  const tablesBytes = term(laptop, "embed + lm_head") ?? 0;
+  if (laptop.peakRss !== undefined && ultra.peakRss !== undefined && laptop.peakRss - ultra.peakRss < tablesBytes) {
+    failures.push(`--preset ultra peak RSS ${gb(ultra.peakRss)} is not below --preset laptop's ${gb(laptop.peakRss)} by the ${gb(tablesBytes)} of embedding and LM head`);
+  }
+  return { laptop, ultra, laptopUltra, tablesBytes, failures };
+}
+
+const gb = (bytes: number) => `${(bytes / 1e9).toFixed(3)} GB`;
+const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
+
+export function ultraReport(b: UltraBench): string {
+  const out = [`ultra (K3-width, packed trunk; embedding + LM head ${mb(b.tablesBytes)} resident in the laptop run):`];
+  for (const r of [b.laptop, b.ultra, b.laptopUltra]) {
+    const tables = term(r, "embed + lm_head") ?? term(r, "embed + lm_head (STREAMED)");
+    out.push(
+      `  ${r.label.padEnd(22)} peak RSS ${r.peakRss === undefined ? "-" : gb(r.peakRss)} (plan ${r.planTotal === undefined ? "-" : gb(r.planTotal)}, ` +
+        `tables term ${tables === undefined ? "-" : mb(tables)}), ${r.steadySecondsPerToken?.toFixed(3) ?? "-"} s/token after step 0, ` +
+        `read embedding ${mb(r.result?.embedding_bytes_read ?? 0)} + LM head ${mb(r.result?.lm_head_bytes_read ?? 0)}, ids [${r.generated?.join(",") ?? "-"}]`,
+    );
+  }
+  const diff = (a: StreamingRun, c: StreamingRun) => (a.peakRss !== undefined && c.peakRss !== undefined ? a.peakRss - c.peakRss : undefined);
+  const presetGap = diff(b.laptop, b.ultra);
+  const sameBudgetGap = diff(b.laptop, b.laptopUltra);
+  out.push(
+    `  --preset ultra is ${presetGap === undefined ? "-" : gb(presetGap)} below --preset laptop (needs >= ${gb(b.tablesBytes)}: ` +
+      `${presetGap !== undefined && presetGap >= b.tablesBytes ? "met" : "FAIL"}); at the laptop budgets ultra mode alone saves ` +
+      `${sameBudgetGap === undefined ? "-" : mb(sameBudgetGap)} of the ${mb(b.tablesBytes)} of tables (it keeps a 4 MiB chunk buffer instead)`,
+  );
+  for (const f of b.failures) out.push(`  FAIL: ${f}`);
+  return out.join("\n");
+}
+
+if (import.meta.main) {
+  const result = await benchUltra();
+  console.log(ultraReport(result));
+  if (result.failures.length > 0) process.exit(1);
+}
