@@ -1,3 +1,5 @@
+import { inputLimits } from "./input-limits.ts";
+
 /** Exit codes k3 documents (runtime.md section 1.7). One table; nothing else picks numbers. */
 export const ExitCode = {
   ok: 0,
@@ -34,4 +36,16 @@ export function usageError(message: string, detail?: string): K3Error {
 
 export function runtimeError(message: string): K3Error {
   return new K3Error(ExitCode.runtime, message);
+}
+
+/**
+ * Input text as a message quotes it: JSON-escaped, so no control character or line break can
+ * split the one-line message, and at most `inputLimits.excerptChars` code points, "..." marking a
+ * cut, so a 20 MB input gives a short line.
+ */
+export function excerpt(text: string): string {
+  const limit = inputLimits.excerptChars;
+  if (text.length <= limit) return JSON.stringify(text);
+  const points = Array.from(text.slice(0, 2 * limit + 1));
+  return JSON.stringify(points.length > limit ? `${points.slice(0, limit).join("")}...` : text);
 }

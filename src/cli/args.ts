@@ -5,7 +5,7 @@
  * option wins.
  */
 import type { ArgsDef } from "citty";
-import { usageError } from "../errors.ts";
+import { excerpt, usageError } from "../errors.ts";
 
 export interface OptionDef<Target> {
   /** Long name without dashes. */
@@ -103,9 +103,9 @@ export function parseIdList(raw: string, source: string): number[] {
   const parts = raw.split(/[\s,]+/).filter((p) => p.length > 0);
   if (parts.length === 0) throw usageError(`${source}: no prompt ids parsed`);
   return parts.map((part) => {
-    if (!/^\d+$/.test(part)) throw usageError(`${source}: '${part}' is not a token id (ids are whole numbers >= 0)`);
+    if (!/^\d+$/.test(part)) throw usageError(`${source}: ${excerpt(part)} is not a token id (ids are whole numbers >= 0)`);
     const id = Number(part);
-    if (!Number.isSafeInteger(id)) throw usageError(`${source}: token id ${part} is out of range`);
+    if (!Number.isSafeInteger(id)) throw usageError(`${source}: token id ${excerpt(part)} is out of range`);
     return id;
   });
 }

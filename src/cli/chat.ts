@@ -10,6 +10,8 @@ import type { ReplyEvent } from "../chat/parse.ts";
 import { resolveSampling, samplingDefaults, samplingNames, type SamplingKnob } from "../decode/sampling-options.ts";
 import { ExitCode, usageError } from "../errors.ts";
 import { readOrFail, writeAtomically } from "../fs.ts";
+import { inputLimits } from "../input-limits.ts";
+import { JsonSyntaxError, parseJsonData } from "../json.ts";
 import { maxGeneratedTokens } from "../plan/limits.ts";
 import { emit, log } from "../report/log.ts";
 import { ChatSession, type ChatMessage, type ChatTurn } from "../session/chat-session.ts";
@@ -79,7 +81,7 @@ export async function main(args: readonly string[]): Promise<number> {
   if (!o.tokDir) throw usageError(tokMissingMessage("chat"));
   const sampling = resolveSampling(o.sampling, samplingDefaults.chat);
   const oneTurn = o.message !== undefined || o.json || !process.stdin.isTTY;
-  const message = oneTurn ? (o.message ?? new TextDecoder().decode(readStdin())) : undefined;
+  const message = oneTurn ? (o.message ?? new TextDecoder().decode(readStdin(inputLimits.promptTextBytes, "the message"))) : undefined;
   if (oneTurn && message!.trim() === "") throw usageError("chat: the message is empty (give --message TEXT or text on stdin)");
 
   const opened = openChatModel("k3 chat", modelDir, { ...o, tokDir: o.tokDir });
@@ -265,7 +267,7 @@ function runSlash(text: string, session: ChatSession, last: ChatTurn | undefined
         break;
       case "/load": {
         if (!arg) throw usageError("/load needs a file name");
-        session.load(parseTranscript(readOrFail(arg, "the transcript").toString("utf8"), arg));
+        session.load(parseTranscript(readOrFail(arg, "the transcript", inputLimits.requestBytes).toString("utf8"), arg));
         say(`(loaded ${session.transcript.length} messages from ${arg}; the next turn feeds them)`);
         break;
       }
@@ -312,9 +314,10 @@ function setKnob(session: ChatSession, [knob, value, ...extra]: string[]): strin
 function parseTranscript(text: string, path: string): ChatMessage[] {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw usageError(`${path}: not valid JSON`);
+    parsed = parseJsonData(text);
+  } catch (error) {
+    if (error instanceof JsonSyntaxError) throw usageError(`${path}:${error.message}`);
+    throw error;
   }
   if (!Array.isArray(parsed) || !parsed.every((m) => typeof m === "object" && m !== null && typeof (m as { role?: unknown }).role === "string")) {
     throw usageError(`${path}: expected a JSON array of messages, each with a "role"`);

@@ -1,5 +1,5 @@
 /** Options several commands share, defined once: the same flag means the same thing everywhere. */
-import type { ModelConfig } from "../checkpoint/config.ts";
+import { configCeilings, type ModelConfig } from "../checkpoint/config.ts";
 import { envValue } from "../env.ts";
 import { usageError } from "../errors.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
@@ -28,7 +28,7 @@ export function configOption<T extends { configPath: string | undefined }>(): Op
 }
 
 export function layersOption<T extends { layers: number | undefined }>(description: string): OptionDef<T> {
-  return { name: "layers", value: "N", description, apply: (o, raw, flag) => { o.layers = parseInteger(raw, flag, 1, 1_000_000); } };
+  return { name: "layers", value: "N", description, apply: (o, raw, flag) => { o.layers = parseInteger(raw, flag, 1, configCeilings.layers); } };
 }
 
 /** The layer count to use: all of them, or the first `layers`; more is a usage error. */
