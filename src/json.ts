@@ -76,6 +76,14 @@ export class JsonSyntaxError extends Error {
   }
 }
 
+/**
+ * The error as a file reader's message says it: "not valid JSON (3:8: ...)" for text that is not
+ * JSON, "3:8: the key ... appears twice ..." for JSON k3 refuses (a duplicate, a limit).
+ */
+export function jsonRefusal(error: JsonSyntaxError): string {
+  return error.kind === "syntax" || error.kind === "unicode" ? `not valid JSON (${error.message})` : error.message;
+}
+
 /** 1-based line and column of `offset` in `text`. */
 export function lineColumn(text: string, offset: number): { line: number; column: number } {
   let line = 1;

@@ -7,7 +7,7 @@
 import { K3Error, ExitCode } from "../errors.ts";
 import { readCapped } from "../fs.ts";
 import { inputLimits } from "../input-limits.ts";
-import { JsonSyntaxError, parseJsonData } from "../json.ts";
+import { jsonRefusal, JsonSyntaxError, parseJsonData } from "../json.ts";
 
 export interface ModelConfig {
   hiddenSize: number;
@@ -397,7 +397,7 @@ export function parseConfig(textContent: string, path: string): LoadedConfig {
   try {
     root = parseJsonData(textContent) as Json;
   } catch (error) {
-    if (error instanceof JsonSyntaxError) return fail(`not valid JSON (${error.message})`);
+    if (error instanceof JsonSyntaxError) return fail(jsonRefusal(error));
     throw error;
   }
   if (!isObject(root)) return fail("the top level must be a JSON object");

@@ -11,7 +11,7 @@ import { log } from "../report/log.ts";
 import { formatBytes } from "../report/format.ts";
 import { loadTokenizer, type Tokenizer } from "../tokenizer/index.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
-import { checkLayers, configOption, injectedFaults, layersOption, tokOption } from "./common-options.ts";
+import { checkLayers, checkTokenizerFits, configOption, injectedFaults, layersOption, tokOption } from "./common-options.ts";
 import { memoryOptions } from "./memory-options.ts";
 
 export interface ChatModelOptions {
@@ -54,6 +54,8 @@ export function openChatModel(command: string, modelDir: string, o: ChatModelOpt
   const { config } = loadConfig(o.configPath ?? join(modelDir, "config.json"));
   const layerCount = checkLayers(o.layers, config);
   const tokenizer = loadTokenizer(o.tokDir);
+  const mismatch = checkTokenizerFits(tokenizer, config, o.tokDir);
+  if (mismatch) log.warn(mismatch);
   const engine = openEngine(
     { modelDir, config, layerCount, positions: o.ctx, prefillChunk: defaultPrefillChunk, budgets: o.budgets, trunkDir: o.trunkDir, faults: injectedFaults() },
     { onWarning: (w) => log.warn(w), onDrop: (d) => log.error(`EXPERT DROP: layer ${d.layer} expert ${d.expert} failed to load; the reply is CORRUPT (${d.reason})`) },

@@ -2,6 +2,7 @@
 import { configCeilings, type ModelConfig } from "../checkpoint/config.ts";
 import { envValue } from "../env.ts";
 import { usageError } from "../errors.ts";
+import type { Tokenizer } from "../tokenizer/index.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
 
 /** An option that takes a path: an empty one is a usage error naming the flag. */
@@ -36,6 +37,26 @@ export function checkLayers(layers: number | undefined, config: ModelConfig): nu
   const count = layers ?? config.numLayers;
   if (count > config.numLayers) throw usageError(`--layers ${count} exceeds the model's ${config.numLayers} layers`);
   return count;
+}
+
+/**
+ * The tokenizer must fit the model: every id ordinary text encodes to (its ranks) must have an
+ * embedding, or a prompt would be refused or read wrongly. Returns a warning when the model can
+ * emit ids the tokenizer has no text for (a vocabulary padded past the tokenizer); special ids
+ * past the model's vocabulary (the demo's byte-level tokenizer) are left alone, since any use
+ * of one is refused as an id outside the vocabulary.
+ */
+export function checkTokenizerFits(tokenizer: Tokenizer, config: ModelConfig, tokDir: string): string | undefined {
+  if (tokenizer.rankCount > config.vocabSize) {
+    throw usageError(
+      `--tok ${tokDir}: the tokenizer has ${tokenizer.rankCount} ranks but the model's vocabulary is ${config.vocabSize} ids (vocab_size): ` +
+        "it is not this model's tokenizer",
+    );
+  }
+  if (tokenizer.vocabSize < config.vocabSize) {
+    return `--tok ${tokDir}: the tokenizer has ${tokenizer.vocabSize} ids, the model's vocabulary ${config.vocabSize}: ids ${tokenizer.vocabSize}..${config.vocabSize - 1} have no text`;
+  }
+  return undefined;
 }
 
 /** Fault injection for tests of the dropped-expert path: K3_INJECT_EXPERT_FAULT=layer:expert[,…]. */

@@ -11,7 +11,7 @@ import { maxPositions, maxPromptIds } from "../plan/limits.ts";
 import { emit, log } from "../report/log.ts";
 import { dumpCacheTrace, traceWrittenLine } from "../weights/expert-trace.ts";
 import { parseOptions } from "./args.ts";
-import { checkLayers, injectedFaults, tokMissingMessage } from "./common-options.ts";
+import { checkLayers, checkTokenizerFits, injectedFaults, tokMissingMessage } from "./common-options.ts";
 import { executeRun, finishRun, type RunOutcome } from "./execute.ts";
 import { resolvePrompt } from "./prompt.ts";
 import { defaultRunOptions, runOptionTable, type RunOptions } from "./run-options.ts";
@@ -50,6 +50,10 @@ export async function main(args: readonly string[]): Promise<number> {
   for (const warning of warnings) log.warn(`${configPath}: ${warning}`);
   const prompt = resolvePrompt({ source: options.promptSources[0] as string, value: options.promptValue, tokDir: options.tokDir });
   checkRequest(prompt.ids, options.gen);
+  if (prompt.tokenizer && options.tokDir) {
+    const warning = checkTokenizerFits(prompt.tokenizer, config, options.tokDir);
+    if (warning) log.warn(warning);
+  }
   const outside = prompt.ids.find((id) => id >= config.vocabSize);
   if (outside !== undefined) {
     throw usageError(`${options.promptSources[0]}: token id ${outside} is outside the vocabulary (size ${config.vocabSize})`);

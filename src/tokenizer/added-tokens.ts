@@ -41,7 +41,7 @@ export function parseAddedTokens(text: string, file: string, rankCount: number):
     root = parseJsonData(text);
   } catch (error) {
     if (!(error instanceof JsonSyntaxError)) throw error;
-    throw runtimeError(`${file}:${error.line}:${error.column}: ${error.kind === "duplicate" ? error.reason : `not valid JSON (${error.reason})`}`);
+    throw runtimeError(`${file}:${error.line}:${error.column}: ${error.kind === "syntax" || error.kind === "unicode" ? `not valid JSON (${error.reason})` : error.reason}`);
   }
   if (!isObject(root)) throw runtimeError(`${file}:1: expected a JSON object at the top level`);
   const decoder = root.added_tokens_decoder;

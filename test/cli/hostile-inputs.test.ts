@@ -1,0 +1,101 @@
+/**
+ * Hostile inputs through dist/k3 (issue 15): every file k3 parses, damaged the way a user's
+ * file can be, ends in one line naming the file and the documented exit code, quickly, and
+ * never in wrong tokens with exit 0.
+ */
+import { describe, expect, test } from "bun:test";
+import { cpSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { expectation, fixturesDir, modelDir } from "../support/fixtures.ts";
+import { k3, type K3Result } from "../support/k3.ts";
+import { tempDir } from "../support/tmp.ts";
+
+const tiny = modelDir("tiny13");
+const want = expectation("tiny13");
+const prompt = want.prompt_ids.join(",");
+const chatTok = join(fixturesDir, "chat-tokenizer");
+
+/** One line on stderr, starting `k3: `, with this exit code. */
+function refusedWith(r: K3Result, code: number, pattern: RegExp | string): void {
+  expect({ code: r.code, stdout: r.stdout }).toEqual({ code, stdout: "" });
+  expect(r.stderr.split("\n").filter((l) => l.startsWith("k3: "))).toHaveLength(1);
+  expect(r.stderr.trimEnd().split("\n").at(-1)).toMatch(pattern);
+  expect(r.stderr).not.toContain("internal error");
+  expect(r.stderr).not.toMatch(/\n\s+at /);
+}
+
+/** tiny13's config.json with `edit` applied, in a file of its own (for --config). */
+function editedConfig(edit: (config: Record<string, unknown>) => void): string {
+  const config = JSON.parse(readFileSync(join(tiny, "config.json"), "utf8"));
+  edit(config);
+  const path = join(tempDir("config"), "config.json");
+  writeFileSync(path, JSON.stringify(config));
+  return path;
+}
+
+const run = (...extra: string[]) => k3([tiny, "--ids", prompt, "--gen", "2", "--out", "-", ...extra]);
+
+describe("config.json", () => {
+  test("--config /dev/zero is refused after the size cap, quickly", () => {
+    const started = performance.now();
+    refusedWith(run("--config", "/dev/zero"), 2, /^k3: \/dev\/zero: cannot read the model config: more than the 4194304-byte limit$/);
+    expect(performance.now() - started).toBeLessThan(5000);
+  });
+
+  const unbounded: [string, (c: Record<string, unknown>) => void, RegExp][] = [
+    ["num_hidden_layers 1e6", (c) => { c.num_hidden_layers = 1e6; }, /num_hidden_layers is 1000000, more than k3 accepts \(at most 1024\)/],
+    ["num_experts 2^31", (c) => { c.num_experts = 2 ** 31; }, /num_experts is 2147483648, more than k3 accepts \(at most 65536\)/],
+    ["routed_scaling_factor 0", (c) => { c.routed_scaling_factor = 0; }, /routed_scaling_factor is 0; it must be positive/],
+    ["rms_norm_eps 2^63", (c) => { c.rms_norm_eps = 2 ** 63; }, /rms_norm_eps is 9223372036854776000; it must be above 0 and below 1/],
+    ["a negative SiTU beta", (c) => { c.situ_beta = -4; }, /situ_beta is -4; it must be positive/],
+    ["gate_lower_bound 1e308", (c) => { c.gate_lower_bound = 1e308; }, /gate_lower_bound is 1e\+308; it must be negative/],
+    ["attn_res_block_size 1e308", (c) => { c.attn_res_block_size = 1e308; }, /attn_res_block_size is 1e\+308, more than k3 accepts/],
+  ];
+  for (const [what, edit, pattern] of unbounded) {
+    test(`${what} is refused at once (exit 2), naming the file`, () => {
+      const path = editedConfig(edit);
+      const started = performance.now();
+      const r = run("--config", path);
+      refusedWith(r, 2, new RegExp(`^k3: ${path}: the model config could not be read with confidence: .*${pattern.source}`));
+      expect(performance.now() - started).toBeLessThan(5000);
+    });
+  }
+
+  test("a key given twice (spelled with an escape) and a deeply nested value are refused (exit 2)", () => {
+    const path = join(tempDir("config"), "config.json");
+    writeFileSync(path, readFileSync(join(tiny, "config.json"), "utf8").replace('"vocab_size": 256', '"vocab_size": 256, "vocab\\u005fsize": 255'));
+    refusedWith(run("--config", path), 2, new RegExp(`^k3: ${path}: the model config could not be read with confidence: 5:22: the key "vocab_size" appears twice in one object$`));
+    writeFileSync(path, `{"x": ${"[".repeat(1_000_000)}${"]".repeat(1_000_000)}}`);
+    refusedWith(run("--config", path), 2, new RegExp(`^k3: ${path}: the model config could not be read with confidence: 1:262: nested deeper than 256 levels$`));
+  });
+});
+
+describe("tokenizer files", () => {
+  test("a tokenizer_config.json id given twice, once \\u-escaped, is refused (exit 1)", () => {
+    const dir = tempDir("tok");
+    cpSync(chatTok, dir, { recursive: true });
+    const path = join(dir, "tokenizer_config.json");
+    const text = readFileSync(path, "utf8");
+    writeFileSync(path, text.replace('"402": {', '"\\u0034\\u00301": {'));
+    refusedWith(k3(["tokenize", "--tok", dir], { stdin: "hi" }), 1, new RegExp(`^k3: ${path}:\\d+:5: the key "401" appears twice in one object$`));
+  });
+
+  test("a tokenizer that is not the model's is refused before anything loads (exit 2)", () => {
+    refusedWith(
+      k3([tiny, "--tok", chatTok, "--prompt", "hello", "--gen", "1"]),
+      2,
+      `k3: --tok ${chatTok}: the tokenizer has 401 ranks but the model's vocabulary is 256 ids (vocab_size): it is not this model's tokenizer`,
+    );
+  });
+});
+
+describe("--ids", () => {
+  test("20 MB of garbage on stdin gives a short line quoting a short excerpt", () => {
+    const garbage = "x".repeat(20_000_000);
+    const r = k3([tiny, "--ids", "-", "--gen", "1"], { stdin: garbage });
+    refusedWith(r, 2, /^k3: --ids - \(stdin\): "x{40}\.\.\." is not a token id \(ids are whole numbers >= 0\)$/);
+    expect(r.stderr.length).toBeLessThan(2000);
+    const json = k3([tiny, "--ids", "-", "--gen", "1"], { stdin: `{"ids": [1, 2], "ids": [${"9".repeat(10_000_000)}]}` });
+    refusedWith(json, 2, /^k3: --ids - \(stdin\):1:17: the key "ids" appears twice in one object$/);
+  });
+});
