@@ -49,3 +49,11 @@ export function excerpt(text: string): string {
   const points = Array.from(text.slice(0, 2 * limit + 1));
   return JSON.stringify(points.length > limit ? `${points.slice(0, limit).join("")}...` : text);
 }
+
+/**
+ * A name from an input (a tensor, a key) as a message shows it: as it is when it is short and
+ * plain (printable ASCII, no quote), else as an excerpt.
+ */
+export function displayName(name: string): string {
+  return /^[\x21\x23-\x7e]{1,200}$/.test(name) ? name : excerpt(name);
+}

@@ -4,7 +4,7 @@
  * never in wrong tokens with exit 0.
  */
 import { describe, expect, test } from "bun:test";
-import { cpSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expectation, fixturesDir, modelDir } from "../support/fixtures.ts";
 import { k3, type K3Result } from "../support/k3.ts";
@@ -97,5 +97,53 @@ describe("--ids", () => {
     expect(r.stderr.length).toBeLessThan(2000);
     const json = k3([tiny, "--ids", "-", "--gen", "1"], { stdin: `{"ids": [1, 2], "ids": [${"9".repeat(10_000_000)}]}` });
     refusedWith(json, 2, /^k3: --ids - \(stdin\):1:17: the key "ids" appears twice in one object$/);
+  });
+});
+
+describe("safetensors shards", () => {
+  const shardName = "model-00001-of-00001.safetensors";
+
+  /** A copy of tiny13 whose one shard is rebuilt from `header` text (as given) and the same data. */
+  function rebuiltShard(edit: (header: string) => string, setLength?: (length: number) => number): { dir: string; shard: string } {
+    const dir = tempDir("shard");
+    cpSync(tiny, dir, { recursive: true });
+    const shard = join(dir, shardName);
+    const bytes = readFileSync(shard);
+    const length = Number(bytes.readBigUInt64LE(0));
+    const header = Buffer.from(edit(bytes.subarray(8, 8 + length).toString("utf8")));
+    const prefix = Buffer.alloc(8);
+    prefix.writeBigUInt64LE(BigInt(setLength ? setLength(header.length) : header.length));
+    writeFileSync(shard, Buffer.concat([prefix, header, bytes.subarray(8 + length)]));
+    return { dir, shard };
+  }
+
+  test("a header length 4 short of the truth (the header ends in padding spaces, so it parses) is refused, not read 4 bytes early", () => {
+    const { dir, shard } = rebuiltShard((h) => `${h}        `, (n) => n - 4);
+    refusedWith(k3([dir, "--ids", prompt, "--gen", "2", "--out", "-"]), 1, `k3: ${shard}: not a valid safetensors shard: 4 bytes after the last tensor (language_model.model.output_attn_res_proj.weight) belong to no tensor (the header length or data_offsets are wrong)`);
+  });
+
+  test("a data section that starts off a multiple of 4 is refused naming the file and the tensor, not an internal error", () => {
+    const { dir, shard } = rebuiltShard((h) => `${h}  `);
+    refusedWith(
+      k3([dir, "--ids", prompt, "--gen", "2", "--out", "-"]),
+      1,
+      `k3: ${shard}: not a valid safetensors shard: tensor language_model.model.layers.0.input_layernorm.weight starts at byte 123202 of the file, not a multiple of its 4-byte F32 elements (the data section starts at byte 123202; k3 reads elements aligned)`,
+    );
+  });
+
+  test("a tensor named twice in one header, once with an escape, is refused", () => {
+    const name = "language_model.model.norm.weight";
+    const { dir, shard } = rebuiltShard((h) => {
+      const entry = JSON.stringify((JSON.parse(h) as Record<string, unknown>)[name]);
+      return `{"${name.replace("norm", "\\u006eorm")}": ${entry}, ${h.slice(1)}`;
+    });
+    refusedWith(k3([dir, "--ids", prompt, "--gen", "2"]), 1, new RegExp(`^k3: ${shard}: not a valid safetensors shard: header 1:\\d+: the key "${name}" appears twice in one object$`));
+  });
+
+  test("a directory named like a shard is refused by name", () => {
+    const dir = tempDir("shard");
+    cpSync(tiny, dir, { recursive: true });
+    mkdirSync(join(dir, "zz-extra.safetensors"));
+    refusedWith(k3([dir, "--ids", prompt, "--gen", "2"]), 1, `k3: ${join(dir, "zz-extra.safetensors")}: not a valid safetensors shard: it is a directory, not a file`);
   });
 });
