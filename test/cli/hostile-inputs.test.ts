@@ -147,3 +147,87 @@ describe("safetensors shards", () => {
     refusedWith(k3([dir, "--ids", prompt, "--gen", "2"]), 1, `k3: ${join(dir, "zz-extra.safetensors")}: not a valid safetensors shard: it is a directory, not a file`);
   });
 });
+
+describe("packed trunks", () => {
+  const streamed = (model: string, trunk: string) => k3([model, "--ids", prompt, "--gen", "3", "--trunk", trunk, "--trunk-gb", "0", "--out", "-"]);
+
+  /** tiny13 packed into a fresh directory. */
+  function packTiny(): string {
+    const out = join(tempDir("pack"), "trunk");
+    expect(k3(["pack-trunk", tiny, out]).code).toBe(0);
+    return out;
+  }
+
+  /** trunk.json of `trunk`, edited in place. */
+  function editManifest(trunk: string, edit: (manifest: { layers: Record<string, unknown>[] } & Record<string, unknown>) => void): string {
+    const path = join(trunk, "trunk.json");
+    const manifest = JSON.parse(readFileSync(path, "utf8"));
+    edit(manifest);
+    writeFileSync(path, JSON.stringify(manifest));
+    return path;
+  }
+
+  test("the pack of another checkpoint with the same shapes (one tensor of layer 3 differs) is refused; its own pack runs", () => {
+    const other = tempDir("other");
+    cpSync(tiny, other, { recursive: true });
+    const shard = join(other, "model-00001-of-00001.safetensors");
+    const bytes = readFileSync(shard);
+    const headerLength = Number(bytes.readBigUInt64LE(0));
+    const header = JSON.parse(bytes.subarray(8, 8 + headerLength).toString("utf8"));
+    const [begin] = header["language_model.model.layers.3.post_attention_layernorm.weight"].data_offsets as [number, number];
+    bytes[8 + headerLength + begin + 1] = (bytes[8 + headerLength + begin + 1] as number) ^ 0x40;
+    writeFileSync(shard, bytes);
+    const pack = packTiny();
+    expect(streamed(tiny, pack).code).toBe(0);
+    refusedWith(streamed(other, pack), 1, new RegExp(`^k3: ${pack}: layer 3 of the packed trunk was packed from other contents than ${other} holds \\(source [0-9a-f]{16}, this checkpoint [0-9a-f]{16}\\); re-run 'k3 pack-trunk'$`));
+  });
+
+  test("two layers' offsets and hashes swapped in trunk.json are refused", () => {
+    const trunk = packTiny();
+    const path = editManifest(trunk, (m) => {
+      const [one, two] = [m.layers[1] as Record<string, unknown>, m.layers[2] as Record<string, unknown>];
+      [one.file_off, two.file_off, one.hash, two.hash] = [two.file_off, one.file_off, two.hash, one.hash];
+    });
+    refusedWith(streamed(tiny, trunk), 1, new RegExp(`^k3: ${path}: not a usable packed trunk: layers\\[1\\].file_off is \\d+, expected \\d+ \\(layers follow each other in trunk.bin\\)$`));
+  });
+
+  test("two layers' bytes swapped in trunk.bin, with their hashes swapped in trunk.json, are refused on first read", () => {
+    const trunk = packTiny();
+    const bin = join(trunk, "trunk.bin");
+    const bytes = readFileSync(bin);
+    let one: { file_off: number; nbytes: number } = { file_off: 0, nbytes: 0 };
+    let two = one;
+    editManifest(trunk, (m) => {
+      const [x, y] = [m.layers[1] as Record<string, unknown>, m.layers[2] as Record<string, unknown>];
+      expect(x.nbytes).toBe(y.nbytes);
+      [x.hash, y.hash] = [y.hash, x.hash];
+      one = x as typeof one;
+      two = y as typeof two;
+    });
+    const first = Buffer.from(bytes.subarray(one.file_off, one.file_off + one.nbytes));
+    bytes.copy(bytes, one.file_off, two.file_off, two.file_off + two.nbytes);
+    first.copy(bytes, two.file_off);
+    writeFileSync(bin, bytes);
+    refusedWith(streamed(tiny, trunk), 1, `k3: ${bin}: layer 1 does not match its recorded hash (corrupted?); re-run 'k3 pack-trunk'`);
+  });
+
+  test("an nbytes smaller than the payload is refused naming the field, not a crash", () => {
+    const trunk = packTiny();
+    const path = editManifest(trunk, (m) => {
+      for (const layer of m.layers) layer.nbytes = 4096;
+    });
+    refusedWith(streamed(tiny, trunk), 1, new RegExp(`^k3: ${path}: not a usable packed trunk: layers\\[0\\].nbytes is 4096, expected \\d+ \\(payload_bytes \\d+ rounded up to 4096\\)$`));
+  });
+
+  test("a number written as a string, and an old format version, are refused saying what was found and expected", () => {
+    const trunk = packTiny();
+    const path = editManifest(trunk, (m) => {
+      (m.layers[3] as Record<string, unknown>).payload_bytes = String((m.layers[3] as Record<string, unknown>).payload_bytes);
+    });
+    refusedWith(streamed(tiny, trunk), 1, new RegExp(`^k3: ${path}: not a usable packed trunk: layers\\[3\\].payload_bytes must be a whole number from 0 to \\d+, found the string "\\d+"$`));
+    editManifest(trunk, (m) => {
+      m.version = 1;
+    });
+    refusedWith(streamed(tiny, trunk), 1, `k3: ${path}: not a usable packed trunk: found format "k3-trunk" version 1, expected format "k3-trunk" version 2 (re-run 'k3 pack-trunk')`);
+  });
+});
