@@ -231,3 +231,12 @@ describe("packed trunks", () => {
     refusedWith(streamed(tiny, trunk), 1, `k3: ${path}: not a usable packed trunk: found format "k3-trunk" version 1, expected format "k3-trunk" version 2 (re-run 'k3 pack-trunk')`);
   });
 });
+
+test("a config that needs far more tensors than the checkpoint holds is refused at once, not after listing them", () => {
+  const path = editedConfig((c) => {
+    c.num_experts = 65_536;
+  });
+  const started = performance.now();
+  refusedWith(run("--config", path), 1, `k3: ${tiny}: the config needs at least 4718670 tensors for 13 layers (12 MoE layers x 65536 experts x 6, and the layer norms), but the checkpoint has 916`);
+  expect(performance.now() - started).toBeLessThan(5000);
+});
