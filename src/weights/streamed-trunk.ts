@@ -13,7 +13,7 @@ import { NativeBuffer } from "../native/memory.ts";
 import { bindLayer, vectorBytes } from "./bind.ts";
 import type { Trunk } from "./trunk.ts";
 import type { TensorReader } from "./tensor-reader.ts";
-import { layerHash, layerSource, layoutOfPacked, readTrunkManifest, trunkBinName, type PackedLayer } from "./trunk-file.ts";
+import { checkLayerBytes, layerSource, layoutOfPacked, readTrunkManifest, trunkBinName, type PackedLayer } from "./trunk-file.ts";
 import type { LayerLayout } from "./trunk-layout.ts";
 import type { LayerWeights } from "./types.ts";
 import { VectorArena } from "./vector-arena.ts";
@@ -152,9 +152,7 @@ export class StreamedTrunk implements Trunk {
     const packed = this.#layers[layer]!;
     this.stats.bytesRead += packed.nbytes;
     if (!this.#verified.has(layer)) {
-      if (layerHash(buffer.u8(0, packed.payload_bytes), packed.source) !== packed.hash) {
-        throw new K3Error(ExitCode.runtime, `${join(this.#dir, trunkBinName)}: layer ${layer} does not match its recorded hash (corrupted?); re-run 'k3 pack-trunk'`);
-      }
+      checkLayerBytes(join(this.#dir, trunkBinName), packed, buffer.u8(0, packed.payload_bytes));
       this.#verified.add(layer);
     }
   }

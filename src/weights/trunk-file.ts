@@ -68,6 +68,13 @@ export function layerHash(bytes: Uint8Array, source: string): string {
   return hex64(hash);
 }
 
+/** Refuses a layer's bytes as read from trunk.bin (`binPath`) unless they hash to what trunk.json records. */
+export function checkLayerBytes(binPath: string, packed: PackedLayer, payload: Uint8Array): void {
+  if (layerHash(payload, packed.source) !== packed.hash) {
+    throw new K3Error(ExitCode.runtime, `${binPath}: layer ${packed.layer} does not match its recorded hash (corrupted?); re-run 'k3 pack-trunk'`);
+  }
+}
+
 /** The seed `layerHash` chains from, for a writer that hashes chunk by chunk. */
 export const hashSeed = (source: string): bigint => BigInt(`0x${source}`);
 
