@@ -240,3 +240,16 @@ test("a config that needs far more tensors than the checkpoint holds is refused 
   refusedWith(run("--config", path), 1, `k3: ${tiny}: the config needs at least 4718670 tensors for 13 layers (12 MoE layers x 65536 experts x 6, and the layer norms), but the checkpoint has 916`);
   expect(performance.now() - started).toBeLessThan(5000);
 });
+
+test("a NaN in a shard's tensor bytes (header intact) is refused naming the layer, not an internal error", () => {
+  const dir = tempDir("nan");
+  cpSync(tiny, dir, { recursive: true });
+  const shard = join(dir, "model-00001-of-00001.safetensors");
+  const bytes = readFileSync(shard);
+  const headerLength = Number(bytes.readBigUInt64LE(0));
+  const header = JSON.parse(bytes.subarray(8, 8 + headerLength).toString("utf8"));
+  const [begin, end] = header["language_model.model.layers.1.post_attention_layernorm.weight"].data_offsets as [number, number];
+  for (let at = 8 + headerLength + begin; at < 8 + headerLength + end; at += 2) bytes.writeUInt16LE(0x7fc0, at); // bf16 NaN
+  writeFileSync(shard, bytes);
+  refusedWith(k3([dir, "--ids", prompt, "--gen", "2", "--out", "-"]), 1, "k3: layer 1: the router's weights are not finite numbers (a NaN or infinity reached it): the checkpoint's tensors are probably corrupt");
+});

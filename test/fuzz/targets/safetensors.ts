@@ -13,10 +13,13 @@ interface ShardSeed extends Seed {
   model: string;
   shardName: string;
   shardPath: string;
+  /** Where the data section starts in the fixture's own file. */
+  sourceDataStart: number;
   dataBytes: number;
 }
 
-function shardSeed(model: string, shardName: string): ShardSeed {
+/** A shard's header, padded (as the release pads headers to 8 bytes) with `padding` more spaces. */
+function shardSeed(model: string, shardName: string, padding = 0): ShardSeed {
   const shardPath = join(model, shardName);
   const fd = openSync(shardPath, "r");
   try {
@@ -26,7 +29,12 @@ function shardSeed(model: string, shardName: string): ShardSeed {
     const bytes = Buffer.alloc(8 + headerBytes);
     readSync(fd, bytes, 0, bytes.length, 0);
     const dataBytes = Bun.file(shardPath).size - bytes.length;
-    return { label: shardPath, bytes: new Uint8Array(bytes), model, shardName, shardPath, dataBytes };
+    const padded = Buffer.concat([bytes, Buffer.alloc(padding, 0x20)]);
+    padded.writeBigUInt64LE(BigInt(headerBytes + padding), 0);
+    return {
+      label: `${shardPath}${padding ? ` (+${padding} spaces)` : ""}`, bytes: new Uint8Array(padded), model, shardName, shardPath,
+      sourceDataStart: bytes.length, dataBytes,
+    };
   } finally {
     closeSync(fd);
   }
@@ -38,14 +46,22 @@ const data = new Map<string, Uint8Array>();
 function dataOf(seed: ShardSeed): Uint8Array {
   let bytes = data.get(seed.shardPath);
   if (!bytes) {
-    bytes = new Uint8Array(readFileSync(seed.shardPath)).subarray(seed.bytes.length);
+    bytes = new Uint8Array(readFileSync(seed.shardPath)).subarray(seed.sourceDataStart);
     data.set(seed.shardPath, bytes);
   }
   return bytes;
 }
 
-/** An edit of the JSON (then the length made to fit it, or not), or of the raw bytes, length field included. */
+/** Only the 8-byte length changed: the data section then starts early or late. */
+function nudgeLength(input: Uint8Array, rng: Rng): Uint8Array {
+  const view = new DataView(input.buffer, input.byteOffset, input.byteLength);
+  view.setBigUint64(0, BigInt.asUintN(64, view.getBigUint64(0, true) + BigInt(rng.pick([-8, -4, -2, -1, 1, 2, 4, 8]))), true);
+  return input;
+}
+
+/** An edit of the JSON (then the length made to fit it, or not), of the length alone, or of the raw bytes. */
 function mutateShardHeader(input: Uint8Array, rng: Rng): Uint8Array {
+  if (input.length >= 8 && rng.chance(0.1)) return nudgeLength(input, rng);
   if (input.length < 8 || rng.chance(0.25)) return mutateBytes(input, rng);
   const view = new DataView(input.buffer, input.byteOffset, input.byteLength);
   const json = new TextEncoder().encode(mutateJsonText(new TextDecoder().decode(input.subarray(8)), rng));
@@ -60,7 +76,11 @@ function mutateShardHeader(input: Uint8Array, rng: Rng): Uint8Array {
 export const safetensorsTarget: FuzzTarget<ShardSeed> = {
   name: "safetensors",
   about: "a shard's 8-byte header length and JSON header: readShardHeader (coverage, alignment, duplicates)",
-  seeds: () => [shardSeed(tinyModel, "model-00001-of-00001.safetensors"), shardSeed(nestedModel, "model-00002-of-00002.safetensors")],
+  seeds: () => [
+    shardSeed(tinyModel, "model-00001-of-00001.safetensors"),
+    shardSeed(tinyModel, "model-00001-of-00001.safetensors", 8),
+    shardSeed(nestedModel, "model-00002-of-00002.safetensors"),
+  ],
   mutate: (input, rng) => mutateShardHeader(input, rng),
   parse(input, seed, scratch) {
     const path = join(scratch, seed.shardName);
