@@ -57,3 +57,16 @@ export function excerpt(text: string): string {
 export function displayName(name: string): string {
   return /^[\x21\x23-\x7e]{1,200}$/.test(name) ? name : excerpt(name);
 }
+
+/**
+ * A command-line or environment value as a message quotes it: 'as typed' when short and
+ * printable, else as an excerpt (a value can hold line breaks and be 128 KB long).
+ */
+export function quoteArgument(raw: string): string {
+  return /^[\x20-\x26\x28-\x7e]{0,60}$/.test(raw) ? `'${raw}'` : excerpt(raw);
+}
+
+/** A token of the command line as a message names it: as typed when short and plain, else an excerpt. */
+export function argumentName(raw: string): string {
+  return /^[\x21-\x7e]{1,60}$/.test(raw) ? raw : excerpt(raw);
+}

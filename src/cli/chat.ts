@@ -8,7 +8,7 @@ import { createInterface, type Interface } from "node:readline";
 import { EFFORTS, type Effort } from "../chat/request-types.ts";
 import type { ReplyEvent } from "../chat/parse.ts";
 import { resolveSampling, samplingDefaults, samplingNames, type SamplingKnob } from "../decode/sampling-options.ts";
-import { ExitCode, usageError } from "../errors.ts";
+import { ExitCode, quoteArgument, usageError } from "../errors.ts";
 import { readOrFail, writeAtomically } from "../fs.ts";
 import { inputLimits } from "../input-limits.ts";
 import { JsonSyntaxError, parseJsonData } from "../json.ts";
@@ -38,7 +38,7 @@ const options: readonly OptionDef<ChatOptions>[] = [
   {
     name: "effort", value: EFFORTS.join("|"), description: "Thinking effort (default max)",
     apply: (o, raw, flag) => {
-      if (!(EFFORTS as readonly string[]).includes(raw)) throw usageError(`${flag} must be one of ${EFFORTS.join(", ")}, got '${raw}'`);
+      if (!(EFFORTS as readonly string[]).includes(raw)) throw usageError(`${flag} must be one of ${EFFORTS.join(", ")}, got ${quoteArgument(raw)}`);
       o.effort = raw as Effort;
     },
   },
@@ -304,7 +304,7 @@ function setKnob(session: ChatSession, [knob, value, ...extra]: string[]): strin
     return `(max-tokens ${session.settings.maxNewTokens})`;
   }
   const entry = (Object.entries(samplingNames.flag) as [SamplingKnob, string][]).find(([, flag]) => flag === `--${knob}`);
-  if (!entry) throw usageError(`/set: unknown knob '${knob}' (max-tokens, ${Object.values(samplingNames.flag).map((f) => f.slice(2)).join(", ")})`);
+  if (!entry) throw usageError(`/set: unknown knob ${quoteArgument(knob)} (max-tokens, ${Object.values(samplingNames.flag).map((f) => f.slice(2)).join(", ")})`);
   const number = Number(value);
   session.settings.sampling = resolveSampling({ ...session.settings.sampling, [entry[0]]: value.trim() === "" ? Number.NaN : number }, session.settings.sampling);
   return `(${knob} ${session.settings.sampling[entry[0]]})`;

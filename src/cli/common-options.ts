@@ -1,7 +1,7 @@
 /** Options several commands share, defined once: the same flag means the same thing everywhere. */
 import { configCeilings, type ModelConfig } from "../checkpoint/config.ts";
 import { envValue } from "../env.ts";
-import { usageError } from "../errors.ts";
+import { quoteArgument, usageError } from "../errors.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
 
@@ -65,7 +65,7 @@ export function injectedFaults(): Set<string> | undefined {
   if (!raw) return undefined;
   const keys = raw.split(",").map((k) => k.trim());
   for (const key of keys) {
-    if (!/^\d+:\d+$/.test(key)) throw usageError(`K3_INJECT_EXPERT_FAULT: '${key}' is not layer:expert`);
+    if (!/^\d+:\d+$/.test(key)) throw usageError(`K3_INJECT_EXPERT_FAULT: ${quoteArgument(key)} is not layer:expert`);
   }
   return new Set(keys);
 }

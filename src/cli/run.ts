@@ -5,7 +5,7 @@ import { loadConfig } from "../checkpoint/config.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import type { RunResult } from "../engine/result.ts";
 import { resultJson } from "../report/results.ts";
-import { usageError } from "../errors.ts";
+import { argumentName, usageError } from "../errors.ts";
 import { writeAtomically } from "../fs.ts";
 import { maxPositions, maxPromptIds } from "../plan/limits.ts";
 import { emit, log } from "../report/log.ts";
@@ -20,11 +20,11 @@ import { defaultRunOptions, runOptionTable, type RunOptions } from "./run-option
 export function parseRunArgs(args: readonly string[]): RunOptions {
   const first = args[0];
   if (first === undefined) throw usageError("missing <model_dir>");
-  if (first.startsWith("-")) throw usageError(`the first argument must be the model directory, got ${first}`);
+  if (first.startsWith("-")) throw usageError(`the first argument must be the model directory, got ${argumentName(first)}`);
   const options = defaultRunOptions();
   options.modelDir = first;
   const extra = parseOptions(args.slice(1), runOptionTable, options);
-  if (extra.length > 0) throw usageError(`unexpected argument ${extra[0]} (options start with --)`);
+  if (extra.length > 0) throw usageError(`unexpected argument ${argumentName(extra[0] as string)} (options start with --)`);
   if (options.promptSources.length === 0) throw usageError("a prompt is required: give one of --ids, --prompt, --prompt-file");
   const sources = [...new Set(options.promptSources)];
   if (sources.length > 1) throw usageError(`${sources.join(" and ")} are mutually exclusive: give exactly one prompt source`);

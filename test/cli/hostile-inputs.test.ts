@@ -89,6 +89,15 @@ describe("tokenizer files", () => {
   });
 });
 
+describe("command-line values", () => {
+  test("a value with a line break, or 100,000 digits long, is quoted short on one line", () => {
+    refusedWith(k3([tiny, "--ids", "1", "--gen", "1\n2"]), 2, /^k3: --gen expects a whole number from 0 to 4096, got "1\\n2"$/);
+    const r = k3([tiny, "--ids", "1", "--gen", "9".repeat(100_000)]);
+    refusedWith(r, 2, /^k3: --gen must be from 0 to 4096, got "9{40}\.\.\."$/);
+    refusedWith(k3([tiny, "--ids", "1", `--${"x".repeat(100_000)}`]), 2, /^k3: unknown option "-{2}x{38}\.\.\."$/);
+  });
+});
+
 describe("--ids", () => {
   test("20 MB of garbage on stdin gives a short line quoting a short excerpt", () => {
     const garbage = "x".repeat(20_000_000);

@@ -19,7 +19,7 @@ const flags = [
 const values = [
   "0", "1", "2", "3", "7", "-1", "64", "4097", "99999999999999999999", "1e3", "0x10", "1.5", "-0.5", "NaN", "Infinity", "", " ", "abc",
   "1,2,3", promptIds, "1,,2", "1 2", "-", "laptop", "ultra", "auto", "nope", "0.000001", "{dir}/out.json", "{dir}", "{dir}/missing/x.json",
-  "{pack}", "{tok}", "é", "--",
+  "{pack}", "{tok}", "é", "--", "1\n2", "'", "x".repeat(3000), "9".repeat(3000),
 ];
 
 let pack: string | undefined;
