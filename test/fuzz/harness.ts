@@ -44,8 +44,8 @@ export interface FuzzTarget<S extends Seed = Seed> {
   mutate(input: Uint8Array, rng: Rng, seeds: readonly S[]): Uint8Array;
   /** In process: what the input means (a canonical string) if it is accepted; throws K3Error if not. */
   parse(input: Uint8Array, seed: S, scratch: string): string;
-  /** Binary: the command line for the input; files go under `dir`. */
-  command(input: Uint8Array, seed: S, dir: string): BinaryCommand;
+  /** Binary: the command line for the input; files go under `dir`. Absent: in process only (an HTTP body). */
+  command?(input: Uint8Array, seed: S, dir: string): BinaryCommand;
   /** The part of a successful run's stdout that must not change (default: all of it). */
   output?(stdout: string): string;
   /** Inputs `bun test` runs in process, when fewer than the default suit a costly target. */
@@ -194,10 +194,12 @@ function runBinary(command: BinaryCommand, cwd: string): Ran {
 /** Binary: exit 1/2 with one clean line naming the file and nothing on stdout, or exit 0 and the same output. */
 function judgeBinary<S extends Seed>(target: FuzzTarget<S>, seed: S, bytes: Uint8Array, state: JudgeState<S>): Outcome {
   const output = target.output ?? ((stdout: string) => stdout);
+  const commandOf = target.command?.bind(target);
+  if (!commandOf) throw new Error(`${target.name} has no binary command`);
   if (!state.baselines.has(seed)) {
     const dir = join(state.scratch, "baseline");
     mkdirSync(dir, { recursive: true });
-    const base = runBinary(target.command(seed.bytes, seed, dir), dir);
+    const base = runBinary(commandOf(seed.bytes, seed, dir), dir);
     rmSync(dir, { recursive: true, force: true });
     if (base.code !== 0) throw new Error(`${target.name}: the unmutated input ${seed.label} fails: ${base.stderr.slice(-500)}`);
     state.baselines.set(seed, output(base.stdout));
@@ -205,7 +207,7 @@ function judgeBinary<S extends Seed>(target: FuzzTarget<S>, seed: S, bytes: Uint
   const dir = join(state.scratch, `input-${state.index}`);
   mkdirSync(dir, { recursive: true });
   try {
-    const command = target.command(bytes, seed, dir);
+    const command = commandOf(bytes, seed, dir);
     const r = runBinary(command, dir);
     const last = r.stderr.trimEnd().split("\n").at(-1) ?? "";
     if (r.timedOut) return { kind: "hang", detail: `killed after ${binaryTimeoutMs} ms` };

@@ -63,7 +63,9 @@ function main(): number {
     for (const t of targets) process.stdout.write(`${t.name.padEnd(18)} ${t.about}\n`);
     return 0;
   }
-  const chosen = options.target ? targets.filter((t) => t.name === options.target) : targets;
+  const named = options.target ? targets.filter((t) => t.name === options.target) : targets;
+  const chosen = options.mode === "binary" ? named.filter((t) => t.command) : named;
+  for (const t of named) if (!chosen.includes(t)) process.stderr.write(`fuzz: ${t.name} runs in process only (it has no command line)\n`);
   if (chosen.length === 0) throw new Error(`no target ${options.target} (${targets.map((t) => t.name).join(", ")})`);
   ensureBuilt();
   const count = options.count ?? (options.mode === "binary" ? 20 : 1000);

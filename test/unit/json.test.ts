@@ -10,6 +10,9 @@ import { excerpt, K3Error } from "../../src/errors.ts";
 import { readCapped } from "../../src/fs.ts";
 import { inputLimits } from "../../src/input-limits.ts";
 import { JsonSyntaxError, parseJsonData, parseJsonValue, type JsonErrorKind } from "../../src/json.ts";
+import { parseTextRequest } from "../../src/serve/text-completion.ts";
+import { loadTokenizer } from "../../src/tokenizer/index.ts";
+import { fixturesDir } from "../support/fixtures.ts";
 import { tempDir } from "../support/tmp.ts";
 
 function failure(read: () => unknown): { kind: JsonErrorKind; where: string; reason: string } {
@@ -149,4 +152,15 @@ test("excerpts: JSON-escaped, at most 40 code points, marked when cut", () => {
   expect(excerpt("x".repeat(40))).toBe(JSON.stringify("x".repeat(40)));
   expect(excerpt("x".repeat(20_000_000))).toBe(JSON.stringify(`${"x".repeat(40)}...`));
   expect(excerpt("\u{1F600}".repeat(50))).toBe(JSON.stringify(`${"\u{1F600}".repeat(40)}...`));
+});
+
+test("a /v1/completions body with a raw line break after a backslash is refused on one line naming line:column (fuzz finding)", () => {
+  const tokenizer = loadTokenizer(join(fixturesDir, "chat-tokenizer"));
+  let message = "";
+  try {
+    parseTextRequest(new TextEncoder().encode('{"prompt": "a\\\n"}'), tokenizer, 4096);
+  } catch (error) {
+    message = (error as K3Error).message;
+  }
+  expect(message).toBe('request:1:14: an invalid escape \\U+000A');
 });

@@ -5,6 +5,7 @@
 import type { FuzzTarget, Seed } from "../harness.ts";
 import { argvTarget } from "./argv.ts";
 import { chatRequestTarget } from "./chat-request.ts";
+import { completionRequestTarget } from "./completion-request.ts";
 import { configTarget } from "./config.ts";
 import { expertTraceTarget } from "./expert-trace.ts";
 import { idsTextTarget } from "./ids-text.ts";
@@ -23,6 +24,7 @@ export const targets: readonly FuzzTarget<Seed>[] = [
   trunkBinTarget,
   argvTarget,
   chatRequestTarget,
+  completionRequestTarget,
   idsTextTarget,
   expertTraceTarget,
 ];
