@@ -14,7 +14,7 @@ import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { configCeilings } from "../checkpoint/config.ts";
 import { dtypeBytes, type Dtype } from "../checkpoint/safetensors.ts";
-import { excerpt, K3Error, ExitCode } from "../errors.ts";
+import { displayName, excerpt, K3Error, ExitCode } from "../errors.ts";
 import { readCapped } from "../fs.ts";
 import { inputLimits } from "../input-limits.ts";
 import { jsonRefusal, JsonSyntaxError, parseJsonData } from "../json.ts";
@@ -129,7 +129,7 @@ class ManifestFields {
   ) {}
 
   #at(key: string): string {
-    return this.where === "" ? key : `${this.where}.${key}`;
+    return this.where === "" ? displayName(key) : `${this.where}.${displayName(key)}`;
   }
 
   #fail(key: string, expected: string): never {
@@ -199,7 +199,7 @@ function readLayer(path: string, raw: unknown, i: number, fileOff: number, align
     const tensorBytes = t.count("nbytes");
     const dtype = t.dtype("dtype");
     const shape = t.counts("shape");
-    const tensorWhere = `${where}.tensors[${excerpt(name)}]`;
+    const tensorWhere = `${where}.tensors.${displayName(name)}`;
     if (off + tensorBytes > payloadBytes) refuse(path, `${tensorWhere} [${off}, ${off + tensorBytes}) lies outside the layer's ${payloadBytes} payload bytes`);
     if (off % dtypeBytes[dtype] !== 0) refuse(path, `${tensorWhere}.off ${off} is not a multiple of its ${dtypeBytes[dtype]}-byte ${dtype} elements`);
     if (shape.reduce((a, b) => a * b, 1) * dtypeBytes[dtype] !== tensorBytes) {

@@ -227,11 +227,14 @@ function judgeBinary<S extends Seed>(target: FuzzTarget<S>, seed: S, bytes: Uint
     }
     if (r.code !== 1 && r.code !== 2) return { kind: "bad-exit", detail: `exit ${r.code}: ${last}` };
     if (r.stdout.length > 0) return { kind: "results-on-failure", detail: `exit ${r.code} with ${r.stdout.length} bytes on stdout` };
+    // The refusal is the one `k3: ` line; progress may come before it and a usage error's detail
+    // (the usage text, the preset list) after it.
     const lines = r.stderr.split("\n").filter((line) => line.startsWith("k3: "));
-    if (lines.length !== 1 || !last.startsWith("k3: ") || last.length > maxMessageChars) {
-      return { kind: "not-one-line", detail: `${lines.length} k3 lines, last ${last.length} chars: ${last.slice(0, 300)}` };
+    const message = lines[0] ?? "";
+    if (lines.length !== 1 || message.length > maxMessageChars) {
+      return { kind: "not-one-line", detail: `${lines.length} k3 lines, the first ${message.length} chars: ${message.slice(0, 300) || last.slice(0, 300)}` };
     }
-    if (command.names.length > 0 && !command.names.some((name) => last.includes(name))) return { kind: "unnamed", detail: last.slice(0, 300) };
+    if (command.names.length > 0 && !command.names.some((name) => message.includes(name))) return { kind: "unnamed", detail: message.slice(0, 300) };
     return "refused";
   } finally {
     rmSync(dir, { recursive: true, force: true });
