@@ -165,6 +165,16 @@ function tableBytes(index: CheckpointIndex, config: ModelConfig): number {
   return tensorList(modelTensors(config)).reduce((sum, spec) => sum + (index.get(spec.name)?.nbytes ?? 0), 0);
 }
 
+/** `use` with a reader of its own, closed after (small reads before the plan is made). */
+function withReader<T>(index: CheckpointIndex, use: (reader: TensorReader) => T): T {
+  const reader = new TensorReader(index);
+  try {
+    return use(reader);
+  } finally {
+    reader.close();
+  }
+}
+
 export function openEngine(request: EngineRequest, events: EngineEvents = {}): Engine {
   const openedAt = performance.now();
   const { config, layerCount } = request;
@@ -191,12 +201,12 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
     oneRecurrentSlot: request.mode === "recompute", recurrentSlotBytes: recurrentSlotBytes(config),
   };
   const tablesBytes = ultra ? ultra.residentBytes : tableBytes(index, config);
-  const packed = request.trunkDir ? openPackedTrunk(request.trunkDir, layouts) : undefined;
+  const packed = request.trunkDir ? withReader(index, (reader) => openPackedTrunk(request.trunkDir as string, layouts, reader)) : undefined;
   const trunk: TrunkPlacement = packed
     ? { mode: "streamed", plan: planTrunk(packed.layerCosts, budgets.trunkBytes), packedBytes: packed.packedBytes }
     : { mode: "resident", bytes: residentBytes };
   const expertCache = planExpertCache(index, config, layerCount, budgets.cacheBytes);
-  const draftPacked = request.draft ? openDraftTrunk(request.draft.trunkDir, layouts) : undefined;
+  const draftPacked = request.draft ? withReader(index, (reader) => openDraftTrunk((request.draft as { trunkDir: string }).trunkDir, layouts, reader)) : undefined;
   const draft: DraftPlan | undefined = request.draft && draftPacked && {
     dir: request.draft.trunkDir, budgetBytes: request.draft.budgetBytes,
     plan: planTrunk(draftPacked.layerCosts, request.draft.budgetBytes), packedBytes: draftPacked.packedBytes,

@@ -9,7 +9,8 @@ import { K3Error, ExitCode } from "../errors.ts";
 import { i8rRowBytes } from "../native/kernels.ts";
 import { isMatrixSpec, vectorBytes } from "./bind.ts";
 import type { PackedTrunk } from "./streamed-trunk.ts";
-import { layoutOfPacked, readTrunkManifest, type PackedLayer } from "./trunk-file.ts";
+import type { TensorReader } from "./tensor-reader.ts";
+import { layerSource, layoutOfPacked, readTrunkManifest, type PackedLayer } from "./trunk-file.ts";
 import type { LayerLayout, LayoutTensor } from "./trunk-layout.ts";
 
 const elementBytes = { BF16: 2, F16: 2, F32: 4, U8: 1 } as const;
@@ -48,14 +49,29 @@ function checkDraftLayer(packed: PackedLayer, layout: LayerLayout, dir: string):
   return { ...ours, tensors: ours.tensors.sort((a, b) => a.name.localeCompare(b.name)) };
 }
 
-/** Reads a draft trunk's trunk.json and checks it against the bound layers (`layouts`, in order). */
-export function openDraftTrunk(dir: string, layouts: readonly LayerLayout[]): PackedTrunk {
+/**
+ * Reads a draft trunk's trunk.json and checks it against the bound layers (`layouts`, in order):
+ * the checkpoint's tensors by name and shape, and each layer's `source` (the binding to the
+ * checkpoint's contents its pack recorded, which quantising keeps) recomputed through `reader`.
+ */
+export function openDraftTrunk(dir: string, layouts: readonly LayerLayout[], reader: TensorReader): PackedTrunk {
   const manifest = readTrunkManifest(dir);
   if (manifest.n_layers < layouts.length) {
     throw new K3Error(ExitCode.runtime, `${dir}: the draft trunk holds ${manifest.n_layers} layers, ${layouts.length} are needed`);
   }
   const layers = manifest.layers.slice(0, layouts.length);
-  const draftLayouts = layers.map((packed, l) => checkDraftLayer(packed, layouts[l] as LayerLayout, dir));
+  const draftLayouts = layers.map((packed, l) => {
+    const layout = layouts[l] as LayerLayout;
+    const checked = checkDraftLayer(packed, layout, dir);
+    const source = layerSource(reader, layout);
+    if (packed.source !== source) {
+      throw new K3Error(
+        ExitCode.runtime,
+        `${dir}: layer ${l} of the draft trunk was made from other contents than ${reader.index.dir} holds (source ${packed.source}, this checkpoint ${source}); quantise this checkpoint's packed trunk`,
+      );
+    }
+    return checked;
+  });
   return {
     dir, layers, layouts: draftLayouts,
     layerCosts: layers.map((packed, l) => packed.nbytes + vectorBytes(draftLayouts[l] as LayerLayout)),

@@ -16,7 +16,7 @@ import { i8rRowBytes, quantizeI8r } from "../native/kernels.ts";
 import { allocAlignment, NativeBuffer, offsetPointer } from "../native/memory.ts";
 import { isMatrixSpec } from "./bind.ts";
 import {
-  alignUp, hashChunkBytes, layerHash, readTrunkManifest, trunkBinName, trunkFormatVersion, trunkJsonName,
+  alignUp, checkLayerBytes, hashChunkBytes, hashSeed, readTrunkManifest, trunkBinName, trunkFormatVersion, trunkJsonName,
   type PackedLayer, type TrunkManifest,
 } from "./trunk-file.ts";
 import { removeStaleTemporaries, verifyPack } from "./trunk-pack.ts";
@@ -58,7 +58,11 @@ function plannedLayer(source: PackedLayer, fileOff: number): PackedLayer {
     at += entry.nbytes;
   }
   const sorted = Object.fromEntries(Object.entries(tensors).sort((a, b) => a[0].localeCompare(b[0])));
-  return { layer: source.layer, shard: source.shard, run_start: source.run_start, nbytes: alignUp(at), payload_bytes: at, file_off: fileOff, hash: "", tensors: sorted };
+  // The binding to the checkpoint is the source layer's: the draft is of that checkpoint's layer.
+  return {
+    layer: source.layer, shard: source.shard, run_start: source.run_start, nbytes: alignUp(at), payload_bytes: at, file_off: fileOff,
+    source: source.source, hash: "", tensors: sorted,
+  };
 }
 
 /** Everything a re-run would write except the hashes: the same source gives the same plan. */
@@ -79,15 +83,17 @@ class LayerWriter {
   #hash = 0n;
   #fileOff = 0;
 
+
   constructor(fd: number) {
     this.#fd = fd;
   }
 
-  begin(fileOff: number): void {
+  /** A new layer at `fileOff`, its hash chained from `seed` (the layer's source, as `layerHash` does). */
+  begin(fileOff: number, seed: bigint): void {
     this.#fileOff = fileOff;
     this.#staged = 0;
     this.#written = 0;
-    this.#hash = 0n;
+    this.#hash = seed;
   }
 
   append(bytes: Uint8Array): void {
@@ -180,10 +186,8 @@ export function quantizeTrunk(
         const to = planned[l] as PackedLayer;
         const { payload } = input.submit(from.file_off, from.nbytes, runBuffer).wait();
         const base = offsetPointer(runBuffer.ptr, payload);
-        if (layerHash(runBuffer.u8(payload, from.payload_bytes)) !== from.hash) {
-          throw new K3Error(ExitCode.runtime, `${sourceBin}: layer ${l} does not match its recorded hash (corrupted?); re-run 'k3 pack-trunk'`);
-        }
-        writer.begin(to.file_off);
+        checkLayerBytes(sourceBin, from, runBuffer.u8(payload, from.payload_bytes));
+        writer.begin(to.file_off, hashSeed(to.source));
         let at = 0;
         for (const [name, t] of Object.entries(to.tensors).sort((a, b) => a[1].off - b[1].off)) {
           writer.zeros(t.off - at);
