@@ -7,6 +7,7 @@ import { argvTarget } from "./argv.ts";
 import { chatRequestTarget } from "./chat-request.ts";
 import { completionRequestTarget } from "./completion-request.ts";
 import { configTarget } from "./config.ts";
+import { draftTrunkJsonTarget } from "./draft-trunk-json.ts";
 import { expertTraceTarget } from "./expert-trace.ts";
 import { idsTextTarget } from "./ids-text.ts";
 import { safetensorsTarget } from "./safetensors.ts";
@@ -23,6 +24,7 @@ export const targets: readonly FuzzTarget<Seed>[] = [
   tokenizerConfigTarget,
   trunkJsonTarget,
   trunkBinTarget,
+  draftTrunkJsonTarget,
   argvTarget,
   chatRequestTarget,
   completionRequestTarget,
