@@ -5,6 +5,7 @@
  * streamed like the exact trunk (its own ring and budget); a draft only proposes, so a draft
  * trunk from another source of the same shapes makes decoding slower, never different.
  */
+import { dtypeBytes } from "../checkpoint/safetensors.ts";
 import { K3Error, ExitCode } from "../errors.ts";
 import { i8rRowBytes } from "../native/kernels.ts";
 import { isMatrixSpec, vectorBytes } from "./bind.ts";
@@ -12,8 +13,6 @@ import type { PackedTrunk } from "./streamed-trunk.ts";
 import type { TensorReader } from "./tensor-reader.ts";
 import { layerSource, layoutOfPacked, readTrunkManifest, type PackedLayer } from "./trunk-file.ts";
 import type { LayerLayout, LayoutTensor } from "./trunk-layout.ts";
-
-const elementBytes = { BF16: 2, F16: 2, F32: 4, U8: 1 } as const;
 
 /** Why a packed tensor cannot stand in for the checkpoint's, or undefined when it can. */
 function mismatch(packed: LayoutTensor, want: LayoutTensor): string | undefined {
@@ -27,7 +26,7 @@ function mismatch(packed: LayoutTensor, want: LayoutTensor): string | undefined 
   if (packed.dtype !== want.dtype) return `dtype ${packed.dtype}, the checkpoint has ${want.dtype}`;
   if (packed.nbytes !== want.nbytes) return `${packed.nbytes} bytes, the checkpoint's has ${want.nbytes}`;
   // Matrices are read in place: a bf16 or f32 matrix must sit on its element boundary.
-  if (packed.off % elementBytes[packed.dtype] !== 0) return `offset ${packed.off} is not ${elementBytes[packed.dtype]}-byte aligned`;
+  if (packed.off % dtypeBytes[packed.dtype] !== 0) return `offset ${packed.off} is not ${dtypeBytes[packed.dtype]}-byte aligned`;
   return undefined;
 }
 
