@@ -15,6 +15,7 @@ export const environment = {
   K3_KIMI_TOKENIZER: { audience: "tests", effect: "the released Kimi rank table for the tokenizer tests" },
   K3_TOK_FILES: { audience: "tests", effect: "the directory holding tiktoken.model, as the original's tools name it" },
   K3_TOKENIZER_FULL_SWEEP: { audience: "tests", effect: "1: the tokenizer sweep over every code point" },
+  K3_SCREENSHOT_DIR: { audience: "tests", effect: "the chat page's browser test also writes its screenshots there (README's is docs/chat-page.png)" },
   K3_BENCH_DIR: { audience: "bench", effect: "where the K3-width benchmark checkpoint lives" },
   K3_BENCH_SKIP_STREAMING: { audience: "bench", effect: "1: skips the K3-width streaming benchmark" },
 } as const;

@@ -43,7 +43,7 @@ export interface FinishedTurn {
 }
 
 export function seconds(s: number): string {
-  if (s < 0.1) return `${(s * 1000).toFixed(s < 0.01 ? 1 : 0)} ms`;
+  if (s < 1) return `${(s * 1000).toFixed(s < 0.01 ? 1 : 0)} ms`;
   return `${s.toFixed(s < 10 ? 2 : 1)} s`;
 }
 
