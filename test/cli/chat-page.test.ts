@@ -331,8 +331,9 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
     expect(consoleErrors).toEqual([]);
   }, 60_000);
 
-  test("the page and its assets load without the key; the page asks for it and keeps it in sessionStorage only", async () => {
-    const s = await serve(dir, ["--api-key", "sekret"]);
+  test("the page and its assets load without the key (from dist/k3 alone); the page asks for it and keeps it in sessionStorage only", async () => {
+    // A copy of the executable in an empty directory: the page comes from inside it.
+    const s = await serve(dir, ["--api-key", "sekret"], { isolated: true });
     const page = await browser.newPage(); // another origin (port), another tab: storage of its own
     try {
       const html = await fetch(`${s.url}/`);

@@ -2,7 +2,10 @@
  * `dist/k3 serve` on a free loopback port (`--port 0`), ready once it says `listening on`. Every
  * server a test file starts is recorded, so `stopAll` in its afterAll leaves none behind.
  */
+import { copyFileSync } from "node:fs";
+import { join } from "node:path";
 import { executablePath } from "../../tools/build.ts";
+import { tempDir } from "./tmp.ts";
 
 export interface Served {
   url: string;
@@ -13,8 +16,22 @@ export interface Served {
 
 const running: Served[] = [];
 
-export async function serve(modelDir: string, extra: string[] = []): Promise<Served> {
-  const child = Bun.spawn([executablePath, "serve", modelDir, "--tok", modelDir, "--port", "0", ...extra], { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+export interface ServeOptions {
+  /** Run a copy of dist/k3 alone in an empty directory with a minimal environment. */
+  isolated?: boolean;
+}
+
+export async function serve(modelDir: string, extra: string[] = [], options: ServeOptions = {}): Promise<Served> {
+  let binary = executablePath;
+  let cwd: string | undefined;
+  let env: Record<string, string | undefined> = process.env;
+  if (options.isolated) {
+    cwd = tempDir("alone");
+    binary = join(cwd, "k3");
+    copyFileSync(executablePath, binary);
+    env = { PATH: "/usr/bin:/bin" };
+  }
+  const child = Bun.spawn([binary, "serve", modelDir, "--tok", modelDir, "--port", "0", ...extra], { cwd, env, stdin: "ignore", stdout: "ignore", stderr: "pipe" });
   const decoder = new TextDecoder();
   let text = "";
   const reader = (child.stderr as ReadableStream<Uint8Array>).getReader();
