@@ -51,8 +51,6 @@ export function chatRequest(model: string, messages: readonly Message[], s: Chat
 }
 
 export interface StreamEvents {
-  /** The server took the request: the assistant's first chunk arrived. */
-  onStart(): void;
   onReasoning(text: string): void;
   onContent(text: string): void;
   onToolCalls(calls: ToolCall[]): void;
@@ -125,16 +123,11 @@ export async function streamChat(request: Record<string, unknown>, apiKey: strin
     }
   };
   const body = response.body.getReader();
-  let started = false;
   try {
     // A reader rather than `for await`, which Safari's streams do not all have.
     for (;;) {
       const { value, done } = await body.read();
       if (done) break;
-      if (!started) {
-        started = true;
-        events.onStart();
-      }
       for (const data of reader.push(decoder.decode(value, { stream: true }))) handle(data);
       if (reader.done) break;
     }

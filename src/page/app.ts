@@ -150,7 +150,7 @@ function fillAssistant(view: AssistantView, m: Message, note: Note | undefined, 
   const reasoning = m.reasoning_content ?? "";
   // Thinking off sends null: then there is no reasoning to fold away.
   view.reasoning.hidden = m.reasoning_content === null || m.reasoning_content === undefined || (reasoning === "" && streaming === undefined);
-  view.reasoningLabel.textContent = streaming === "waiting" || streaming === "prefill" ? "Reasoning (waiting for the first token)"
+  view.reasoningLabel.textContent = streaming === "waiting" ? "Reasoning (waiting for the first token)"
     : streaming === "thinking" ? `Thinking… (${reasoning.length} characters)` : `Reasoning (${reasoning.length} characters)`;
   if (view.reasoningText.textContent !== reasoning) view.reasoningText.textContent = reasoning;
   view.answer.replaceChildren(renderMarkdown(m.content ?? ""));
@@ -290,7 +290,7 @@ async function send(text: string): Promise<void> {
     if (live.phase === next) return;
     live.phase = next;
     livePhase = next;
-    ui.status.textContent = { waiting: "Waiting for the server", prefill: "Reading the prompt", thinking: "Thinking", answering: "Answering" }[next];
+    ui.status.textContent = { waiting: "Waiting", thinking: "Thinking", answering: "Answering" }[next];
     ui.status.className = "";
   };
   const delta = () => {
@@ -302,7 +302,7 @@ async function send(text: string): Promise<void> {
     live.elapsedSeconds = (performance.now() - started) / 1000;
     ui.ticker.textContent = describeLive(live);
   };
-  ui.status.textContent = "Waiting for the server";
+  ui.status.textContent = "Waiting";
   tick();
   const ticker = setInterval(tick, 250);
 
@@ -310,7 +310,6 @@ async function send(text: string): Promise<void> {
   let failure: string | undefined;
   try {
     await withKey((key) => streamChat(request, key, controller.signal, {
-      onStart: () => phase("prefill"),
       onReasoning: (t) => {
         phase("thinking");
         message.reasoning_content = (message.reasoning_content ?? "") + t;

@@ -20,7 +20,12 @@ export interface K3Stats {
   decode_seconds: number;
 }
 
-export type Phase = "waiting" | "prefill" | "thinking" | "answering";
+/**
+ * No separate prefill phase: k3 feeds the prompt in one go before its first token, and the
+ * stream's first bytes come with that token, so until then the page cannot tell the queue from
+ * the prefill. The final statistics give the prefill time itself.
+ */
+export type Phase = "waiting" | "thinking" | "answering";
 
 export interface LiveTurn {
   phase: Phase;
@@ -53,8 +58,7 @@ const perSecond = (r: number) => (r >= 100 ? r.toFixed(0) : r.toFixed(1));
 /** One line while the reply is being produced. */
 export function describeLive(t: LiveTurn): string {
   const elapsed = seconds(t.elapsedSeconds);
-  if (t.phase === "waiting") return `Waiting for the server… ${elapsed}`;
-  if (t.phase === "prefill") return `Reading the prompt (prefill)… ${elapsed}`;
+  if (t.phase === "waiting") return `Waiting for the first token (queue, then prefill)… ${elapsed} · Esc stops`;
   const decoding = t.elapsedSeconds - (t.firstDeltaSeconds ?? 0);
   const what = t.phase === "thinking" ? "Thinking" : "Answering";
   const prefill = t.firstDeltaSeconds === undefined ? "" : ` · first text after ${seconds(t.firstDeltaSeconds)}`;

@@ -107,7 +107,7 @@ describe("the status line", () => {
   test("a stopped reply says so with the page's own count; live lines name the phase", () => {
     expect(describeFinished({ usage: undefined, k3: undefined, finishReason: undefined, stopped: true, elapsedSeconds: 2.5, firstDeltaSeconds: 1, deltas: 30 }))
       .toBe("Stopped after 2.50 s (≈30 tokens, first text after 1.00 s)");
-    expect(describeLive({ phase: "prefill", elapsedSeconds: 3, firstDeltaSeconds: undefined, deltas: 0 })).toBe("Reading the prompt (prefill)… 3.00 s");
+    expect(describeLive({ phase: "waiting", elapsedSeconds: 3, firstDeltaSeconds: undefined, deltas: 0 })).toBe("Waiting for the first token (queue, then prefill)… 3.00 s · Esc stops");
     expect(describeLive({ phase: "thinking", elapsedSeconds: 5, firstDeltaSeconds: 1, deltas: 8 })).toBe("Thinking… ≈8 tokens in 4.00 s, ≈2.0 tok/s · first text after 1.00 s · Esc stops");
   });
 });
