@@ -44,7 +44,7 @@ export fn k3_alloc(bytes: u64, flags: u32) ?[*]u8 {
     var ptr: ?*anyopaque = null;
     if (std.c.posix_memalign(&ptr, alignment, bytes) != 0) return null;
     const out: [*]u8 = @ptrCast(ptr.?);
-    if (huge) _ = std.c.madvise(@alignCast(ptr.?), bytes / huge_page_bytes * huge_page_bytes, std.c.MADV.HUGEPAGE);
+    if (huge and comptime @import("builtin").os.tag == .linux) _ = std.c.madvise(@alignCast(ptr.?), bytes / huge_page_bytes * huge_page_bytes, std.c.MADV.HUGEPAGE);
     if (flags & alloc_zero != 0) @memset(out[0..bytes], 0);
     return out;
 }
