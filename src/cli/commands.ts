@@ -15,6 +15,7 @@ export const subcommands: readonly Subcommand[] = [
   { name: "render", description: "Render a chat-completions request to prompt ids (template debugging)", load: () => import("./render.ts") },
   { name: "detokenize", description: "Decode token ids (stdin) to exactly their bytes", load: () => import("./detokenize.ts") },
   { name: "download", description: "Download the checkpoint from the Hub: pinned commit, resumable, every file hashed", load: () => import("./download.ts") },
+  { name: "verify", description: "Check a model directory against the release: shard sizes, headers, tensors, hashes", load: () => import("./verify.ts") },
   { name: "sim-cache", description: "Replay an expert trace at many cache sizes under LRU, Belady and PIN+LRU", load: () => import("./sim-cache.ts") },
 ];
 
