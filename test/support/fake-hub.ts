@@ -81,7 +81,7 @@ export class FakeHub {
   readonly hub: Server<undefined>;
   readonly cdn: Server<undefined>;
   /** A raw TCP server that answers with a Content-Length and then drops the connection. */
-  readonly dropper: ReturnType<typeof Bun.listen>;
+  readonly dropper: Bun.TCPSocketListener<undefined>;
 
   constructor(options: FakeHubOptions) {
     this.options = options;
