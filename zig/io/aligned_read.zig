@@ -11,6 +11,7 @@
 const std = @import("std");
 const builtin = @import("builtin");
 const c = std.c;
+const platform = @import("../platform.zig");
 
 pub const alignment: u64 = 4096;
 
@@ -60,6 +61,7 @@ pub const File = struct {
     /// filesystem refuses it (tmpfs answers EINVAL). Returns the positive errno on failure.
     pub fn open(path: [*:0]const u8, errno_out: *c_int) ?File {
         if (is_darwin) return openNoCache(path, errno_out);
+        if (platform.is_windows) return openWindows(path, errno_out);
         var flags: c.O = .{ .ACCMODE = .RDONLY, .CLOEXEC = true };
         flags.DIRECT = true;
         const direct_fd = c.open(path, flags);
@@ -88,8 +90,18 @@ pub const File = struct {
         return .{ .fd = fd, .direct = c.fcntl(fd, c.F.NOCACHE, @as(c_int, 1)) == 0 };
     }
 
+    /// Windows: buffered reads only (no O_DIRECT through the C runtime's descriptors).
+    fn openWindows(path: [*:0]const u8, errno_out: *c_int) ?File {
+        const fd = platform.openReadWindows(path);
+        if (fd < 0) {
+            errno_out.* = platform.lastErrno();
+            return null;
+        }
+        return .{ .fd = fd, .direct = false };
+    }
+
     pub fn close(self: *File) void {
-        _ = c.close(self.fd);
+        platform.close(self.fd);
         self.fd = -1;
     }
 
@@ -111,6 +123,7 @@ pub const File = struct {
     }
 
     fn dropDirectFlag(self: *File) bool {
+        if (platform.is_windows) return true;
         if (is_darwin) return c.fcntl(self.fd, c.F.NOCACHE, @as(c_int, 0)) == 0;
         const current = c.fcntl(self.fd, c.F.GETFL);
         if (current < 0) return false;
@@ -143,6 +156,15 @@ pub const File = struct {
         var done: u64 = 0;
         while (done < dst.len) {
             const want = @min(dst.len - done, chunk);
+            if (platform.is_windows) {
+                const got = platform.preadWindows(self.fd, dst[done..][0..want], offset + done) orelse {
+                    self.last_errno = 5; // EIO: ReadFile's own error is not an errno
+                    return Error.Io;
+                };
+                if (got == 0) break;
+                done += got;
+                continue;
+            }
             const n = c.pread(self.fd, dst.ptr + done, want, @intCast(offset + done));
             if (n < 0) {
                 const errno = c._errno().*;
