@@ -201,30 +201,24 @@ export class Downloader {
     const kept: HubFile[] = [];
     const conflicts: string[] = [];
     const unknown: { file: HubFile; final: string }[] = [];
-    const ours = new Set(previous?.files.map((f) => f.path) ?? []);
+    // Files k3 itself verified at that name before: those it may replace. Anything else with a
+    // final name is the user's, kept if its bytes are the listing's, otherwise left alone.
+    const ours = new Set(previous?.files.filter((f) => f.sha256 !== null).map((f) => f.path) ?? []);
+    const conflict = (file: HubFile) => conflicts.push(`${file.path}: a file with this name and other bytes is already there; move it away and re-run`);
+    const job = (file: HubFile, final: string) => {
+      const part = partPath(final);
+      const partStatus = fileStatus(part);
+      jobs.push({ file, final, part, partBytes: partStatus?.isFile ? partStatus.size : 0 });
+    };
     for (const file of selected) {
       const final = join(this.#o.dest, file.path);
       const status = fileStatus(final);
       const entry = this.#entry(file.path);
-      if (status && !status.isFile) {
-        conflicts.push(`${file.path}: exists and is not a file; move it away and re-run`);
-        continue;
-      }
-      if (status && status.size === file.size && entry.sha256 !== null) {
-        kept.push(file);
-        continue;
-      }
-      if (status && !ours.has(file.path) && status.size === file.size) {
-        unknown.push({ file, final });
-        continue;
-      }
-      if (status && !ours.has(file.path)) {
-        conflicts.push(`${file.path}: a file with this name and other bytes is already there; move it away and re-run`);
-        continue;
-      }
-      const part = partPath(final);
-      const partStatus = fileStatus(part);
-      jobs.push({ file, final, part, partBytes: partStatus?.isFile ? partStatus.size : 0 });
+      if (status && !status.isFile) conflicts.push(`${file.path}: exists and is not a file; move it away and re-run`);
+      else if (status && status.size === file.size && entry.sha256 !== null) kept.push(file);
+      else if (status && status.size === file.size) unknown.push({ file, final });
+      else if (status && !ours.has(file.path)) conflict(file);
+      else job(file, final);
     }
     if (unknown.length > 0) {
       const bytes = unknown.reduce((s, u) => s + u.file.size, 0);
@@ -237,8 +231,10 @@ export class Downloader {
         if (matchesListing(file, digest)) {
           kept.push(file);
           this.#markVerified(file.path, digest.sha256);
+        } else if (ours.has(file.path)) {
+          job(file, final);
         } else {
-          conflicts.push(`${file.path}: a file with this name and other bytes is already there; move it away and re-run`);
+          conflict(file);
         }
       }
       progress.finish();

@@ -5,7 +5,7 @@
  * exactly the repository's bytes, whatever went wrong.
  */
 import { afterEach, describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { downloadRecordName } from "../../src/ops/download-record.ts";
 import { FakeHub, pseudoRandomBytes, sha256Hex, type FakeFile, type FakeHubOptions } from "../support/fake-hub.ts";
@@ -284,17 +284,39 @@ describe("k3 download against a fake Hub", () => {
     expect(paged.stderr).toContain("the next page is on another host (127.0.0.1:9); refused");
   }, 60_000);
 
-  test("a user's file with a final name and other bytes is left alone and reported", async () => {
+  test("a branch that moved: the new commit is pinned, changed files are replaced, unchanged ones kept", async () => {
+    const first = fakeHub();
+    const dest = join(tempDir("dl-moved"), "model");
+    expect((await download(first, dest)).code).toBe(0);
+    const newCommit = "fedcba9876543210fedcba9876543210fedcba98";
+    const changed = files.map((f) => (f.path === "config.json" ? { ...f, bytes: new TextEncoder().encode("{\"changed\": 1}\n") } : f));
+    const second = new FakeHub({ repo, commit: newCommit, files: changed });
+    hubs.push(second);
+    const run = await download(second, dest);
+    expect(run.code).toBe(0);
+    expect(run.stderr).toContain(`commit ${newCommit} (the record had ${commit})`);
+    expect(run.stderr).toContain(`already verified: ${files.length - 1} file(s)`);
+    expect(second.transfers("config.json").length).toBe(1);
+    expect(second.transfers(bigPath)).toEqual([]);
+    expect(readFileSync(join(dest, "config.json"), "utf8")).toBe("{\"changed\": 1}\n");
+    expect(record(dest).commit).toBe(newCommit);
+  }, 60_000);
+
+  test("files already there: the listing's bytes are kept unfetched, a user's other bytes are never overwritten", async () => {
     const hub = fakeHub();
     const dest = join(tempDir("dl-user"), "model");
-    await download(hub, join(dest, "..", "warm"));
-    const { mkdirSync } = await import("node:fs");
-    mkdirSync(dest, { recursive: true });
+    mkdirSync(join(dest, "weights"), { recursive: true });
     writeFileSync(join(dest, "config.json"), "{\"mine\": true}\n");
-    const run = await download(hub, dest);
-    expect(run.code).toBe(1);
-    expect(run.stderr).toContain("FAILED config.json: a file with this name and other bytes is already there; move it away and re-run");
-    expect(readFileSync(join(dest, "config.json"), "utf8")).toBe("{\"mine\": true}\n");
-    expect(existsSync(join(dest, bigPath))).toBe(true);
+    writeFileSync(join(dest, bigPath), byPath.get(bigPath)!.bytes);
+    for (let i = 0; i < 2; i++) {
+      const run = await download(hub, dest);
+      expect(run.code).toBe(1);
+      expect(run.stderr).toContain("FAILED config.json: a file with this name and other bytes is already there; move it away and re-run");
+      expect(readFileSync(join(dest, "config.json"), "utf8")).toBe("{\"mine\": true}\n");
+    }
+    expect(hub.transfers(bigPath)).toEqual([]);
+    expect(hub.transfers("config.json")).toEqual([]);
+    expect(record(dest).files.find((f: { path: string }) => f.path === bigPath).sha256).toBe(sha256Hex(byPath.get(bigPath)!.bytes));
+    expect(existsSync(join(dest, "model-00001-of-00001.safetensors"))).toBe(true);
   }, 60_000);
 });
