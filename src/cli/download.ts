@@ -6,7 +6,7 @@
 import { join } from "node:path";
 import { envValue } from "../env.ts";
 import { ExitCode, K3Error, usageError } from "../errors.ts";
-import { checkRepoId, checkRevision, parseHubEndpoint, releaseRepo } from "../hub/hub-endpoint.ts";
+import { checkRepoId, checkRevision, mayCarryToken, parseHubEndpoint, releaseRepo } from "../hub/hub-endpoint.ts";
 import { defaultRetryPolicy } from "../hub/hub-http.ts";
 import { defaultStallSeconds, defaultWorkers, Downloader, maxWorkers } from "../ops/download.ts";
 import { downloadRecordName } from "../ops/download-record.ts";
@@ -48,6 +48,10 @@ export async function main(args: readonly string[]): Promise<number> {
   const [dest] = positionals;
   if (!dest) throw usageError("download needs <dest_dir>", await usageText(command));
   const endpoint = parseHubEndpoint(envValue("K3_HUB_URL"));
+  const token = envValue("HF_TOKEN");
+  if (token !== undefined && !mayCarryToken(new URL(endpoint.base), endpoint)) {
+    log.warn(`K3_HUB_URL is plain http to ${new URL(endpoint.base).host}: HF_TOKEN is not sent there (only over https, or to loopback)`);
+  }
   const interrupt = new AbortController();
   let interrupts = 0;
   const onSignal = () => {
@@ -60,7 +64,7 @@ export async function main(args: readonly string[]): Promise<number> {
   process.on("SIGTERM", onSignal);
   const downloader = new Downloader({
     dest, repo: parsed.repo, revision: parsed.revision, workers: parsed.workers, selection: parsed.selection, endpoint,
-    token: envValue("HF_TOKEN"), stallSeconds: parsed.stallSeconds, retry: defaultRetryPolicy, userAgent: `k3/${version}`,
+    token, stallSeconds: parsed.stallSeconds, retry: defaultRetryPolicy, userAgent: `k3/${version}`,
     signal: interrupt.signal,
   });
   try {

@@ -123,6 +123,26 @@ describe("k3 download against a fake Hub", () => {
     expect(listDest(dest).length).toBe(files.length + 1);
   }, 60_000);
 
+  test("Ctrl-C stops the workers, keeps the partial files and says how to resume", async () => {
+    const hub = fakeHub({ faults: { [bigPath]: { stall: { times: 1, afterBytes: 512 * 1024 } } } });
+    const dest = join(tempDir("dl-sigint"), "model");
+    const child = spawnK3(["download", dest, "--repo", repo], { env: { K3_HUB_URL: hub.url, HF_TOKEN: undefined } });
+    const part = join(dest, `${bigPath}.part`);
+    const deadline = performance.now() + 30_000;
+    while (performance.now() < deadline && !(existsSync(part) && statSync(part).size >= 512 * 1024)) await Bun.sleep(20);
+    child.kill("SIGINT");
+    const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
+    expect(code).toBe(1);
+    expect(stderr).toContain("stopping: partial files are kept, re-run to resume");
+    expect(stderr).toContain("interrupted:");
+    expect(statSync(part).size).toBe(512 * 1024);
+    expectOnlyVerifiedFinalNames(dest);
+    const run = await download(hub, dest);
+    expect(run.code).toBe(0);
+    expect(hub.transfers(bigPath).at(-1)!.range).toBe(`bytes=${512 * 1024}-`);
+    expectOnlyVerifiedFinalNames(dest);
+  }, 60_000);
+
   test("a connection dropped mid-file, a reset and a stall are resumed with Range in the same run", async () => {
     const hub = fakeHub({
       faults: {
