@@ -37,7 +37,7 @@ export const releaseTargets: readonly ReleaseTarget[] = [
   },
   {
     id: "linux-arm64", file: "k3-linux-arm64", zigArgs: ["-Dtarget=aarch64-linux-gnu"], libraryFile: "lib/libk3.so",
-    bunTarget: "bun-linux-arm64", status: "tested under qemu-user: same ids as x64 on the fixture models",
+    bunTarget: "bun-linux-arm64", status: "tested under qemu-user: same ids as x64 on a fixture model",
   },
   {
     id: "darwin-arm64", file: "k3-darwin-arm64", zigArgs: ["-Dtarget=aarch64-macos"], libraryFile: "lib/libk3.dylib",
