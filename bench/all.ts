@@ -13,6 +13,8 @@
  *                 disk cannot hold the ~15 GB of checkpoint and pack)
  *   5. prefill    the same checkpoint: a 256-id prompt in chunks against one id at a time,
  *                 resident and streamed (skipped with the streaming part)
+ *   6. speculative the same checkpoint, streamed: one verification sweep against serial steps,
+ *                 and --spec 4 against plain decode (skipped with the streaming part)
  *
  * Figures go to stdout, progress to stderr. Exits 1 when a benchmark found a correctness
  * failure (ids differing across budgets, tokenizer output differing from tiktoken, peak RSS
@@ -23,6 +25,7 @@ import { attentionReport, benchAttention } from "./attention.ts";
 import { benchIndex } from "./index-headers.ts";
 import { benchKernels, formatKernelRows } from "./kernels.ts";
 import { benchPrefill, prefillReport } from "./prefill.ts";
+import { benchSpeculative, speculativeReport } from "./speculative.ts";
 import { benchStreaming, streamingReport, streamingSkipReason } from "./streaming.ts";
 import { benchTokenizer } from "./tokenizer.ts";
 
@@ -103,6 +106,17 @@ await part("prefill", async () => {
     return;
   }
   console.log(prefillReport(await benchPrefill()));
+});
+
+await part("speculative", async () => {
+  const skip = streamingSkipReason();
+  if (skip) {
+    console.log(`speculative: skipped (${skip})`);
+    return;
+  }
+  const result = await benchSpeculative();
+  console.log(speculativeReport(result));
+  if (!result.identical) failed = true;
 });
 
 console.log(`took: ${timings.map(([name, s]) => `${name} ${s.toFixed(1)} s`).join(", ")}; total ${timings.reduce((a, [, s]) => a + s, 0).toFixed(1)} s`);

@@ -7,6 +7,10 @@ export const ExitCode = {
   usage: 2,
   /** The run finished but a routed expert failed to load: the ids are corrupt. */
   corruptTokens: 4,
+  /** Stopped by SIGINT (Ctrl-C), 128 + 2 as a shell reports it; nothing was written. */
+  interrupted: 130,
+  /** Stopped by SIGTERM, 128 + 15; nothing was written. */
+  terminated: 143,
 } as const;
 
 export type ExitCodeValue = (typeof ExitCode)[keyof typeof ExitCode];

@@ -1,41 +1,188 @@
 /**
  * The filesystem rules every writer and reader in k3 follows: nothing a user owns is left
- * half-written (a temporary file beside it, then a rename), and a failure names the file and the
- * errno.
+ * half-written (a temporary file beside it, then a rename), a special file is never replaced (a
+ * device or FIFO is written in place, a symlink's target is what gets replaced), a failed write
+ * leaves no temporary behind, and a failure names the file (and the flag) and the errno.
  */
-import { closeSync, openSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
-import { K3Error, runtimeError } from "./errors.ts";
+import { accessSync, closeSync, constants, lstatSync, openSync, readFileSync, readlinkSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import { K3Error, runtimeError, usageError } from "./errors.ts";
 
 /** The errno code of a failed filesystem call (ENOENT, EACCES, ...), or "error". */
 export function errnoCode(error: unknown): string {
   return (error as NodeJS.ErrnoException | undefined)?.code ?? "error";
 }
 
-/** Where `path` is written before its rename; a crash leaves only this name behind. */
-export const temporaryPathFor = (path: string): string => `${path}.${process.pid}.tmp`;
+const errnoWords: Record<string, string> = {
+  ENOENT: "no such file or directory",
+  EACCES: "permission denied",
+  EPERM: "operation not permitted",
+  EROFS: "read-only file system",
+  ENOSPC: "no space left on device",
+  EDQUOT: "disk quota exceeded",
+  EFBIG: "file too large",
+  EIO: "input/output error",
+  EISDIR: "is a directory",
+  ENOTDIR: "a component of the path is not a directory",
+  ENAMETOOLONG: "name too long",
+  ELOOP: "too many levels of symbolic links",
+  EEXIST: "already exists",
+  ETXTBSY: "text file busy",
+};
+
+/** "no space left on device (ENOSPC)": what a failed call means, and its code. */
+export function errnoReason(error: unknown): string {
+  const code = errnoCode(error);
+  return errnoWords[code] ? `${errnoWords[code]} (${code})` : `(${code})`;
+}
+
+/** Linux's NAME_MAX: the longest single file name, in bytes. */
+const maxNameBytes = 255;
+/** Linux's MAXSYMLINKS: more links than this in a chain is a loop (ELOOP). */
+const maxSymlinkHops = 40;
+/** What rename temporaries end with; an interrupted write leaves only such a name behind. */
+const temporarySuffix = ".tmp";
+
+function errnoError(code: string): NodeJS.ErrnoException {
+  return Object.assign(new Error(code), { code });
+}
 
 /**
- * Writes `path` through a temporary file: `fill` writes it through the descriptor, `check` may
- * read the finished temporary back (and throw) before the rename makes it visible. On any
- * failure the temporary is removed and `path` is untouched.
+ * Where `path` is written before its rename: `<path>.<pid>.tmp`, its name shortened when that
+ * would pass NAME_MAX. A crash leaves only this name behind.
  */
-export function writeFileAtomically(path: string, what: string, fill: (fd: number) => void, check?: (temporary: string) => void): void {
-  const temporary = temporaryPathFor(path);
-  const fail = (error: unknown) => {
-    rmSync(temporary, { force: true });
-    return error instanceof K3Error ? error : runtimeError(`${path}: cannot write ${what} (${errnoCode(error)})`);
-  };
-  try {
-    const fd = openSync(temporary, "w");
+export function temporaryPathFor(path: string): string {
+  const suffix = `.${process.pid}${temporarySuffix}`;
+  const name = basename(path);
+  const room = maxNameBytes - Buffer.byteLength(suffix);
+  if (Buffer.byteLength(name) <= room) return `${path}${suffix}`;
+  const shortened = Buffer.from(name).subarray(0, room).toString("utf8").replace(/\uFFFD+$/, "");
+  return join(dirname(path), `${shortened}${suffix}`);
+}
+
+/**
+ * What writing `path` means. A regular file (or none yet) is replaced by a rename; a character
+ * device or FIFO (/dev/null, /dev/stdout, a pipe) is written in place; a symlink is followed to
+ * the file it names, so the link stays a link. `path` here is that final file.
+ */
+export interface OutputTarget {
+  path: string;
+  kind: "absent" | "regular" | "in-place" | "directory" | "other";
+  /** One of this process's open descriptors (/dev/stdout, /dev/fd/N): written through directly, since a socket cannot be reopened. */
+  fd?: number;
+}
+
+/** Follows `path` through its symlinks (also dangling ones) to what a write would change; errno errors escape. */
+export function outputTarget(path: string): OutputTarget {
+  let current = path;
+  for (let hop = 0; hop <= maxSymlinkHops; hop++) {
+    let stats;
     try {
-      fill(fd);
-    } finally {
-      closeSync(fd);
+      stats = lstatSync(current);
+    } catch (error) {
+      if (errnoCode(error) === "ENOENT") return { path: current, kind: "absent" };
+      throw error;
     }
-    check?.(temporary);
-    renameSync(temporary, path);
+    if (stats.isSymbolicLink()) {
+      // Relative links are relative to the directory that holds the link, wherever it really is.
+      const linkDir = realpathSync(dirname(current));
+      // /proc/<pid>/fd/N (behind /dev/stdout, /dev/fd/N) names an open descriptor, not a path
+      // (its text may be "pipe:[…]"): whatever it leads to is written in place through it.
+      if (linkDir.startsWith("/proc/")) {
+        const kind = classify(statSync(current), "in-place");
+        const own = new RegExp(`^/proc/${process.pid}/fd$`).test(linkDir) && kind !== "directory";
+        return own ? { path: current, kind: "in-place", fd: Number(basename(current)) } : { path: current, kind };
+      }
+      current = resolve(linkDir, readlinkSync(current));
+      continue;
+    }
+    return { path: current, kind: classify(stats, "regular") };
+  }
+  throw errnoError("ELOOP");
+}
+
+function classify(stats: { isFile(): boolean; isCharacterDevice(): boolean; isFIFO(): boolean; isDirectory(): boolean }, regular: OutputTarget["kind"]): OutputTarget["kind"] {
+  if (stats.isFile()) return regular;
+  if (stats.isCharacterDevice() || stats.isFIFO()) return "in-place";
+  return stats.isDirectory() ? "directory" : "other";
+}
+
+/** "--out x.json" or "x.json": how messages about an output name it. */
+const outputName = (path: string, flag?: string) => (flag ? `${flag} ${path}` : path);
+
+/**
+ * Checks, before any work, that `path` can be written as an output: what it names is a regular
+ * file, a device or a FIFO (not a directory), its directory exists and is writable, and its
+ * name fits. A refusal is a usage error (exit 2) naming the flag and the path. "-" (stdout) passes.
+ */
+export function checkOutputFile(path: string, flag: string): void {
+  if (path === "-") return;
+  const refuse = (reason: string) => usageError(`${outputName(path, flag)}: ${reason}`);
+  let target: OutputTarget;
+  try {
+    target = outputTarget(path);
   } catch (error) {
-    throw fail(error);
+    throw refuse(errnoReason(error));
+  }
+  if (target.kind === "directory") throw refuse("is a directory; give a file name");
+  if (target.kind === "other") throw refuse("is not a regular file, a character device or a FIFO");
+  if (Buffer.byteLength(basename(target.path)) > maxNameBytes) throw refuse(errnoReason(errnoError("ENAMETOOLONG")));
+  const dir = dirname(target.path);
+  if (target.kind === "absent") {
+    let dirStats;
+    try {
+      dirStats = statSync(dir);
+    } catch (error) {
+      throw refuse(errnoCode(error) === "ENOENT" ? `directory ${dir} does not exist` : `directory ${dir}: ${errnoReason(error)}`);
+    }
+    if (!dirStats.isDirectory()) throw refuse(`${dir} is not a directory`);
+  }
+  // In place needs the file writable; a rename needs its directory writable (access() also says EROFS).
+  const mustWrite = target.kind === "in-place" ? target.path : dir;
+  try {
+    accessSync(mustWrite, constants.W_OK);
+  } catch (error) {
+    throw refuse(`${mustWrite === target.path ? "" : `directory ${dir} is `}not writable: ${errnoReason(error)}`);
+  }
+}
+
+/**
+ * Checks, before any work, that `dir` can hold outputs: an existing writable directory or, with
+ * `create`, a path whose nearest existing ancestor is a writable directory. Usage error otherwise.
+ */
+export function checkOutputDir(dir: string, flag: string, options: { create: boolean }): void {
+  const refuse = (reason: string) => usageError(`${outputName(dir, flag)}: ${reason}`);
+  let existing = dir;
+  for (;;) {
+    let stats;
+    try {
+      stats = statSync(existing);
+    } catch (error) {
+      const code = errnoCode(error);
+      if (code !== "ENOENT") throw refuse(existing === dir ? errnoReason(error) : `${existing}: ${errnoReason(error)}`);
+      if (!options.create) throw refuse("directory does not exist");
+      const parent = dirname(existing);
+      if (parent === existing) throw refuse("directory does not exist");
+      if (Buffer.byteLength(basename(existing)) > maxNameBytes) throw refuse(errnoReason(errnoError("ENAMETOOLONG")));
+      existing = parent;
+      continue;
+    }
+    if (!stats.isDirectory()) throw refuse(existing === dir ? "is not a directory" : `${existing} is not a directory`);
+    break;
+  }
+  try {
+    accessSync(existing, constants.W_OK);
+  } catch (error) {
+    throw refuse(`${existing === dir ? "" : `directory ${existing} is `}not writable: ${errnoReason(error)}`);
+  }
+}
+
+/** Removes a temporary if it is there; never throws (a failure to clean up must not hide the first error). */
+function removeQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // Gone already, or the filesystem refuses even that: the first error is the one to report.
   }
 }
 
@@ -47,9 +194,124 @@ export function writeFully(fd: number, bytes: Uint8Array, position?: number): vo
   }
 }
 
-/** Writes `data` to `path` whole or not at all. */
-export function writeAtomically(path: string, data: string | Uint8Array, what: string): void {
-  writeFileAtomically(path, what, (fd) => writeFully(fd, typeof data === "string" ? Buffer.from(data, "utf8") : data));
+/** What is being written, for the messages: the file, what it holds, and the flag that named it. */
+export interface OutputSpec {
+  path: string;
+  what: string;
+  flag?: string;
+}
+
+/**
+ * A write prepared but not yet visible. For a regular file the bytes sit complete in the
+ * temporary and `commit` renames it into place; for a device or FIFO `commit` writes them then.
+ * `discard` removes the temporary; after a failed `commit` there is nothing to discard.
+ */
+export interface StagedWrite {
+  readonly path: string;
+  commit(): void;
+  discard(): void;
+}
+
+const writeFailure = (spec: OutputSpec, error: unknown): K3Error =>
+  error instanceof K3Error ? error : runtimeError(`${outputName(spec.path, spec.flag)}: cannot write ${spec.what}: ${errnoReason(error)}`);
+
+function fillFile(path: string, flags: string, fill: (fd: number) => void): void {
+  const fd = openSync(path, flags);
+  try {
+    fill(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Prepares `spec.path`: `fill` writes the content through a descriptor, `check` may read the
+ * finished temporary back (and throw) before anything is visible. On any failure nothing is
+ * left behind and the error (exit 1) names the file, the flag and the errno.
+ */
+export function stageWrite(spec: OutputSpec, fill: (fd: number) => void, check?: (temporary: string) => void): StagedWrite {
+  let target: OutputTarget;
+  try {
+    target = outputTarget(spec.path);
+  } catch (error) {
+    throw writeFailure(spec, error);
+  }
+  if (target.kind === "directory") throw writeFailure(spec, errnoError("EISDIR"));
+  if (target.kind === "other" || (target.kind === "in-place" && check)) {
+    throw runtimeError(`${outputName(spec.path, spec.flag)}: cannot write ${spec.what}: not a regular file`);
+  }
+  if (target.kind === "in-place") {
+    let done = false;
+    return {
+      path: target.path,
+      commit: () => {
+        if (done) return;
+        done = true;
+        try {
+          if (target.fd === undefined) fillFile(target.path, "w", fill);
+          else fill(target.fd); // ours, open already: not reopened, not closed
+        } catch (error) {
+          throw writeFailure(spec, error);
+        }
+      },
+      discard: () => { done = true; },
+    };
+  }
+  const temporary = temporaryPathFor(target.path);
+  try {
+    fillFile(temporary, "w", fill);
+    check?.(temporary);
+  } catch (error) {
+    removeQuietly(temporary);
+    throw writeFailure(spec, error);
+  }
+  let done = false;
+  return {
+    path: target.path,
+    commit: () => {
+      if (done) return;
+      done = true;
+      try {
+        renameSync(temporary, target.path);
+      } catch (error) {
+        removeQuietly(temporary);
+        throw writeFailure(spec, error);
+      }
+    },
+    discard: () => {
+      if (done) return;
+      done = true;
+      removeQuietly(temporary);
+    },
+  };
+}
+
+/** `bytes` (or UTF-8 text) as a staged write. */
+export function stageBytes(spec: OutputSpec, data: string | Uint8Array): StagedWrite {
+  return stageWrite(spec, (fd) => writeFully(fd, typeof data === "string" ? Buffer.from(data, "utf8") : data));
+}
+
+/**
+ * Commits staged writes in order, so the last one (a run's results) appears only when all
+ * the others did. The first failure discards everything not yet committed and is rethrown.
+ */
+export function commitAll(writes: readonly StagedWrite[]): void {
+  let next = 0;
+  try {
+    for (; next < writes.length; next++) writes[next]!.commit();
+  } finally {
+    for (const write of writes.slice(next)) write.discard();
+  }
+}
+
+/** Writes `path` through a temporary file (see `stageWrite`); on any failure `path` is untouched. */
+export function writeFileAtomically(path: string, what: string, fill: (fd: number) => void, check?: (temporary: string) => void): void {
+  stageWrite({ path, what }, fill, check).commit();
+}
+
+/** Writes `data` to `path` whole or not at all (a device or FIFO: in place). */
+export function writeAtomically(path: string, data: string | Uint8Array, what: string, flag?: string): void {
+  stageBytes({ path, what, flag }, data).commit();
 }
 
 /** The whole file, or a runtime error (exit 1) naming it and, if given, what it was for. */

@@ -12,10 +12,11 @@
 const std = @import("std");
 const aligned_read = @import("io/aligned_read.zig");
 const reader_pool = @import("io/reader_pool.zig");
+const signals = @import("signals.zig");
 const status = @import("status.zig");
 const platform = @import("platform.zig");
 
-pub const abi_version: u32 = 6;
+pub const abi_version: u32 = 7;
 
 pub const Status = status.Status;
 const code = status.code;
@@ -119,8 +120,21 @@ export fn k3_io_done(handle: i32) u32 {
     return @intFromBool(reader_pool.isDone(handle));
 }
 
+/// From now on SIGINT and SIGTERM only record themselves (zig/signals.zig): the caller polls
+/// `k3_signal_pending` and stops its work. A second signal ends the process. Returns 0.
+export fn k3_signals_watch() i32 {
+    signals.watch();
+    return 0;
+}
+
+/// The signal that arrived since `k3_signals_watch` (SIGINT 2, SIGTERM 15), or 0.
+export fn k3_signal_pending() i32 {
+    return signals.pendingSignal();
+}
+
 test {
     _ = aligned_read;
+    _ = signals;
 }
 
 // =============================================================================================

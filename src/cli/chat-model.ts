@@ -2,17 +2,20 @@
  * What `k3 chat` and `k3 serve` share: the options that open a chat model (tokenizer, memory,
  * context, reply length, config, layers) and opening it, with one line saying what was loaded.
  */
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../checkpoint/config.ts";
 import { openEngine, type Engine } from "../engine/open.ts";
 import type { BudgetAction } from "../plan/budget.ts";
 import { defaultPrefillChunk, maxGeneratedTokens, maxPositions } from "../plan/limits.ts";
+import { recurrentStateBytes } from "../plan/memory-plan.ts";
 import { log } from "../report/log.ts";
 import { formatBytes } from "../report/format.ts";
+import type { ConversationOptions } from "../session/conversation.ts";
 import { loadTokenizer, type Tokenizer } from "../tokenizer/index.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
 import { checkLayers, configOption, injectedFaults, layersOption, tokOption } from "./common-options.ts";
-import { memoryOptions } from "./memory-options.ts";
+import { memoryOptions, parseGb } from "./memory-options.ts";
 
 export interface ChatModelOptions {
   tokDir: string | undefined;
@@ -24,9 +27,15 @@ export interface ChatModelOptions {
   ctx: number;
   /** The longest reply (chat), or the reply length when a request gives none (serve). */
   maxTokens: number;
+  /** RAM for state snapshots; undefined: room for one. */
+  snapshotBytes: number | undefined;
+  /** Disk for parked snapshots. */
+  snapshotDiskBytes: number;
+  /** Where parked snapshots go (a private directory is made inside). */
+  snapshotDir: string | undefined;
 }
 
-export const chatModelDefaults = { ctx: 8192, maxTokens: 2048 } as const;
+export const chatModelDefaults = { ctx: 8192, maxTokens: 2048, snapshotBytes: undefined, snapshotDiskBytes: 8e9, snapshotDir: undefined } as const;
 
 /** The tokenizer and memory options, for the top of a command's table. */
 export function chatModelOptions<T extends ChatModelOptions>(maxTokensWhat: string): OptionDef<T>[] {
@@ -41,6 +50,20 @@ export function chatModelOptions<T extends ChatModelOptions>(maxTokensWhat: stri
       name: "max-tokens", value: "N", description: `${maxTokensWhat} (default ${chatModelDefaults.maxTokens}, at most ${maxGeneratedTokens})`,
       apply: (o, raw, flag) => { o.maxTokens = parseInteger(raw, flag, 1, maxGeneratedTokens); },
     },
+    {
+      name: "snapshot-gb", value: "X",
+      description: "RAM for multi-turn state snapshots, counted in the memory plan (default: room for one; 0 parks every one on disk)",
+      apply: (o, raw, flag) => { o.snapshotBytes = parseGb(raw, flag); },
+    },
+    {
+      name: "snapshot-disk-gb", value: "X",
+      description: `Disk for snapshots parked when the RAM is full (default ${chatModelDefaults.snapshotDiskBytes / 1e9}; 0 drops them instead)`,
+      apply: (o, raw, flag) => { o.snapshotDiskBytes = parseGb(raw, flag); },
+    },
+    {
+      name: "snapshot-dir", value: "DIR", description: "Where parked snapshots go (default the temporary directory; removed at exit)",
+      apply: (o, raw) => { o.snapshotDir = raw; },
+    },
   ];
 }
 
@@ -49,15 +72,29 @@ export function chatModelTailOptions<T extends ChatModelOptions>(): OptionDef<T>
   return [configOption<T>(), layersOption<T>("Bind only the first N layers (the output is then not the full model)")];
 }
 
-/** Loads the tokenizer and opens the engine for `command`; the caller closes the engine. */
-export function openChatModel(command: string, modelDir: string, o: ChatModelOptions & { tokDir: string }): { engine: Engine; tokenizer: Tokenizer } {
+/**
+ * Loads the tokenizer and opens the engine for `command`, with the snapshot RAM in its plan;
+ * returns what a Conversation on it needs. The caller closes the engine.
+ */
+export function openChatModel(
+  command: string, modelDir: string, o: ChatModelOptions & { tokDir: string },
+): { engine: Engine; tokenizer: Tokenizer; conversation: ConversationOptions } {
   const { config } = loadConfig(o.configPath ?? join(modelDir, "config.json"));
   const layerCount = checkLayers(o.layers, config);
   const tokenizer = loadTokenizer(o.tokDir);
+  const snapshotBytes = o.snapshotBytes ?? recurrentStateBytes(config, layerCount);
   const engine = openEngine(
-    { modelDir, config, layerCount, positions: o.ctx, prefillChunk: defaultPrefillChunk, budgets: o.budgets, trunkDir: o.trunkDir, faults: injectedFaults() },
+    {
+      modelDir, config, layerCount, positions: o.ctx, prefillChunk: defaultPrefillChunk, budgets: o.budgets, trunkDir: o.trunkDir,
+      faults: injectedFaults(), snapshotBytes,
+    },
     { onWarning: (w) => log.warn(w), onDrop: (d) => log.error(`EXPERT DROP: layer ${d.layer} expert ${d.expert} failed to load; the reply is CORRUPT (${d.reason})`) },
   );
-  log.info(`${command}: ${modelDir}, ${layerCount} layers, context ${o.ctx} positions; loaded in ${engine.loadSeconds.toFixed(1)} s, peak RSS ${formatBytes(engine.peakRssAfterLoadBytes)}`);
-  return { engine, tokenizer };
+  log.info(`${command}: ${modelDir}, ${layerCount} layers, context ${o.ctx} positions, snapshots ${formatBytes(snapshotBytes)} in RAM; loaded in ${engine.loadSeconds.toFixed(1)} s, peak RSS ${formatBytes(engine.peakRssAfterLoadBytes)}`);
+  const conversation: ConversationOptions = {
+    chunk: engine.plan.prefillChunk,
+    snapshots: { ramBytes: snapshotBytes, diskBytes: o.snapshotDiskBytes, parent: o.snapshotDir ?? tmpdir() },
+    warn: (message) => log.warn(message),
+  };
+  return { engine, tokenizer, conversation };
 }

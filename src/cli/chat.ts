@@ -4,6 +4,7 @@
  * With `--message TEXT`, or stdin not a terminal, one turn: the answer on stdout, the reasoning
  * on stderr (or, with --json, the OpenAI-style assistant message with usage on stdout).
  */
+import { existsSync } from "node:fs";
 import { createInterface, type Interface } from "node:readline";
 import { EFFORTS, type Effort } from "../chat/request-types.ts";
 import type { ReplyEvent } from "../chat/parse.ts";
@@ -11,6 +12,7 @@ import { resolveSampling, samplingDefaults, samplingNames, type SamplingKnob } f
 import { ExitCode, usageError } from "../errors.ts";
 import { readOrFail, writeAtomically } from "../fs.ts";
 import { maxGeneratedTokens } from "../plan/limits.ts";
+import { formatBytes } from "../report/format.ts";
 import { emit, log } from "../report/log.ts";
 import { ChatSession, type ChatMessage, type ChatTurn } from "../session/chat-session.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
@@ -57,8 +59,8 @@ const command: CommandInfo<ChatOptions> = {
 
 const slashHelp = [
   "/reset             forget the conversation",
-  "/save FILE         write the transcript (OpenAI messages JSON)",
-  "/load FILE         read a transcript written by /save",
+  "/save FILE         write the transcript (OpenAI messages JSON) and the model state (FILE.k3st)",
+  "/load FILE         read a transcript written by /save, and its state when FILE.k3st is there",
   "/think on|off      thinking on or off for the next turns",
   "/effort low|high|max",
   "/set KNOB VALUE    max-tokens, or a sampling knob: temperature, top-p, top-k, min-p, seed",
@@ -87,7 +89,7 @@ export async function main(args: readonly string[]): Promise<number> {
   const tokenizer = opened.tokenizer;
   const session = new ChatSession(engine, tokenizer, {
     system: o.system, thinking: o.thinking, effort: o.effort, sampling, maxNewTokens: o.maxTokens,
-  });
+  }, opened.conversation);
   try {
     if (message !== undefined) await oneShot(session, message, o);
     else await interactive(session, o);
@@ -241,6 +243,9 @@ function show(event: ReplyEvent, inReasoning: boolean, hideReasoning: boolean): 
   return inReasoning;
 }
 
+/** Where /save puts the model state for a transcript file. */
+const stateFileFor = (transcript: string) => `${transcript}.k3st`;
+
 /** Runs a slash command; false means leave. */
 function runSlash(text: string, session: ChatSession, last: ChatTurn | undefined): boolean {
   const [name, ...rest] = text.split(/\s+/);
@@ -261,12 +266,15 @@ function runSlash(text: string, session: ChatSession, last: ChatTurn | undefined
       case "/save":
         if (!arg) throw usageError("/save needs a file name");
         writeAtomically(arg, `${JSON.stringify(session.transcript, null, 1)}\n`, "the transcript");
-        say(`(saved ${session.transcript.length} messages to ${arg})`);
+        say(`(saved ${session.transcript.length} messages to ${arg}, the state in ${stateFileFor(arg)}: ${formatBytes(session.saveState(stateFileFor(arg)))})`);
         break;
       case "/load": {
         if (!arg) throw usageError("/load needs a file name");
         session.load(parseTranscript(readOrFail(arg, "the transcript").toString("utf8"), arg));
-        say(`(loaded ${session.transcript.length} messages from ${arg}; the next turn feeds them)`);
+        const restored = existsSync(stateFileFor(arg)) ? session.loadState(stateFileFor(arg)) : 0;
+        say(restored > 0
+          ? `(loaded ${session.transcript.length} messages from ${arg} and ${restored} positions of state; the next turn feeds only what is new)`
+          : `(loaded ${session.transcript.length} messages from ${arg}; the next turn feeds them)`);
         break;
       }
       case "/think":

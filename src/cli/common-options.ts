@@ -48,3 +48,16 @@ export function injectedFaults(): Set<string> | undefined {
   }
   return new Set(keys);
 }
+
+/** Fault injection for tests of a failing disk: K3_INJECT_TRUNK_READ_FAULT=layer:read[,…], that read of that packed layer fails with EIO. */
+export function injectedTrunkReadFaults(): Map<number, number> | undefined {
+  const raw = envValue("K3_INJECT_TRUNK_READ_FAULT");
+  if (!raw) return undefined;
+  const faults = new Map<number, number>();
+  for (const key of raw.split(",").map((k) => k.trim())) {
+    const match = /^(\d+):([1-9]\d*)$/.exec(key);
+    if (!match) throw usageError(`K3_INJECT_TRUNK_READ_FAULT: '${key}' is not layer:read (read 1 is the first)`);
+    faults.set(Number(match[1]), Number(match[2]));
+  }
+  return faults;
+}

@@ -11,6 +11,7 @@ import { samplingDefaults } from "../decode/sampling-options.ts";
 import { defaultPrefillChunk } from "../plan/limits.ts";
 import { envValue } from "../env.ts";
 import { ExitCode, K3Error, runtimeError } from "../errors.ts";
+import { watchSignals } from "../engine/signals.ts";
 import { errnoCode, writeAtomically } from "../fs.ts";
 import { emit, log } from "../report/log.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
@@ -60,6 +61,7 @@ function demoDir(): string {
 export async function main(args: readonly string[]): Promise<number> {
   const o: DemoOptions = { prompt: defaultPrompt, gen: 24 };
   if (!(await parseCommandArgs(args, command, o))) return ExitCode.ok;
+  watchSignals();
   const dir = demoDir();
   log.info(`demo: the tiny 13-layer Kimi K3 model (random weights) and a byte-level tokenizer, from ${dir}`);
   const { config, shape } = loadConfig(join(dir, "config.json"));

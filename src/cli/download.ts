@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import { envValue } from "../env.ts";
-import { ExitCode, K3Error, usageError } from "../errors.ts";
+import { ExitCode, K3Error, usageError, type ExitCodeValue } from "../errors.ts";
 import { checkRepoId, checkRevision, mayCarryToken, parseHubEndpoint, releaseRepo } from "../hub/hub-endpoint.ts";
 import { defaultRetryPolicy } from "../hub/hub-http.ts";
 import { defaultStallSeconds, defaultWorkers, Downloader, maxWorkers } from "../ops/download.ts";
@@ -52,16 +52,20 @@ export async function main(args: readonly string[]): Promise<number> {
   if (token !== undefined && !mayCarryToken(new URL(endpoint.base), endpoint)) {
     log.warn(`K3_HUB_URL is plain http to ${new URL(endpoint.base).host}: HF_TOKEN is not sent there (only over https, or to loopback)`);
   }
+  // The transfers are asynchronous, so a JavaScript listener runs at once: the workers stop,
+  // partial files stay, and k3 exits 130 (SIGINT) or 143 (SIGTERM) as other commands do.
   const interrupt = new AbortController();
-  let interrupts = 0;
-  const onSignal = () => {
-    interrupts++;
-    if (interrupts > 1) process.exit(ExitCode.runtime);
-    log.warn("stopping: partial files are kept, re-run to resume (Ctrl-C again to quit at once)");
+  let stoppedBy: ExitCodeValue | undefined;
+  const onSignal = (code: ExitCodeValue) => () => {
+    if (stoppedBy !== undefined) process.exit(code);
+    stoppedBy = code;
+    log.warn("stopping: partial files are kept, re-run to resume (a second signal quits at once)");
     interrupt.abort();
   };
-  process.on("SIGINT", onSignal);
-  process.on("SIGTERM", onSignal);
+  const onInt = onSignal(ExitCode.interrupted);
+  const onTerm = onSignal(ExitCode.terminated);
+  process.on("SIGINT", onInt);
+  process.on("SIGTERM", onTerm);
   const downloader = new Downloader({
     dest, repo: parsed.repo, revision: parsed.revision, workers: parsed.workers, selection: parsed.selection, endpoint,
     token, stallSeconds: parsed.stallSeconds, retry: defaultRetryPolicy, userAgent: `k3/${version}`,
@@ -71,7 +75,7 @@ export async function main(args: readonly string[]): Promise<number> {
     const outcome = await downloader.run();
     if (outcome.interrupted) {
       log.warn(`interrupted: ${outcome.fetchedFiles} file(s) finished; partial files stay as <name>.part and the next run resumes them`);
-      return ExitCode.runtime;
+      return stoppedBy ?? ExitCode.interrupted;
     }
     if (outcome.failures.length > 0) {
       for (const failure of outcome.failures) process.stderr.write(`FAILED ${downloader.redact(failure)}\n`);
@@ -86,7 +90,7 @@ export async function main(args: readonly string[]): Promise<number> {
     if (error instanceof K3Error) throw new K3Error(error.exitCode, downloader.redact(error.message), error.detail);
     throw error;
   } finally {
-    process.off("SIGINT", onSignal);
-    process.off("SIGTERM", onSignal);
+    process.off("SIGINT", onInt);
+    process.off("SIGTERM", onTerm);
   }
 }

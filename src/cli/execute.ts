@@ -6,14 +6,15 @@
 import type { ModelConfig } from "../checkpoint/config.ts";
 import type { DecodeMode } from "../decode/loop.ts";
 import type { SamplingOptions } from "../decode/sampling-options.ts";
+import { teacherForced } from "../decode/teacher-forced.ts";
 import { generate } from "../engine/generate.ts";
 import { openEngine, type EngineRequest } from "../engine/open.ts";
 import type { RunResult } from "../engine/result.ts";
-import { ExitCode, type ExitCodeValue } from "../errors.ts";
+import { ExitCode, K3Error, type ExitCodeValue } from "../errors.ts";
 import type { BudgetAction } from "../plan/budget.ts";
 import { log } from "../report/log.ts";
 import { openingLines, planBlock } from "../report/plan-report.ts";
-import { dropLine, loadLines, runReport, runWarnings, verdictReport } from "../report/run-report.ts";
+import { dropLine, loadLines, runReport, runWarnings, speculationBanner, teacherForcedLines, verdictReport } from "../report/run-report.ts";
 import { stepHeader, stepRow } from "../report/table.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import type { ExpertTraceRecorder } from "../weights/expert-trace.ts";
@@ -34,7 +35,13 @@ export interface RunSpec {
   trunkDir: string | undefined;
   tokenizer: Tokenizer | undefined;
   faults?: ReadonlySet<string>;
+  trunkReadFaults?: ReadonlyMap<number, number>;
   trace?: boolean;
+  /** Speculative decode: up to this many drafted ids per sweep. */
+  speculative?: number;
+  /** A state file to resume, with the counts its header gave. */
+  loadState?: { path: string; position: number; idCount: number };
+  saveState?: string;
 }
 
 /** What a finished run hands back to its command. */
@@ -47,16 +54,21 @@ export interface RunOutcome {
 
 const stderr = (text: string) => process.stderr.write(`${text}\n`);
 
-/** Runs `spec` and prints its report; the engine is closed when it returns. */
-export function executeRun(spec: RunSpec): RunOutcome {
+/** Opens the engine for `spec`, printing the opening lines, the plan and the load lines. */
+function openForRun(spec: RunSpec) {
+  const prior = spec.loadState?.idCount ?? 0;
+  const fedFirst = prior - (spec.loadState?.position ?? 0) + spec.prompt.length;
   const request: EngineRequest = {
     modelDir: spec.modelDir, config: spec.config, layerCount: spec.layerCount,
-    positions: spec.prompt.length + spec.maxNewTokens + 1,
-    // The longest feed is the prompt (incremental) or the whole prefix (recompute); no call is longer.
-    prefillChunk: Math.min(spec.prefillChunk, spec.mode === "recompute" ? spec.prompt.length + spec.maxNewTokens : spec.prompt.length),
-    budgets: spec.budgets, trunkDir: spec.trunkDir, faults: spec.faults, trace: spec.trace,
+    positions: prior + spec.prompt.length + spec.maxNewTokens + 1,
+    // The longest call: the prompt (incremental), the whole prefix (recompute), or one verification sweep.
+    prefillChunk: Math.max(
+      Math.min(spec.prefillChunk, spec.mode === "recompute" ? spec.prompt.length + spec.maxNewTokens : Math.max(fedFirst, 1)),
+      spec.speculative ? spec.speculative + 1 : 1,
+    ),
+    budgets: spec.budgets, trunkDir: spec.trunkDir, faults: spec.faults, trunkReadFaults: spec.trunkReadFaults, trace: spec.trace,
   };
-  using engine = openEngine(request, {
+  const engine = openEngine(request, {
     onPlan: (plan) => {
       const intent = { promptTokens: spec.prompt.length, maxNewTokens: spec.maxNewTokens, mode: spec.mode, configShape: spec.configShape };
       for (const line of openingLines(plan, intent)) log.info(line);
@@ -70,17 +82,45 @@ export function executeRun(spec: RunSpec): RunOutcome {
     onBufferedFallback: (path) => log.info(`${path}: the filesystem refuses O_DIRECT; reading through the page cache`),
   });
   for (const line of loadLines(engine.plan, engine.loadSeconds, engine.peakRssAfterLoadBytes)) log.info(line);
+  return engine;
+}
+
+/** Runs `spec` and prints its report; the engine is closed when it returns. */
+export function executeRun(spec: RunSpec): RunOutcome {
+  using engine = openForRun(spec);
+  if (spec.loadState) log.info(`resuming from ${spec.loadState.path}: ${spec.loadState.position} prior positions, ${spec.prompt.length} new`);
+  if (spec.speculative) log.info(speculationBanner(spec.speculative));
   stderr(stepHeader());
   let firstLogits: Float32Array | undefined;
-  const result = generate(engine, spec.prompt, {
-    maxNewTokens: spec.maxNewTokens, mode: spec.mode, sampling: spec.sampling, tokenizer: spec.tokenizer, layersRequested: spec.layersRequested,
-  }, {
-    onStep: (step) => stderr(stepRow(step)),
-    onFirstLogits: (logits) => { firstLogits = logits; },
-  });
+  let stepsDone = 0;
+  let result: RunResult;
+  try {
+    result = generate(engine, spec.prompt, {
+      maxNewTokens: spec.maxNewTokens, mode: spec.mode, sampling: spec.sampling, tokenizer: spec.tokenizer, layersRequested: spec.layersRequested,
+      speculative: spec.speculative ? { maxDraft: spec.speculative } : undefined, loadState: spec.loadState?.path, saveState: spec.saveState,
+    }, {
+      onStep: (step) => { stepsDone++; stderr(stepRow(step)); },
+      onFirstLogits: (logits) => { firstLogits = logits; },
+    });
+  } catch (error) {
+    // The step table above looks like a run in progress: say plainly that it ended here.
+    if (error instanceof K3Error && error.exitCode === ExitCode.runtime) {
+      throw new K3Error(error.exitCode, `${error.message}; the run stopped at step ${stepsDone} and wrote no results`);
+    }
+    throw error;
+  }
   stderr(runReport(result));
   for (const warning of runWarnings(result)) log.warn(warning);
   return { result, firstLogits, trace: engine.experts.trace };
+}
+
+/** `--tf-check`: the agreement lines on stderr; returns the JSON fields of runtime.md 9.4. */
+export function executeTfCheck(spec: RunSpec): { tf_positions: number; tf_matches: number; tf_agreement: number } {
+  using engine = openForRun(spec);
+  const started = performance.now();
+  const check = teacherForced(engine.model, spec.prompt, engine.plan.prefillChunk);
+  for (const line of teacherForcedLines(check, spec.prompt, (performance.now() - started) / 1000)) stderr(line);
+  return { tf_positions: check.positions, tf_matches: check.matches, tf_agreement: Number((check.matches / check.positions).toFixed(4)) };
 }
 
 /** Prints the verdict, last, and returns the exit code: 4 when an expert was dropped. */

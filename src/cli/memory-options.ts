@@ -17,7 +17,7 @@ export interface MemoryTarget {
 }
 
 /** A size given in GB (a non-negative decimal number), in bytes. */
-function parseGb(raw: string, flag: string): number {
+export function parseGb(raw: string, flag: string): number {
   const value = Number(raw);
   if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !Number.isFinite(value)) {
     throw usageError(`${flag} expects a size in GB (a number such as 16 or 0.5), got '${raw}'`);

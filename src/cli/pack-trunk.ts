@@ -1,9 +1,12 @@
 /** `k3 pack-trunk <model_dir> <trunk_dir>`: write the packed trunk that `--trunk` streams from. */
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig } from "../checkpoint/config.ts";
 import { indexCheckpoint } from "../checkpoint/safetensors.ts";
 import { envValue } from "../env.ts";
+import { watchSignals } from "../engine/signals.ts";
 import { ExitCode, usageError } from "../errors.ts";
+import { checkOutputDir, checkOutputFile } from "../fs.ts";
 import { log } from "../report/log.ts";
 import { formatBytes } from "../units.ts";
 import { TensorReader } from "../weights/tensor-reader.ts";
@@ -42,16 +45,19 @@ export async function main(args: readonly string[]): Promise<number> {
   if (!positionals) return ExitCode.ok;
   const [modelDir, trunkDir] = positionals;
   if (!modelDir || !trunkDir) throw usageError("pack-trunk needs <model_dir> and <trunk_dir>", await usageText(command));
+  watchSignals();
+  // Checked before the checkpoint is read: a pack is not wasted on a directory it cannot write.
+  checkOutputDir(trunkDir, "<trunk_dir>", { create: true });
+  if (existsSync(trunkDir)) for (const name of [trunkBinName, trunkJsonName]) checkOutputFile(join(trunkDir, name), "<trunk_dir>");
   const configPath = parsed.configPath ?? join(modelDir, "config.json");
   const { config } = loadConfig(configPath);
   const layerCount = checkLayers(parsed.layers, config);
   const index = indexCheckpoint(modelDir);
   const reader = new TensorReader(index);
   try {
-    const killAfter = envValue("K3_PACK_KILL_AFTER_LAYERS");
     const result = packTrunk(index, reader, config, layerCount, trunkDir, {
       force: parsed.force,
-      killAfterLayers: killAfter ? parseInteger(killAfter, "K3_PACK_KILL_AFTER_LAYERS", 1, layerCount) : undefined,
+      killAfterLayers: killAfterLayers(layerCount),
       onProgress: (p) => {
         const rate = p.seconds > 0 ? (p.bytesDone / 1e6 / p.seconds).toFixed(0) : "-";
         log.info(`packed ${p.layersDone}/${p.layerCount} layers, ${formatBytes(p.bytesDone)}, ${p.seconds.toFixed(1)} s (${rate} MB/s)`);
@@ -68,4 +74,15 @@ export async function main(args: readonly string[]): Promise<number> {
   } finally {
     reader.close();
   }
+}
+
+/** K3_PACK_KILL_AFTER_LAYERS=N[:SIGINT|SIGTERM|SIGKILL] (tests only): that signal after N layers, SIGKILL by default. */
+function killAfterLayers(layerCount: number): { layers: number; signal: "SIGKILL" | "SIGINT" | "SIGTERM" } | undefined {
+  const raw = envValue("K3_PACK_KILL_AFTER_LAYERS");
+  if (!raw) return undefined;
+  const [count = "", signal = "SIGKILL"] = raw.split(":");
+  if (signal !== "SIGKILL" && signal !== "SIGINT" && signal !== "SIGTERM") {
+    throw usageError(`K3_PACK_KILL_AFTER_LAYERS: '${signal}' is not SIGKILL, SIGINT or SIGTERM`);
+  }
+  return { layers: parseInteger(count, "K3_PACK_KILL_AFTER_LAYERS", 1, layerCount), signal };
 }

@@ -1,5 +1,6 @@
 /** The options of `k3 <model_dir>`: one table for parsing, validation and usage text. */
 import { defaultGeneratedTokens, defaultPrefillChunk, maxGeneratedTokens, maxPrefillChunk } from "../plan/limits.ts";
+import { maxDraftIds } from "../decode/drafter.ts";
 import type { DecodeMode } from "../decode/loop.ts";
 import type { BudgetAction } from "../plan/budget.ts";
 import { parseIdList, parseInteger, type OptionDef, type PositionalDef } from "./args.ts";
@@ -29,6 +30,12 @@ export interface RunOptions {
   dumpCacheTrace: string | undefined;
   sampling: SamplingTarget["sampling"];
   prefillChunk: number;
+  /** Speculative decode: ids drafted per sweep at most (runtime.md 9.1); undefined: off. */
+  spec: number | undefined;
+  saveState: string | undefined;
+  loadState: string | undefined;
+  /** Teacher-forced check: one forward over the prompt, argmax agreement, no decoding. */
+  tfCheck: boolean;
 }
 
 export function defaultRunOptions(): RunOptions {
@@ -36,6 +43,7 @@ export function defaultRunOptions(): RunOptions {
     modelDir: "", promptSources: [], promptValue: "", tokDir: undefined, ids: [], gen: defaultGeneratedTokens, configPath: undefined,
     mode: "incremental", out: "k3_run.json", dumpLogits: undefined, layers: undefined,
     budgets: [], trunkDir: undefined, dumpCacheTrace: undefined, sampling: {}, prefillChunk: defaultPrefillChunk,
+    spec: undefined, saveState: undefined, loadState: undefined, tfCheck: false,
   };
 }
 
@@ -97,6 +105,25 @@ export const runOptionTable: readonly OptionDef<RunOptions>[] = [
   },
   ...samplingOptions<RunOptions>("default 0: the run command decodes greedily"),
   {
+    name: "spec", value: "N",
+    description: `Speculative decode: draft up to N ids per sweep from the sequence's own n-grams (clamped to ${maxDraftIds}) and verify them in one forward; the ids do not change`,
+    apply: (o, raw, flag) => { o.spec = Math.min(parseInteger(raw, flag, 1, 1_000_000), maxDraftIds); },
+  },
+  {
+    name: "save-state", value: "FILE",
+    description: "After the run, write the sequence state and its ids to FILE (resume it with --load-state)",
+    apply: (o, raw, flag) => { o.saveState = requirePath(raw, flag); },
+  },
+  {
+    name: "load-state", value: "FILE",
+    description: "Resume a state written by --save-state: its ids come before this run's prompt (which may then be left out)",
+    apply: (o, raw, flag) => { o.loadState = requirePath(raw, flag); },
+  },
+  {
+    name: "tf-check", description: "Teacher-forced check: the argmax at every prompt position against the next id, then exit without decoding",
+    apply: (o) => { o.tfCheck = true; },
+  },
+  {
     name: "dump-cache-trace", value: "DIR",
     description: "Write the expert request trace and histogram into DIR (which must exist) at the end",
     apply: (o, raw, flag) => { o.dumpCacheTrace = requirePath(raw, flag); },
@@ -108,7 +135,7 @@ export const runOptionTable: readonly OptionDef<RunOptions>[] = [
   },
   {
     name: "dump-logits", value: "PATH",
-    description: "Write the first step's logits as raw little-endian float32",
+    description: "Write the first step's logits as raw little-endian float32 ('-' for stdout)",
     apply: (o, raw, flag) => { o.dumpLogits = requirePath(raw, flag); },
   },
   layersOption("Bind only the first N layers (the output is then not the full model)"),

@@ -1,18 +1,20 @@
 /** `k3 <model_dir> [options]`: validate the request, read the config and prompt, generate. */
-import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { loadConfig } from "../checkpoint/config.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import type { RunResult } from "../engine/result.ts";
+import { stopIfSignalled, watchSignals } from "../engine/signals.ts";
 import { resultJson } from "../report/results.ts";
-import { usageError } from "../errors.ts";
-import { writeAtomically } from "../fs.ts";
+import { ExitCode, usageError } from "../errors.ts";
+import { checkOutputDir, checkOutputFile, commitAll, outputTarget, stageBytes, type StagedWrite } from "../fs.ts";
 import { maxPositions, maxPromptIds } from "../plan/limits.ts";
 import { emit, log } from "../report/log.ts";
-import { dumpCacheTrace, traceWrittenLine } from "../weights/expert-trace.ts";
+import { histogramFileName, stageCacheTrace, traceFileName, traceWrittenLine } from "../weights/expert-trace.ts";
 import { parseOptions } from "./args.ts";
-import { checkLayers, injectedFaults, tokMissingMessage } from "./common-options.ts";
-import { executeRun, finishRun, type RunOutcome } from "./execute.ts";
+import { checkLayers, injectedFaults, injectedTrunkReadFaults, tokMissingMessage } from "./common-options.ts";
+import { executeRun, executeTfCheck, finishRun, type RunOutcome } from "./execute.ts";
+import { stateFileCounts } from "../model/state-file.ts";
+import { loadTokenizer } from "../tokenizer/index.ts";
 import { resolvePrompt } from "./prompt.ts";
 import { defaultRunOptions, runOptionTable, type RunOptions } from "./run-options.ts";
 
@@ -25,31 +27,51 @@ export function parseRunArgs(args: readonly string[]): RunOptions {
   options.modelDir = first;
   const extra = parseOptions(args.slice(1), runOptionTable, options);
   if (extra.length > 0) throw usageError(`unexpected argument ${extra[0]} (options start with --)`);
-  if (options.promptSources.length === 0) throw usageError("a prompt is required: give one of --ids, --prompt, --prompt-file");
+  if (options.promptSources.length === 0 && !options.loadState) {
+    throw usageError("a prompt is required: give one of --ids, --prompt, --prompt-file (or resume with --load-state)");
+  }
   const sources = [...new Set(options.promptSources)];
   if (sources.length > 1) throw usageError(`${sources.join(" and ")} are mutually exclusive: give exactly one prompt source`);
-  if (options.promptSources[0] !== "--ids" && !options.tokDir) throw usageError(tokMissingMessage(options.promptSources[0] as string));
-  if (options.promptSources[0] === "--ids" && options.promptValue !== "-") checkRequest(options.ids, options.gen);
+  const source = options.promptSources[0];
+  if (source !== undefined && source !== "--ids" && !options.tokDir) throw usageError(tokMissingMessage(source));
+  if (source === "--ids" && options.promptValue !== "-") checkRequest(options.ids.length, options.gen);
+  const stateful = [["--spec", options.spec], ["--load-state", options.loadState], ["--save-state", options.saveState]].find(([, v]) => v !== undefined);
+  if (stateful && options.mode === "recompute") {
+    throw usageError(`${stateful[0]} needs incremental decode (it carries the sequence state); drop --recompute`);
+  }
+  if (stateful && options.tfCheck) throw usageError(`--tf-check runs no decode: it cannot be combined with ${stateful[0]}`);
   resolveSampling(options.sampling, samplingDefaults.run); // a bad knob is a usage error before anything loads
   return options;
 }
 
-/** Request limits (runtime.md 1.6): refused, never truncated. */
-function checkRequest(ids: readonly number[], gen: number): void {
-  if (ids.length > maxPromptIds) throw usageError(`the prompt has ${ids.length} ids; the ceiling is ${maxPromptIds}`);
-  if (ids.length + gen + 1 > maxPositions) {
-    throw usageError(`prompt (${ids.length}) + --gen (${gen}) + 1 exceeds the ${maxPositions}-position ceiling`);
+/** Request limits (runtime.md 1.6): refused, never truncated. `prior`: ids a resumed state brings. */
+function checkRequest(promptIds: number, gen: number, prior = 0): void {
+  if (promptIds > maxPromptIds) throw usageError(`the prompt has ${promptIds} ids; the ceiling is ${maxPromptIds}`);
+  if (prior + promptIds + gen + 1 > maxPositions) {
+    const resumed = prior > 0 ? `the resumed state's ${prior} ids + ` : "";
+    throw usageError(`${resumed}prompt (${promptIds}) + --gen (${gen}) + 1 exceeds the ${maxPositions}-position ceiling`);
   }
 }
 
 /** Returns the process exit code. Info flags and the bare `k3` are answered by cli/main.ts. */
 export async function main(args: readonly string[]): Promise<number> {
   const options = parseRunArgs(args);
+  watchSignals();
+  checkOutputs(options);
   const configPath = options.configPath ?? join(options.modelDir, "config.json");
   const { config, shape, warnings } = loadConfig(configPath);
   for (const warning of warnings) log.warn(`${configPath}: ${warning}`);
-  const prompt = resolvePrompt({ source: options.promptSources[0] as string, value: options.promptValue, tokDir: options.tokDir });
-  checkRequest(prompt.ids, options.gen);
+  const source = options.promptSources[0];
+  const prompt = source === undefined
+    ? { ids: [], tokenizer: options.tokDir ? loadTokenizer(options.tokDir) : undefined }
+    : resolvePrompt({ source, value: options.promptValue, tokDir: options.tokDir });
+  // The header alone, before anything is sized: the positions count what the state brings (runtime.md 8.4's weakness, fixed).
+  const prior = options.loadState ? stateFileCounts(options.loadState) : undefined;
+  if (prior && prior.idCount === prior.position && prompt.ids.length === 0) {
+    throw usageError(`--load-state: ${options.loadState} holds no pending id (it was saved with --gen 0); give a prompt to continue with`);
+  }
+  if (options.tfCheck && prompt.ids.length < 2) throw usageError("--tf-check needs a prompt of at least 2 ids");
+  checkRequest(prompt.ids.length, options.gen, prior?.idCount ?? 0);
   const outside = prompt.ids.find((id) => id >= config.vocabSize);
   if (outside !== undefined) {
     throw usageError(`${options.promptSources[0]}: token id ${outside} is outside the vocabulary (size ${config.vocabSize})`);
@@ -58,51 +80,105 @@ export async function main(args: readonly string[]): Promise<number> {
   if (layerCount < config.numLayers) {
     log.warn(`NOTE: binding only the first ${layerCount} of ${config.numLayers} layers; the output is NOT the full model`);
   }
-  if (options.dumpCacheTrace && !existsSync(options.dumpCacheTrace)) {
-    throw usageError(`--dump-cache-trace: directory ${options.dumpCacheTrace} does not exist`);
-  }
-  const outcome = executeRun({
+  const spec = {
     modelDir: options.modelDir, config, configShape: shape, layerCount, layersRequested: options.layers ?? config.numLayers,
     prompt: prompt.ids, maxNewTokens: options.gen, mode: options.mode, prefillChunk: options.prefillChunk,
     sampling: resolveSampling(options.sampling, samplingDefaults.run), budgets: options.budgets, trunkDir: options.trunkDir,
-    tokenizer: prompt.tokenizer, faults: injectedFaults(), trace: options.dumpCacheTrace !== undefined,
-  });
+    tokenizer: prompt.tokenizer, faults: injectedFaults(), trunkReadFaults: injectedTrunkReadFaults(),
+    trace: options.dumpCacheTrace !== undefined,
+    speculative: options.spec, loadState: options.loadState && prior ? { path: options.loadState, ...prior } : undefined,
+    saveState: options.saveState,
+  };
+  if (options.tfCheck) {
+    const check = executeTfCheck(spec);
+    writeJson(options.out, `${JSON.stringify(check)}\n`, "the teacher-forced check");
+    return ExitCode.ok;
+  }
+  const outcome = executeRun(spec);
   writeOutputs(options, outcome);
   return finishRun(outcome.result);
 }
 
-/** The files and stdout data a run was asked for: the logits dump, the results, the trace. */
+/** The paths the run will write, each flag with its path; "-" is stdout. */
+function outputPaths(options: RunOptions): [flag: string, path: string][] {
+  const paths: [string, string][] = [["--out", options.out]];
+  if (options.dumpLogits) paths.push(["--dump-logits", options.dumpLogits]);
+  if (options.saveState) paths.push(["--save-state", options.saveState]);
+  if (options.dumpCacheTrace) {
+    for (const name of [histogramFileName, traceFileName]) paths.push(["--dump-cache-trace", join(options.dumpCacheTrace, name)]);
+  }
+  return paths;
+}
+
+/**
+ * Every output is checked before the model loads (runtime.md 1.7: a usage error, exit 2), so a
+ * run is not wasted on a path it could never write; no two outputs may land on the same file.
+ */
+function checkOutputs(options: RunOptions): void {
+  if (options.dumpCacheTrace) checkOutputDir(options.dumpCacheTrace, "--dump-cache-trace", { create: false });
+  const seen = new Map<string, string>();
+  for (const [flag, path] of outputPaths(options)) {
+    checkOutputFile(path, flag);
+    const key = path === "-" ? "stdout" : resolve(outputTarget(path).path);
+    const other = seen.get(key);
+    if (other) throw usageError(`${other} and ${flag} both write ${path === "-" ? "to stdout" : path}; give them different paths`);
+    seen.set(key, flag);
+  }
+}
+
+/**
+ * The files and stdout data a run was asked for. Each is written complete to a temporary first,
+ * then all are renamed into place with the results last (stdout last of all): when any of them
+ * cannot be written nothing claims the run succeeded, and no temporary is left.
+ */
 function writeOutputs(options: RunOptions, outcome: RunOutcome): void {
-  if (options.dumpLogits) dumpLogits(options.dumpLogits, outcome.firstLogits);
-  writeResults(options.out, outcome.result);
-  if (options.dumpCacheTrace && outcome.trace) {
-    const dump = dumpCacheTrace(options.dumpCacheTrace, outcome.trace);
-    if (dump.trace) log.info(traceWrittenLine(dump.trace));
-    log.info(`wrote ${dump.histogramPath}`);
-  }
-}
-
-function dumpLogits(path: string, logits: Float32Array | undefined): void {
-  if (!logits) {
-    log.warn("--dump-logits: no step ran (--gen 0), nothing written");
-    return;
-  }
+  const writes: StagedWrite[] = [];
+  const stdout: (string | Uint8Array)[] = [];
+  const done: string[] = [];
   try {
-    writeAtomically(path, new Uint8Array(logits.buffer, logits.byteOffset, logits.byteLength), "the logits");
-    log.info(`wrote ${path} (${logits.length} float32 logits)`);
+    const logits = outcome.firstLogits;
+    if (options.dumpLogits && !logits) log.warn("--dump-logits: no step ran (--gen 0), nothing written");
+    if (options.dumpLogits && logits) {
+      const bytes = new Uint8Array(logits.buffer, logits.byteOffset, logits.byteLength);
+      if (options.dumpLogits === "-") {
+        stdout.push(bytes);
+      } else {
+        writes.push(stageBytes({ path: options.dumpLogits, what: "the logits", flag: "--dump-logits" }, bytes));
+        done.push(`wrote ${options.dumpLogits} (${logits.length} float32 logits)`);
+      }
+    }
+    if (options.dumpCacheTrace && outcome.trace) {
+      const staged = stageCacheTrace(options.dumpCacheTrace, outcome.trace, "--dump-cache-trace");
+      writes.push(...staged.writes);
+      done.push(`wrote ${staged.dump.histogramPath}`);
+      if (staged.dump.trace) done.push(traceWrittenLine(staged.dump.trace));
+    }
+    stageJson(options.out, resultJson(outcome.result), "the JSON results", { writes, stdout, done });
+    stopIfSignalled(); // the last moment a signal can keep the results from appearing
   } catch (error) {
-    // As the original: the tokens are still good, so say so and go on to the results.
-    log.error(`--dump-logits: ${(error as Error).message}; continuing without it`);
+    for (const write of writes) write.discard();
+    throw error;
   }
+  commitAll(writes);
+  for (const data of stdout) emit(data);
+  for (const line of done) log.info(line);
 }
 
-function writeResults(out: string, result: RunResult): void {
-  const json = resultJson(result);
+/** Stages `json` for `--out` (a file, or stdout for "-"). */
+function stageJson(out: string, json: string, what: string, into: { writes: StagedWrite[]; stdout: (string | Uint8Array)[]; done: string[] }): void {
   if (out === "-") {
-    emit(json);
+    into.stdout.push(json);
     return;
   }
-  writeAtomically(out, json, "the JSON results");
-  log.info(`wrote ${out}`);
+  into.writes.push(stageBytes({ path: out, what, flag: "--out" }, json));
+  into.done.push(`wrote ${out}`);
 }
 
+/** Writes one JSON document to `--out` whole, or not at all. */
+function writeJson(out: string, json: string, what: string): void {
+  const into = { writes: [] as StagedWrite[], stdout: [] as (string | Uint8Array)[], done: [] as string[] };
+  stageJson(out, json, what, into);
+  commitAll(into.writes);
+  for (const data of into.stdout) emit(data);
+  for (const line of into.done) log.info(line);
+}

@@ -58,7 +58,7 @@ export async function main(args: readonly string[]): Promise<number> {
   const opened = openChatModel("k3 serve", modelDir, { ...o, tokDir: o.tokDir });
   using engine = opened.engine;
   const tokenizer = opened.tokenizer;
-  const conversation = new Conversation(engine.model, engine.plan.prefillChunk);
+  const conversation = new Conversation(engine.model, opened.conversation);
   const running = startServer(conversation, tokenizer, {
     host: o.host, port: o.port, apiKey, modelName: o.modelName, maxBodyBytes: o.maxBodyMb * 1024 * 1024, queue: o.queue,
     defaultMaxTokens: o.maxTokens,

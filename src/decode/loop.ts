@@ -4,7 +4,8 @@
  * prefix from a fresh state every step. Both must emit the same tokens. The loop only composes:
  * the model makes logits, the sampler picks, stop ids and the caller end the run.
  */
-import type { Forward } from "../model/sequence.ts";
+import type { Forward, Rewindable } from "../model/sequence.ts";
+import type { Drafter } from "./drafter.ts";
 import { greedy, type Sampler } from "./sampler.ts";
 
 export type DecodeMode = "incremental" | "recompute";
@@ -23,7 +24,7 @@ export interface StepRecord {
   seconds: number;
 }
 
-export interface DecodeOptions {
+export interface DecodeOptions<State = unknown> {
   maxNewTokens: number;
   mode: DecodeMode;
   /**
@@ -42,10 +43,28 @@ export interface DecodeOptions {
   beforeStep?: (step: number) => void;
   /** After a step, with its token and wall time. */
   afterStep?: (record: StepRecord) => void;
+  /**
+   * Incremental only: the carried state to start from (a resumed state file), owned by the
+   * caller and left as the run ends (the last emitted id pending, never fed). Without it the loop
+   * makes its own and releases it.
+   */
+  state?: State;
+  /** Speculative decode (runtime.md 9.1-9.2): drafts of up to `maxDraft` ids, each verified. */
+  speculative?: { drafter: Drafter; maxDraft: number };
+}
+
+/** What speculation did: sweeps that verified a draft, ids drafted, ids accepted, ids those sweeps emitted. */
+export interface SpeculationStats {
+  maxDraft: number;
+  sweeps: number;
+  drafted: number;
+  accepted: number;
+  emitted: number;
 }
 
 export interface DecodeResult {
   generated: number[];
+  speculation?: SpeculationStats;
   steps: StepRecord[];
   /** Logits of the last prompt position (step 0), for --dump-logits. */
   firstLogits: Float32Array | undefined;
@@ -62,47 +81,119 @@ export function feed<State>(model: Forward<State>, state: State, ids: readonly n
   return logits;
 }
 
-export function decode<State>(model: Forward<State>, prompt: readonly number[], options: DecodeOptions): DecodeResult {
+/**
+ * What every step ends with, in both modes: the sampler chooses from one row of logits, the
+ * step is recorded and reported, and the caller's onToken or a stop id may end the run there.
+ */
+function emitter(options: DecodeOptions<never>) {
   const sampler = options.sampler ?? greedy;
-  const generated: number[] = [];
-  const steps: StepRecord[] = [];
+  const out = { generated: [] as number[], steps: [] as StepRecord[], finish: undefined as FinishReason | undefined };
+  const emit = (logits: Float32Array, started: number): number => {
+    const step = out.generated.length;
+    const token = sampler.choose(logits);
+    sampler.accept?.(token);
+    out.generated.push(token);
+    const record = { step, token, seconds: (performance.now() - started) / 1000 };
+    out.steps.push(record);
+    options.afterStep?.(record);
+    out.finish = options.onToken?.(token, step) || (options.stopIds?.has(token) ? "stop" : undefined);
+    return token;
+  };
+  return { out, emit };
+}
+
+export function decode<State>(model: Forward<State>, prompt: readonly number[], options: DecodeOptions<State>): DecodeResult {
+  if (options.mode === "incremental") return decodeIncremental(model, prompt, options);
+  if (options.state !== undefined || options.speculative) throw new Error("decode: a carried state and speculation need incremental decode");
+  const { out, emit } = emitter(options as DecodeOptions<never>);
   let firstLogits: Float32Array | undefined;
-  let finish: FinishReason = "length";
-  const carried = options.mode === "incremental" ? model.newState() : undefined;
+  for (let step = 0; step < options.maxNewTokens && out.finish === undefined; step++) {
+    options.beforeStep?.(step);
+    const started = performance.now();
+    const fresh = model.newState();
+    let logits: Float32Array;
+    try {
+      logits = feed(model, fresh, [...prompt, ...out.generated], options.prefillChunk);
+    } finally {
+      model.release(fresh);
+    }
+    if (step === 0) firstLogits = logits.slice();
+    emit(logits, started);
+  }
+  return { generated: out.generated, steps: out.steps, firstLogits, finish: out.finish ?? "length" };
+}
+
+/** Incremental decode: prefill once, then one id per step, or with speculation up to maxDraft + 1 ids per sweep. */
+function decodeIncremental<State>(model: Forward<State>, prompt: readonly number[], options: DecodeOptions<State>): DecodeResult {
+  const { out, emit } = emitter(options as DecodeOptions<never>);
+  const { generated, steps } = out;
+  let firstLogits: Float32Array | undefined;
+  const state = options.state ?? model.newState();
+  const spec = options.speculative;
+  const rewind = state as unknown as Rewindable<unknown>;
+  let snapshot: unknown;
+  const stats: SpeculationStats | undefined = spec && { maxDraft: spec.maxDraft, sweeps: 0, drafted: 0, accepted: 0, emitted: 0 };
+  /** Every id the state has fed, for the drafter's sync (prompt from the state's own start). */
+  const fed: number[] = [];
   try {
-    for (let step = 0; step < options.maxNewTokens; step++) {
-      options.beforeStep?.(step);
+    if (options.maxNewTokens === 0) {
+      // Nothing to generate: a caller that keeps the state still gets the prompt absorbed.
+      if (options.state && prompt.length > 0) feed(model, state, prompt, options.prefillChunk);
+      return { generated, steps, firstLogits, finish: "length" };
+    }
+    options.beforeStep?.(0);
+    const prefillStarted = performance.now();
+    const logits = feed(model, state, prompt, options.prefillChunk);
+    fed.push(...prompt);
+    spec?.drafter.sync?.(fed);
+    firstLogits = logits.slice();
+    emit(logits, prefillStarted);
+    while (out.finish === undefined && generated.length < options.maxNewTokens) {
+      const pending = generated[generated.length - 1] as number;
+      const remaining = options.maxNewTokens - generated.length;
+      options.beforeStep?.(generated.length);
       const started = performance.now();
-      let logits: Float32Array;
-      if (carried) {
-        logits = step === 0 ? feed(model, carried, prompt, options.prefillChunk) : model.run(carried, [generated[step - 1] as number]);
-      } else {
-        const fresh = model.newState();
-        try {
-          logits = feed(model, fresh, [...prompt, ...generated], options.prefillChunk);
-        } finally {
-          model.release(fresh);
-        }
+      // Draft only while more than maxDraft ids remain and the state has room for all of them.
+      const room = spec && remaining > spec.maxDraft && rewind.position + spec.maxDraft + 1 < rewind.capacity;
+      const draft = room ? spec.drafter.propose([...prompt, ...generated], spec.maxDraft).slice(0, spec.maxDraft) : [];
+      if (draft.length === 0) {
+        const next = model.run(state, [pending]);
+        fed.push(pending);
+        spec?.drafter.sync?.(fed);
+        emit(next, started);
+        continue;
       }
-      if (step === 0) firstLogits = logits.slice();
-      const token = sampler.choose(logits);
-      sampler.accept?.(token);
-      generated.push(token);
-      const record = { step, token, seconds: (performance.now() - started) / 1000 };
-      steps.push(record);
-      options.afterStep?.(record);
-      const asked = options.onToken?.(token, step);
-      if (asked) {
-        finish = asked;
-        break;
+      // One forward over the pending id and the draft, logits at every position (runtime.md 9.2).
+      snapshot = rewind.snapshot(snapshot ?? undefined);
+      const verified = [pending, ...draft];
+      const rows = model.run(state, verified, "all");
+      const V = model.vocabSize;
+      let emitted = 0;
+      for (let i = 0; i <= draft.length; i++) {
+        if (i > 0) options.beforeStep?.(generated.length); // later ids of a sweep cost nothing more
+        const token = emit(rows.subarray(i * V, (i + 1) * V), i === 0 ? started : performance.now());
+        emitted++;
+        if (out.finish !== undefined || i === draft.length || token !== draft[i]) break;
       }
-      if (options.stopIds?.has(token)) {
-        finish = "stop";
-        break;
+      const sweep = generated.slice(-emitted);
+      if (stats) {
+        stats.sweeps++;
+        stats.drafted += draft.length;
+        stats.accepted += sweep.filter((token, i) => i < draft.length && token === draft[i]).length;
+        stats.emitted += emitted;
       }
+      // The state absorbed the whole draft; when fewer ids were emitted, go back and feed only those kept.
+      const keep = verified.slice(0, emitted);
+      if (emitted < verified.length) {
+        rewind.restore(snapshot);
+        model.run(state, keep);
+      }
+      fed.push(...keep);
+      spec?.drafter.sync?.(fed);
     }
   } finally {
-    if (carried) model.release(carried);
+    if (snapshot) (snapshot as { free(): void }).free();
+    if (!options.state) model.release(state);
   }
-  return { generated, steps, firstLogits, finish };
+  return { generated, steps, firstLogits, finish: out.finish ?? "length", ...(stats && { speculation: stats }) };
 }

@@ -3,9 +3,12 @@
  * a RunResult. Statistics are this run's alone (the engine's counters are read as differences),
  * so an engine can serve run after run.
  */
+import type { Drafter } from "../decode/drafter.ts";
 import { decode, type DecodeMode } from "../decode/loop.ts";
+import { ngramDrafter } from "../decode/ngram-drafter.ts";
 import { createSampler } from "../decode/sampling.ts";
 import { samplingDefaults, type SamplingOptions } from "../decode/sampling-options.ts";
+import { readStateFile, writeStateFile } from "../model/state-file.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import { addStats, emptyStats } from "../weights/expert-cache.ts";
 import type { ExpertStepStats, TrunkStats } from "./result.ts";
@@ -22,6 +25,12 @@ export interface GenerateOptions {
   tokenizer?: Tokenizer;
   /** The layer count the user asked for (defaults to the model's), for the results. */
   layersRequested?: number;
+  /** Speculative decode: up to `maxDraft` ids per sweep from `drafter` (the n-gram lookup by default). */
+  speculative?: { maxDraft: number; drafter?: Drafter };
+  /** A state file to resume: its ids come before `prompt` (runtime.md 8.3). */
+  loadState?: string;
+  /** Where to write the state after the run. */
+  saveState?: string;
 }
 
 export interface GenerateEvents {
@@ -53,39 +62,60 @@ export function generate(engine: Engine, prompt: readonly number[], options: Gen
   const warningsBefore = engine.warnings.length;
   const steps: StepResult[] = [];
   const sampling = options.sampling ?? samplingDefaults.run;
-  const decoded = decode(engine.model, prompt, {
-    maxNewTokens: options.maxNewTokens, mode: options.mode, sampler: createSampler(sampling), stopIds: options.stopIds,
-    prefillChunk: plan.prefillChunk,
-    onToken: events.onToken,
-    beforeStep: () => experts.beginStep(),
-    afterStep: (record) => {
-      experts.endStep();
-      const step = { ...record, experts: { ...experts.step } };
-      steps.push(step);
-      events.onStep?.(step);
-    },
-  });
-  if (decoded.firstLogits) events.onFirstLogits?.(decoded.firstLogits);
-  const decodeSeconds = steps.reduce((sum, s) => sum + s.seconds, 0);
-  const total = sumStats(steps);
-  const trunkStats = streamed && trunkBefore ? statsSince(streamed.stats, trunkBefore) : undefined;
-  const waited = (trunkStats?.waitSeconds ?? 0) + total.waitSeconds;
-  const generated = decoded.generated;
-  return {
-    promptIds: [...prompt], generatedIds: generated, fullIds: [...prompt, ...generated],
-    generatedText: options.tokenizer && generated.length > 0 ? options.tokenizer.decodeText(generated) : null,
-    finishReason: decoded.finish, mode: options.mode, sampling,
-    layers: plan.layerCount, layersRequested: options.layersRequested ?? plan.modelLayers,
-    secondsPerToken: steps.length > 0 ? decodeSeconds / steps.length : 0, decodeSeconds,
-    wallSeconds: (performance.now() - engine.openedAt) / 1000,
-    peakRssBytes: peakRssBytes(), peakRssAfterLoadBytes: engine.peakRssAfterLoadBytes, loadSeconds: engine.loadSeconds,
-    expertDrops: experts.drops.length - dropsBefore, expertBytesRead: total.bytesRead,
-    trunkBytesRead: trunkStats?.bytesRead ?? plan.trunkPayloadBytes,
-    steps, plan, trunkStats,
-    experts: { total, residentSlots: experts.residentSlots },
-    ioShare: decodeSeconds > 0 ? waited / decodeSeconds : 0,
-    drops: experts.drops.slice(dropsBefore),
-    badScaleBytes: engine.badScaleBytes() - badScalesBefore,
-    warnings: [...new Set(engine.warnings.slice(Math.max(warningsBefore, engine.warningsAtLoad)))],
-  };
+  const carried = options.loadState || options.saveState ? engine.model.newState() : undefined;
+  try {
+    // The pending-token rule (runtime.md 8.3): everything the file holds after its cached positions is fed first.
+    const resumed = options.loadState && carried ? readStateFile(options.loadState, carried) : undefined;
+    const history = resumed?.ids ?? [];
+    const fedFirst = [...history.slice(resumed?.position ?? 0), ...prompt];
+    const drafter = options.speculative && (options.speculative.drafter ?? ngramDrafter);
+    const decoded = decode(engine.model, fedFirst, {
+      maxNewTokens: options.maxNewTokens, mode: options.mode, sampler: createSampler(sampling), stopIds: options.stopIds,
+      prefillChunk: plan.prefillChunk, state: carried,
+      speculative: drafter && options.speculative && { drafter, maxDraft: options.speculative.maxDraft },
+      onToken: events.onToken,
+      beforeStep: () => experts.beginStep(),
+      afterStep: (record) => {
+        experts.endStep();
+        const step = { ...record, experts: { ...experts.step } };
+        steps.push(step);
+        events.onStep?.(step);
+      },
+    });
+    if (decoded.firstLogits) events.onFirstLogits?.(decoded.firstLogits);
+    const generated = decoded.generated;
+    const fullIds = [...history, ...prompt, ...generated];
+    let savedState: RunResult["savedState"];
+    if (options.saveState && carried) {
+      const started = performance.now();
+      const bytes = writeStateFile(options.saveState, carried, fullIds);
+      savedState = { path: options.saveState, bytes, positions: carried.position, seconds: (performance.now() - started) / 1000 };
+    }
+    const decodeSeconds = steps.reduce((sum, s) => sum + s.seconds, 0);
+    const total = sumStats(steps);
+    const trunkStats = streamed && trunkBefore ? statsSince(streamed.stats, trunkBefore) : undefined;
+    const waited = (trunkStats?.waitSeconds ?? 0) + total.waitSeconds;
+    return {
+      promptIds: [...prompt], generatedIds: generated, fullIds,
+      generatedText: options.tokenizer && generated.length > 0 ? options.tokenizer.decodeText(generated) : null,
+      finishReason: decoded.finish, mode: options.mode, sampling,
+      layers: plan.layerCount, layersRequested: options.layersRequested ?? plan.modelLayers,
+      secondsPerToken: steps.length > 0 ? decodeSeconds / steps.length : 0, decodeSeconds,
+      wallSeconds: (performance.now() - engine.openedAt) / 1000,
+      peakRssBytes: peakRssBytes(), peakRssAfterLoadBytes: engine.peakRssAfterLoadBytes, loadSeconds: engine.loadSeconds,
+      expertDrops: experts.drops.length - dropsBefore, expertBytesRead: total.bytesRead,
+      trunkBytesRead: trunkStats?.bytesRead ?? plan.trunkPayloadBytes,
+      steps, plan, trunkStats,
+      experts: { total, residentSlots: experts.residentSlots },
+      ioShare: decodeSeconds > 0 ? waited / decodeSeconds : 0,
+      drops: experts.drops.slice(dropsBefore),
+      badScaleBytes: engine.badScaleBytes() - badScalesBefore,
+      warnings: [...new Set(engine.warnings.slice(Math.max(warningsBefore, engine.warningsAtLoad)))],
+      speculation: decoded.speculation,
+      resumedFrom: resumed && options.loadState ? { path: options.loadState, priorPositions: resumed.position, priorIds: history.length } : undefined,
+      savedState,
+    };
+  } finally {
+    if (carried) engine.model.release(carried);
+  }
 }

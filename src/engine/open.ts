@@ -38,8 +38,12 @@ export interface EngineRequest {
   trunkDir: string | undefined;
   /** "layer:expert" keys whose reads are made to fail (tests of the dropped-expert path). */
   faults?: ReadonlySet<string>;
+  /** Packed-trunk layer -> the read of it that fails with EIO (tests of a failing disk). */
+  trunkReadFaults?: ReadonlyMap<number, number>;
   /** Record every expert request (for --dump-cache-trace). */
   trace?: boolean;
+  /** RAM the caller will hold in state snapshots (multi-turn reuse), counted in the plan. */
+  snapshotBytes?: number;
 }
 
 /** How the trunk is held: resident (read whole at open), or streamed from a packed trunk. */
@@ -145,6 +149,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
       config, layerCount, positions: request.positions, callTokens: request.prefillChunk,
       trunk: { mode: trunk.mode, bytes: trunk.mode === "streamed" ? trunk.plan.bytes : trunk.bytes },
       tablesBytes, expertCacheBytes: expertCache.slots * expertCache.slotBytes, baselineBytes: process.memoryUsage().rss,
+      snapshotBytes: request.snapshotBytes ?? 0,
     }),
   };
   events.onPlan?.(plan);
@@ -157,7 +162,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   const loadStarted = performance.now();
   const warnings: string[] = [];
   const streamed = packed && trunk.mode === "streamed"
-    ? opened.adopt(new StreamedTrunk(packed, config, trunk.plan, warnings), (t) => t.close())
+    ? opened.adopt(new StreamedTrunk(packed, config, trunk.plan, warnings, request.trunkReadFaults), (t) => t.close())
     : undefined;
   const onLayer = (bound: number) => events.onLayerBound?.(bound, layerCount, (performance.now() - loadStarted) / 1000);
   const held: Trunk = streamed ?? opened.adopt(new ResidentTrunk(index, reader, config, layouts, warnings, onLayer), (t) => t.close());

@@ -3,14 +3,14 @@
  * the plan it ran under, the trunk and expert statistics, and what went wrong. `--out` writes it
  * whole (report/results.ts), and the stderr report is a function of it alone.
  */
-import type { DecodeMode, FinishReason } from "../decode/loop.ts";
+import type { DecodeMode, FinishReason, SpeculationStats } from "../decode/loop.ts";
 import type { SamplingOptions } from "../decode/sampling-options.ts";
 import type { ExpertCachePlan, ExpertDrop, ExpertStepStats } from "../weights/expert-cache.ts";
 import type { TrunkStats } from "../weights/streamed-trunk.ts";
 import type { EnginePlan } from "./open.ts";
 
 export type { EnginePlan, TrunkPlacement } from "./open.ts";
-export type { ExpertCachePlan, ExpertDrop, ExpertStepStats, TrunkStats };
+export type { ExpertCachePlan, ExpertDrop, ExpertStepStats, SpeculationStats, TrunkStats };
 
 export interface StepResult {
   step: number;
@@ -60,4 +60,10 @@ export interface RunResult {
   badScaleBytes: number;
   /** Warnings raised while the run bound streamed layers, each once. */
   warnings: string[];
+  /** Speculative decode's sweeps, drafted and accepted ids; undefined without --spec. */
+  speculation: SpeculationStats | undefined;
+  /** The state file the run resumed from: its path and the positions it held. */
+  resumedFrom: { path: string; priorPositions: number; priorIds: number } | undefined;
+  /** The state file written after the run. */
+  savedState: { path: string; bytes: number; positions: number; seconds: number } | undefined;
 }

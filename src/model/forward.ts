@@ -6,6 +6,7 @@
 import type { ModelConfig } from "../checkpoint/config.ts";
 import * as kernels from "../native/kernels.ts";
 import { f32View, offsetPointer } from "../native/memory.ts";
+import { stopIfSignalled } from "../native/signals.ts";
 import type { ExpertSource } from "../weights/experts.ts";
 import type { ModelTables } from "../weights/model-tables.ts";
 import type { Trunk } from "../weights/trunk.ts";
@@ -72,6 +73,7 @@ export class Model implements Forward<SequenceState> {
     const blocks: F32[] = []; // B: completed block representations, the embedding first
     let partial: F32 | undefined = embedded; // r: the running sum of the current block
     for (let layer = 0; layer < this.#trunk.layerCount; layer++) {
+      stopIfSignalled(); // Ctrl-C lands within a layer's time, even in a long prefill chunk
       pool.reset();
       const w = this.#trunk.layer(layer);
       const r = partial as F32;

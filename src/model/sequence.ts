@@ -17,3 +17,15 @@ export interface Forward<State> {
   run(state: State, ids: readonly number[], outputs?: Outputs): Float32Array;
   release(state: State): void;
 }
+
+/**
+ * A state that can go back (speculative verification): a snapshot of the recurrent part, and a
+ * restore to it. Rows after the snapshot's position are rewritten before they are read again.
+ */
+export interface Rewindable<Snapshot> {
+  readonly position: number;
+  readonly capacity: number;
+  /** A copy of the recurrent part; `into` reuses an earlier snapshot's buffers. */
+  snapshot(into?: Snapshot): Snapshot;
+  restore(snapshot: Snapshot): void;
+}

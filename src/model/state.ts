@@ -9,7 +9,6 @@
  */
 import type { ModelConfig } from "../checkpoint/config.ts";
 import { attentionKind } from "../checkpoint/tensor-names.ts";
-import { runtimeError } from "../errors.ts";
 import { F32, F32Pool } from "./f32.ts";
 
 export interface KdaState {
@@ -43,23 +42,18 @@ interface Section {
 
 const floatsAt = (s: Section, position: number) => (s.rowFloats > 0 ? s.rowFloats * position : s.buffer.length);
 
-/** "K3SQ": the bytes of one sequence state (not a state file: no config fingerprint). */
-const stateMagic = 0x5153_334b;
-/** 2: the MLA sections hold the latent cache (version 1 held expanded keys and values). */
-const stateVersion = 2;
-const headerBytes = 16;
-const sectionHeaderBytes = 12;
-
 export class SequenceState {
   /** Positions consumed so far. */
   position = 0;
   readonly capacity: number;
+  readonly config: ModelConfig;
   readonly kda = new Map<number, KdaState>();
   readonly mla = new Map<number, MlaCache>();
   readonly #pool = new F32Pool();
 
   constructor(config: ModelConfig, layerCount: number, capacity: number) {
     this.capacity = capacity;
+    this.config = config;
     const c = config;
     const P = c.kdaNumHeads * c.kdaHeadDim;
     for (let layer = 0; layer < layerCount; layer++) {
@@ -104,96 +98,57 @@ export class SequenceState {
     this.position = 0; // MLA rows are rewritten before they are read, so they need no clearing
   }
 
-  /** A copy of everything carried at this position, in native memory; free it when done. */
-  snapshot(): StateSnapshot {
+  /**
+   * A copy of the recurrent part (KDA matrices and conv histories) at this position, in native
+   * memory, bit for bit; free it when done. The MLA rows are not copied: the cache is
+   * append-only, so rows [0, position) stay the snapshot's for as long as this state's first
+   * `position` ids are unchanged (chat.md 5.5). Whoever rewrites those rows must first drop the
+   * snapshot or write it out whole (`stateParts(state, snapshot)`).
+   */
+  snapshot(into?: StateSnapshot): StateSnapshot {
+    const recurrent = this.#sections().filter((s) => s.rowFloats === 0);
+    if (into) {
+      // Speculative decoding snapshots every sweep: reuse the copy's buffers, never allocate per token.
+      if (into.copies.length !== recurrent.length) throw new Error("snapshot: the buffers to reuse belong to another state's shape");
+      recurrent.forEach((s, i) => (into.copies[i] as F32).a.set(s.buffer.a));
+      into.position = this.position;
+      return into;
+    }
     const pool = new F32Pool();
-    const copies = this.#sections().map((s) => {
-      const floats = floatsAt(s, this.position);
-      const copy = pool.alloc(floats, `snapshot of ${s.kind} of layer ${s.layer}`);
-      copy.a.set(s.buffer.a.subarray(0, floats));
+    const copies = recurrent.map((s) => {
+      const copy = pool.alloc(s.buffer.length, `snapshot of ${s.kind} of layer ${s.layer}`);
+      copy.a.set(s.buffer.a);
       return copy;
     });
     return new StateSnapshot(this.position, copies, pool);
   }
 
-  /** Puts this state back where `snapshot` was taken (of a state of the same model). */
+  /** Puts the recurrent part back where `snapshot` was taken; rows [0, its position) must still be its rows. */
   restore(snapshot: StateSnapshot): void {
-    const sections = this.#sections();
+    const sections = this.#sections().filter((s) => s.rowFloats === 0);
     const copies = snapshot.copies;
     if (copies.length !== sections.length || snapshot.position > this.capacity) {
       throw new Error(`restore: a snapshot of ${copies.length} buffers at position ${snapshot.position} does not fit this state`);
     }
     sections.forEach((s, i) => {
       const copy = copies[i] as F32;
-      if (copy.length !== floatsAt(s, snapshot.position)) throw new Error(`restore: ${s.kind} of layer ${s.layer} differs in size`);
+      if (copy.length !== s.buffer.length) throw new Error(`restore: ${s.kind} of layer ${s.layer} differs in size`);
       s.buffer.a.set(copy.a);
     });
     this.position = snapshot.position;
   }
 
-  /** The state as bytes: a small header, then each section's floats (little-endian f32). */
-  encode(): Uint8Array {
-    const sections = this.#sections();
-    const floats = sections.map((s) => floatsAt(s, this.position));
-    // A section's float count is a u32 in the bytes; refuse rather than wrap.
-    if (floats.some((n) => n > 0xffff_ffff)) throw runtimeError(`the state at position ${this.position} is too large to encode`);
-    const payloadStart = headerBytes + sectionHeaderBytes * sections.length;
-    const bytes = new Uint8Array(payloadStart + 4 * floats.reduce((a, b) => a + b, 0));
-    const view = new DataView(bytes.buffer);
-    view.setUint32(0, stateMagic, true);
-    view.setUint32(4, stateVersion, true);
-    view.setUint32(8, this.position, true);
-    view.setUint32(12, sections.length, true);
-    let at = payloadStart;
-    sections.forEach((s, i) => {
-      const entry = headerBytes + sectionHeaderBytes * i;
-      view.setUint32(entry, s.layer, true);
-      view.setUint32(entry + 4, sectionKinds.indexOf(s.kind), true);
-      view.setUint32(entry + 8, floats[i] as number, true);
-      new Float32Array(bytes.buffer, at, floats[i]).set(s.buffer.a.subarray(0, floats[i]));
-      at += 4 * (floats[i] as number);
-    });
-    return bytes;
-  }
-
   /**
-   * Loads bytes made by `encode` for a state shaped like this one. Anything else (another
-   * model, a truncated or altered buffer) is refused with a runtime error naming `source` and
-   * the first field that disagrees; the state is left unchanged then.
+   * The carried floats at `position` in state-file order (runtime.md 8.2): each KDA layer's
+   * recurrent matrix and conv histories, then every MLA layer's latent rows, then every MLA
+   * layer's rope rows. Views of this state's own buffers (so a reader can fill them in place),
+   * or with `snapshot`, its copies of the recurrent part beside this state's MLA rows.
    */
-  decode(bytes: Uint8Array, source: string): void {
-    const fail = (what: string) => runtimeError(`${source}: not a sequence state of this model (${what})`);
-    if (bytes.length < headerBytes) throw fail(`${bytes.length} bytes is shorter than the header`);
-    const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-    if (view.getUint32(0, true) !== stateMagic) throw fail("bad magic");
-    const version = view.getUint32(4, true);
-    if (version !== stateVersion) throw fail(`version ${version}, k3 reads ${stateVersion}`);
-    const position = view.getUint32(8, true);
-    if (position > this.capacity) throw fail(`position ${position} exceeds the state's ${this.capacity}`);
+  parts(position: number, snapshot?: StateSnapshot): Float32Array[] {
     const sections = this.#sections();
-    const count = view.getUint32(12, true);
-    if (count !== sections.length) throw fail(`${count} sections, this model carries ${sections.length}`);
-    const payloadStart = headerBytes + sectionHeaderBytes * count;
-    let expected = payloadStart;
-    sections.forEach((s, i) => {
-      const entry = headerBytes + sectionHeaderBytes * i;
-      if (entry + sectionHeaderBytes > bytes.length) throw fail("truncated section table");
-      const [layer, kind, floats] = [view.getUint32(entry, true), view.getUint32(entry + 4, true), view.getUint32(entry + 8, true)];
-      if (layer !== s.layer || sectionKinds[kind] !== s.kind || floats !== floatsAt(s, position)) {
-        throw fail(`section ${i} is layer ${layer} ${sectionKinds[kind] ?? `kind ${kind}`} of ${floats} floats, expected layer ${s.layer} ${s.kind} of ${floatsAt(s, position)}`);
-      }
-      expected += 4 * floats;
-    });
-    if (bytes.length !== expected) throw fail(`${bytes.length} bytes, the header implies ${expected}`);
-    // Copy through an aligned buffer: the caller's bytes may start at any offset.
-    const payload = new Float32Array(bytes.slice(payloadStart).buffer);
-    let at = 0;
-    for (const s of sections) {
-      const floats = floatsAt(s, position);
-      s.buffer.a.set(payload.subarray(at, at + floats));
-      at += floats;
-    }
-    this.position = position;
+    const recurrent = sections.filter((s) => s.rowFloats === 0).map((s, i) => (snapshot ? (snapshot.copies[i] as F32) : s.buffer).a);
+    const rows = (kind: SectionKind) => sections.filter((s) => s.kind === kind).map((s) => s.buffer.a.subarray(0, floatsAt(s, position)));
+    return [...recurrent, ...rows("mla latent"), ...rows("mla kr")];
   }
 
   free(): void {
@@ -203,7 +158,7 @@ export class SequenceState {
 
 /** A sequence state frozen at one position (see `SequenceState.snapshot`). */
 export class StateSnapshot {
-  readonly position: number;
+  position: number;
   readonly copies: readonly F32[];
   readonly #pool: F32Pool;
 

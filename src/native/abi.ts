@@ -28,6 +28,8 @@ export const symbols = {
   k3_io_submit: { args: [i32, u32, u64, u64, ptr, u64], returns: i32 },
   k3_io_wait: { args: [i32, ptr, ptr, ptr], returns: i32 },
   k3_io_done: { args: [i32], returns: u32 },
+  k3_signals_watch: { args: [], returns: i32 },
+  k3_signal_pending: { args: [], returns: i32 },
   // Kernels (zig/abi.zig, kernels section; contracts documented there).
   k3_pool_init: { args: [u32], returns: i32 },
   k3_pool_threads: { args: [], returns: u32 },
@@ -55,7 +57,7 @@ export const symbols = {
 } as const;
 
 /** Mirrors zig/abi.zig `abi_version`: what `k3_abi_version` must return for this binding. */
-export const abiVersion = 6;
+export const abiVersion = 7;
 
 /** Mirrors zig/status.zig `Status`: k3's own status codes; -1 .. -4095 are negated errno values. */
 export const Status = {

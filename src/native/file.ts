@@ -47,13 +47,16 @@ export class PendingRead {
   readonly #handle: number;
   readonly offset: number;
   readonly length: number;
+  /** How errors name what was read: the file, or the file and what in it. */
+  readonly #label: string;
   #result: { payload: number; seconds: number } | undefined;
 
-  constructor(file: DirectFile, handle: number, offset: number, length: number) {
+  constructor(file: DirectFile, handle: number, offset: number, length: number, label = file.path) {
     this.#file = file;
     this.#handle = handle;
     this.offset = offset;
     this.length = length;
+    this.#label = label;
   }
 
   get done(): boolean {
@@ -70,7 +73,7 @@ export class PendingRead {
     const direct = new Uint32Array(1);
     const status = native().k3_io_wait(this.#handle, out.subarray(0, 1), out.subarray(1, 2), direct);
     this.#file.noteDirect(direct[0] === 1);
-    if (status !== Status.ok) throw new K3Error(ExitCode.runtime, describeStatus(status, this.#file.path));
+    if (status !== Status.ok) throw new K3Error(ExitCode.runtime, describeStatus(status, this.#label));
     this.#result = { payload: Number(out[0]), seconds: Number(out[1]) / 1e9 };
     return this.#result;
   }
@@ -120,17 +123,17 @@ export class DirectFile {
   /**
    * Starts reading [offset, offset + length) into `buffer` at `bufferOffset` on the background
    * I/O threads. The buffer region must hold `readCapacity(length)` bytes and stay untouched
-   * until the read is collected.
+   * until the read is collected. `label` is how a failure names it (default: the file).
    */
-  submit(offset: number, length: number, buffer: NativeBuffer, bufferOffset = 0): PendingRead {
+  submit(offset: number, length: number, buffer: NativeBuffer, bufferOffset = 0, label = this.path): PendingRead {
     const capacity = readCapacity(length);
     if (bufferOffset + capacity > buffer.bytes || bufferOffset % allocAlignment() !== 0) {
       throw new Error(`${this.path}: read target too small or misaligned for ${length} bytes`);
     }
     const target = offsetPointer(buffer.ptr, bufferOffset);
     const handle = native().k3_io_submit(this.#fd, this.#direct[0] as number, offset, length, target, capacity);
-    if (handle < 0) throw new K3Error(ExitCode.runtime, describeStatus(handle, this.path));
-    return new PendingRead(this, handle, offset, length);
+    if (handle < 0) throw new K3Error(ExitCode.runtime, describeStatus(handle, label));
+    return new PendingRead(this, handle, offset, length, label);
   }
 
   /** Frees the buffer synchronous reads go through (it is as large as the largest read). */

@@ -14,6 +14,6 @@ export const log = createConsola({
 });
 
 /** Writes data to stdout, unadorned. */
-export function emit(text: string): void {
+export function emit(text: string | Uint8Array): void {
   process.stdout.write(text);
 }

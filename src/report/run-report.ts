@@ -101,6 +101,32 @@ function prefillReport(result: RunResult): string | undefined {
   ].join("\n");
 }
 
+/** Said before the first step of a speculative run (runtime.md 9.2). */
+export function speculationBanner(maxDraft: number): string {
+  return `speculative decode: up to ${maxDraft} drafted tokens per sweep, n-gram lookup, verified batched`;
+}
+
+/** What speculation did, per sweep: drafted, accepted, emitted. */
+function speculationReport(result: RunResult): string | undefined {
+  const s = result.speculation;
+  if (!s) return undefined;
+  const perSweep = (n: number) => (s.sweeps > 0 ? (n / s.sweeps).toFixed(2) : "0");
+  const emitted = s.emitted;
+  const rate = s.drafted > 0 ? ((100 * s.accepted) / s.drafted).toFixed(1) : "0.0";
+  return `speculative decode: ${s.sweeps} verification sweeps; ${s.drafted} drafted, ${s.accepted} accepted (${rate}%), ` +
+    `${emitted} emitted; per sweep ${perSweep(s.drafted)} drafted, ${perSweep(s.accepted)} accepted, ${perSweep(emitted)} emitted; ` +
+    `${result.generatedIds.length - emitted} tokens decoded one at a time`;
+}
+
+/** The teacher-forced check's lines (runtime.md 9.4): the agreement, then the mismatches only. */
+export function teacherForcedLines(check: { predicted: number[]; matches: number; positions: number }, ids: readonly number[], seconds: number): string[] {
+  const mismatches = check.predicted.flatMap((p, i) => (p === ids[i + 1] ? [] : [`[${i} p=${p} a=${ids[i + 1]}]`]));
+  return [
+    `teacher-forced agreement: ${check.matches}/${check.positions} positions (${((100 * check.matches) / check.positions).toFixed(2)}%) in ${seconds.toFixed(2)} s`,
+    `  per-position (p=predicted a=actual): ${mismatches.length > 0 ? mismatches.join(" ") : "(no mismatches)"}`,
+  ];
+}
+
 /** Everything printed after the last step, in order (the verdict comes separately, last). */
 export function runReport(result: RunResult): string {
   const { plan } = result;
@@ -111,7 +137,10 @@ export function runReport(result: RunResult): string {
     `PEAK RSS for the whole run: ${formatBytes(result.peakRssBytes)}   <- quote this, not the plan`,
     `layers completed: ${result.layers}/${plan.modelLayers}; routed expert drops: ${result.expertDrops}`,
     ...(last ? [cacheReport(plan.expertCache, last.experts, result.experts.residentSlots)] : []),
-    ...[prefillReport(result)].filter((block): block is string => block !== undefined),
+    ...[prefillReport(result), speculationReport(result)].filter((block): block is string => block !== undefined),
+    ...(result.savedState
+      ? [`wrote ${result.savedState.path} (${formatBytes(result.savedState.bytes)}, ${result.savedState.positions} positions) in ${result.savedState.seconds.toFixed(2)} s`]
+      : []),
     ioShareReport(result),
   ];
   if (plan.trunk.mode === "streamed" && result.trunkStats) lines.push(trunkReport(plan.trunk.plan, result.trunkStats, result.layers));

@@ -12,6 +12,7 @@ import { openAIToolCall, type OpenAIToolCall } from "../chat/tool-call.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import { usageError } from "../errors.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
+import type { TurnResult } from "../session/conversation.ts";
 import { generateReply, type GenerationSource } from "../session/reply.ts";
 
 export type { GenerationSource };
@@ -27,9 +28,12 @@ export interface CompletionStats {
   reused_prompt_ids: number;
   /** Prompt ids this request fed. */
   prefilled_ids: number;
-  reused_from: "live" | "snapshot" | "none";
+  /** "live": the state the previous request left; "snapshot": one held in RAM; "parked": one read back from its file. */
+  reused_from: TurnResult["reusedFrom"];
   prefill_seconds: number;
   decode_seconds: number;
+  /** The snapshots held after this request. */
+  snapshots?: { in_ram: number; parked: number; ram_bytes: number; parked_bytes: number; parked_writes: number; dropped: number };
 }
 
 export interface Completion {
@@ -94,6 +98,12 @@ export async function runCompletion(
     stats: {
       reused_prompt_ids: turn.reusedPromptIds, prefilled_ids: turn.fedPromptIds, reused_from: turn.reusedFrom,
       prefill_seconds: turn.prefillSeconds, decode_seconds: turn.decodeSeconds,
+      ...(turn.snapshots && {
+        snapshots: {
+          in_ram: turn.snapshots.inRam, parked: turn.snapshots.parked, ram_bytes: turn.snapshots.ramBytes,
+          parked_bytes: turn.snapshots.parkedBytes, parked_writes: turn.snapshots.parkedWrites, dropped: turn.snapshots.dropped,
+        },
+      }),
     },
   };
 }

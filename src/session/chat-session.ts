@@ -14,7 +14,7 @@ import { controlIds, stopIds } from "../chat/specials.ts";
 import type { SamplingOptions } from "../decode/sampling-options.ts";
 import type { Engine } from "../engine/open.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
-import { Conversation, type TurnResult } from "./conversation.ts";
+import { Conversation, type ConversationOptions, type TurnResult } from "./conversation.ts";
 import { generateReply } from "./reply.ts";
 
 /** One message of the transcript, as an OpenAI chat-completions request carries it. */
@@ -58,10 +58,10 @@ export class ChatSession {
   readonly settings: ChatSettings;
   transcript: ChatMessage[] = [];
 
-  constructor(engine: Engine, tokenizer: Tokenizer, settings: ChatSettings) {
+  constructor(engine: Engine, tokenizer: Tokenizer, settings: ChatSettings, conversation: ConversationOptions) {
     this.#tokenizer = tokenizer;
     this.#stopIds = stopIds(controlIds(tokenizer)); // refuses a tokenizer without the K3 names
-    this.#conversation = new Conversation(engine.model, engine.plan.prefillChunk);
+    this.#conversation = new Conversation(engine.model, conversation);
     this.settings = settings;
   }
 
@@ -114,6 +114,17 @@ export class ChatSession {
       this.transcript = previous;
       throw error;
     }
+  }
+
+  /** Writes the model state beside a saved transcript, so /load continues without re-reading it; returns its bytes. */
+  saveState(path: string): number {
+    const upcoming = renderChat(parseChatRequest(this.request(), { source: "transcript" }), this.#tokenizer).ids;
+    return this.#conversation.saveState(path, upcoming);
+  }
+
+  /** Restores a state written by saveState; the next turn reuses it where it matches the transcript. */
+  loadState(path: string): number {
+    return this.#conversation.loadState(path);
   }
 
   close(): void {

@@ -1,15 +1,18 @@
 /**
- * A conversation on one engine: the live sequence state carried from turn to turn, and a
- * snapshot at the end of the last conversation message (chat.md 5.4, 5.5). Each turn's prompt
- * is rendered afresh from the transcript (a pure function of the messages); only an exact id
- * prefix of it is reused, from the live state or the snapshot, and only the new ids are fed.
- * Nothing sampled is spliced into history, and the stop id is never fed.
+ * A conversation on one engine: the live sequence state carried from request to request, and
+ * snapshots (chat.md 5.5) taken (a) after the last conversation message, before notes and the
+ * generation prompt, (b) at the end of the prompt, (c) after the reply, at the last id fed.
+ * Each prompt is rendered afresh (a pure function of the messages); only an exact id prefix of
+ * it is reused, from the live state or the longest matching snapshot, and only the new ids are
+ * fed. Nothing sampled is spliced into history, and the stop id is never fed.
  */
 import { feed, type FinishReason } from "../decode/loop.ts";
 import type { Sampler } from "../decode/sampler.ts";
 import { usageError } from "../errors.ts";
 import type { Model } from "../model/forward.ts";
-import type { SequenceState, StateSnapshot } from "../model/state.ts";
+import { readStateFile, writeStateFile } from "../model/state-file.ts";
+import type { SequenceState } from "../model/state.ts";
+import { SnapshotStore, type SnapshotBudget, type SnapshotCounts, type SnapshotKind } from "./snapshots.ts";
 
 /** A rendered prompt: its ids, and where the conversation messages end (notes and the generation prompt follow). */
 export interface RenderedPrompt {
@@ -35,8 +38,10 @@ export interface TurnResult {
   fedPromptIds: number;
   /** Prompt ids served from the live state or the snapshot. */
   reusedPromptIds: number;
-  /** Where the reuse came from. */
-  reusedFrom: "live" | "snapshot" | "none";
+  /** Where the reuse came from: the live state, a snapshot in RAM, a parked snapshot file, or nothing. */
+  reusedFrom: "live" | "snapshot" | "parked" | "none";
+  /** The snapshots held after the turn (a source without snapshots leaves it out). */
+  snapshots?: SnapshotCounts;
   prefillSeconds: number;
   decodeSeconds: number;
 }
@@ -47,19 +52,27 @@ const isPrefix = (prefix: readonly number[], of: readonly number[]) =>
 /** Lets timers, input and signals (Ctrl-C) run between tokens: the forward pass is synchronous. */
 const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+export interface ConversationOptions {
+  /** Ids per forward call when a prompt is fed (the engine's plan sized its activations for it). */
+  chunk: number;
+  snapshots: SnapshotBudget;
+  /** Told when a snapshot had to be dropped or was refused (the answer is still exact). */
+  warn: (message: string) => void;
+}
+
 export class Conversation {
   readonly #model: Model;
   readonly #state: SequenceState;
   readonly #chunk: number;
-  /** The ids the live state has consumed, in order. */
+  readonly #snapshots: SnapshotStore;
+  /** The ids the live state has consumed, in order: its MLA rows are theirs. */
   #fed: number[] = [];
-  #boundary: { ids: number[]; snapshot: StateSnapshot } | undefined;
 
-  /** `chunk`: ids per forward call when a prompt is fed (the engine's plan sized its activations for it). */
-  constructor(model: Model, chunk: number) {
+  constructor(model: Model, options: ConversationOptions) {
     this.#model = model;
-    this.#chunk = chunk;
+    this.#chunk = options.chunk;
     this.#state = model.newState();
+    this.#snapshots = new SnapshotStore(options.snapshots, options.warn);
   }
 
   /** Positions one conversation can hold (prompt and reply together). */
@@ -67,47 +80,92 @@ export class Conversation {
     return this.#state.capacity;
   }
 
+  /** The snapshots held, most recently used first (tests, statistics). */
+  get snapshotIds(): (readonly number[])[] {
+    return this.#snapshots.held.map((s) => s.ids);
+  }
+
   /** Forgets everything: the next turn starts from a zero state. */
   reset(): void {
     this.#state.reset();
     this.#fed = [];
-    this.#dropBoundary();
+    this.#snapshots.clear();
   }
 
-  #dropBoundary(): void {
-    this.#boundary?.snapshot.free();
-    this.#boundary = undefined;
+  /**
+   * Writes a state file (runtime.md 8) of the longest state held that the next prompt can reuse:
+   * `upcoming` is that prompt as far as it is known (the transcript rendered now). The live
+   * state may hold a reply whose re-render differs (chat.md 5.4), so a snapshot before it is
+   * often what matches. Returns the bytes written.
+   */
+  saveState(path: string, upcoming: readonly number[]): number {
+    if (!isPrefix(this.#fed, upcoming)) {
+      const { start } = this.#reuse(upcoming);
+      this.#fed = upcoming.slice(0, start);
+    }
+    return writeStateFile(path, this.#state, this.#fed);
+  }
+
+  /**
+   * Makes a state file the live state: the next turn reuses it exactly when the file's ids are a
+   * prefix of its prompt, as it would the state it was saved from. A refused file leaves the
+   * conversation reset. A pending id (a run's state file) is not fed: only the positions count.
+   */
+  loadState(path: string): number {
+    this.reset();
+    const { position, ids } = readStateFile(path, this.#state);
+    this.#fed = ids.slice(0, position);
+    return position;
   }
 
   /** Puts the state at the longest reusable exact prefix of `ids` and returns its length. */
   #reuse(ids: readonly number[]): { start: number; from: TurnResult["reusedFrom"] } {
-    if (this.#fed.length < ids.length && isPrefix(this.#fed, ids)) return { start: this.#fed.length, from: this.#fed.length > 0 ? "live" : "none" };
-    const boundary = this.#boundary;
-    if (boundary && boundary.ids.length < ids.length && isPrefix(boundary.ids, ids)) {
-      this.#state.restore(boundary.snapshot);
-      return { start: boundary.ids.length, from: "snapshot" };
+    const live = this.#fed.length < ids.length && isPrefix(this.#fed, ids) ? this.#fed.length : 0;
+    const snapshot = this.#snapshots.find(ids, this.#fed);
+    // Rows the new ids do not share are about to be rewritten: snapshots relying on them go out whole first.
+    this.#snapshots.protect(ids, this.#state);
+    if (snapshot && snapshot.ids.length > live) {
+      const kind = snapshot.place.kind;
+      if (this.#snapshots.restore(snapshot, this.#state)) return { start: snapshot.ids.length, from: kind === "ram" ? "snapshot" : "parked" };
+      this.#fed = [];
+      return this.#reuse(ids); // refused: the next best, which is never that one again
     }
+    if (live > 0) return { start: live, from: "live" };
     this.#state.reset();
     return { start: 0, from: "none" };
   }
 
+  /** Feeds `ids[from, to)` to the live state and takes a snapshot of `kind` at `to`. */
+  #feedTo(ids: readonly number[], from: number, to: number, kind: SnapshotKind): Float32Array {
+    const logits = feed(this.#model, this.#state, ids.slice(from, to), this.#chunk);
+    this.#fed = ids.slice(0, to);
+    this.#snapshots.add(this.#fed, this.#state, kind);
+    return logits;
+  }
+
   async turn(prompt: RenderedPrompt, options: TurnOptions): Promise<TurnResult> {
-    const { ids, historyEnd } = prompt;
+    const { ids } = prompt;
     if (ids.length === 0) throw usageError("the rendered prompt is empty");
     if (ids.length + options.maxNewTokens > this.capacity) {
       throw usageError(`the conversation needs ${ids.length} prompt + ${options.maxNewTokens} reply positions; the context holds ${this.capacity} (raise --ctx, lower --max-tokens, or /reset)`);
     }
+    try {
+      return await this.#turn(prompt, options);
+    } catch (error) {
+      this.reset(); // what the state holds after a failure is not known: start over, exactly
+      throw error;
+    }
+  }
+
+  async #turn(prompt: RenderedPrompt, options: TurnOptions): Promise<TurnResult> {
+    const { ids, historyEnd } = prompt;
     const prefillStarted = performance.now();
     const { start, from } = this.#reuse(ids);
-    let logits: Float32Array | undefined;
-    if (historyEnd > start) {
-      logits = feed(this.#model, this.#state, ids.slice(start, historyEnd), this.#chunk);
-      this.#dropBoundary();
-      this.#boundary = { ids: ids.slice(0, historyEnd), snapshot: this.#state.snapshot() };
-    }
-    const rest = Math.max(start, historyEnd);
-    if (ids.length > rest) logits = feed(this.#model, this.#state, ids.slice(rest), this.#chunk);
-    this.#fed = [...ids];
+    this.#fed = ids.slice(0, start);
+    // Snapshot (a) splits the prefill there; chunking does not change the bits (test/gates/chunks).
+    const split = historyEnd > start && historyEnd < ids.length;
+    if (split) this.#feedTo(ids, start, historyEnd, "messages end");
+    let logits: Float32Array | undefined = this.#feedTo(ids, split ? historyEnd : start, ids.length, historyEnd >= ids.length ? "messages end" : "prompt end");
     const prefillSeconds = (performance.now() - prefillStarted) / 1000;
 
     const decodeStarted = performance.now();
@@ -130,14 +188,15 @@ export class Conversation {
       logits = this.#model.run(this.#state, [token]);
       this.#fed.push(token);
     }
+    if (this.#fed.length > ids.length) this.#snapshots.add(this.#fed, this.#state, "reply end");
     return {
       generated, finish, fedPromptIds: ids.length - start, reusedPromptIds: start, reusedFrom: from, prefillSeconds,
-      decodeSeconds: (performance.now() - decodeStarted) / 1000,
+      decodeSeconds: (performance.now() - decodeStarted) / 1000, snapshots: this.#snapshots.counts,
     };
   }
 
   close(): void {
-    this.#dropBoundary();
+    this.#snapshots.close();
     this.#model.release(this.#state);
   }
 }

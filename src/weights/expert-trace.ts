@@ -9,7 +9,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { runtimeError } from "../errors.ts";
-import { writeAtomically } from "../fs.ts";
+import { commitAll, stageBytes, writeAtomically, type StagedWrite } from "../fs.ts";
 
 export const traceFileName = "expert_trace.bin";
 export const histogramFileName = "expert_hist.json";
@@ -121,16 +121,33 @@ export function writeTraceFile(path: string, pairs: Int32Array): TraceFileSummar
   return { path, requests: pairs.length / 2, bytes: bytes.length };
 }
 
-export function writeHistogramFile(path: string, histogram: ExpertHistogram): void {
-  writeAtomically(path, `${JSON.stringify(histogram)}\n`, "the expert histogram");
+/**
+ * Both files of `--dump-cache-trace DIR`, complete in their temporaries but not yet visible: the
+ * run commits them with its other outputs (results last). `flag` names the option in errors.
+ */
+export function stageCacheTrace(dir: string, recorder: ExpertTraceRecorder, flag?: string): { writes: StagedWrite[]; dump: CacheTraceDump } {
+  const histogramPath = join(dir, histogramFileName);
+  const writes = [stageBytes({ path: histogramPath, what: "the expert histogram", flag }, `${JSON.stringify(recorder.histogram())}\n`)];
+  let trace: TraceFileSummary | undefined;
+  try {
+    if (recorder.requests > 0) {
+      const path = join(dir, traceFileName);
+      const bytes = encodeTrace(recorder.pairs());
+      writes.push(stageBytes({ path, what: "the expert trace", flag }, bytes));
+      trace = { path, requests: recorder.requests, bytes: bytes.length };
+    }
+  } catch (error) {
+    for (const write of writes) write.discard();
+    throw error;
+  }
+  return { writes, dump: { trace, histogramPath } };
 }
 
 /** Writes both files of `--dump-cache-trace DIR`; the caller reports `traceWrittenLine`. */
 export function dumpCacheTrace(dir: string, recorder: ExpertTraceRecorder): CacheTraceDump {
-  const histogramPath = join(dir, histogramFileName);
-  writeHistogramFile(histogramPath, recorder.histogram());
-  const trace = recorder.requests > 0 ? writeTraceFile(join(dir, traceFileName), recorder.pairs()) : undefined;
-  return { trace, histogramPath };
+  const { writes, dump } = stageCacheTrace(dir, recorder);
+  commitAll(writes);
+  return dump;
 }
 
 /** `wrote <path>: <n> requests (<KB> KB)`, KB being 1000 bytes like every size k3 prints. */

@@ -5,6 +5,7 @@
 import type { ModelConfig } from "../checkpoint/config.ts";
 import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { NativeBuffer, type Pointer } from "../native/memory.ts";
+import { stopIfSignalled } from "../native/signals.ts";
 import { bindLayer, vectorBytes } from "./bind.ts";
 import type { TensorReader } from "./tensor-reader.ts";
 import type { Trunk } from "./trunk.ts";
@@ -35,12 +36,18 @@ export class ResidentTrunk implements Trunk {
   constructor(index: CheckpointIndex, reader: TensorReader, config: ModelConfig, layouts: readonly LayerLayout[], warnings: string[],
     onLayer: (loaded: number) => void = () => {}) {
     this.layerCount = layouts.length;
-    for (const layout of layouts) {
-      const { buffer, base } = readLayerFromShards(reader, index, layout);
-      const arena = new VectorArena(vectorBytes(layout), `vectors of layer ${layout.layer}`);
-      this.#owned.push({ buffer, arena });
-      this.#layers.push(bindLayer(config, { layout, base }, arena, warnings));
-      onLayer(layout.layer + 1);
+    try {
+      for (const layout of layouts) {
+        stopIfSignalled(); // loading the real trunk takes minutes
+        const { buffer, base } = readLayerFromShards(reader, index, layout);
+        const arena = new VectorArena(vectorBytes(layout), `vectors of layer ${layout.layer}`);
+        this.#owned.push({ buffer, arena });
+        this.#layers.push(bindLayer(config, { layout, base }, arena, warnings));
+        onLayer(layout.layer + 1);
+      }
+    } catch (error) {
+      this.close(); // nobody else holds these buffers yet
+      throw error;
     }
   }
 

@@ -8,7 +8,8 @@
 import { join } from "node:path";
 import type { ModelConfig } from "../checkpoint/config.ts";
 import { K3Error, ExitCode } from "../errors.ts";
-import { DirectFile, readCapacity, type PendingRead } from "../native/file.ts";
+import { constants as os } from "node:os";
+import { describeStatus, DirectFile, readCapacity, type PendingRead } from "../native/file.ts";
 import { NativeBuffer } from "../native/memory.ts";
 import { bindLayer, vectorBytes } from "./bind.ts";
 import type { Trunk } from "./trunk.ts";
@@ -98,9 +99,12 @@ export class StreamedTrunk implements Trunk {
   readonly #ring: Slot[] = [];
   readonly #verified = new Set<number>();
   readonly #warnings: string[];
+  /** Fault injection for tests: layer -> the read of it (1 = first) that fails with EIO. */
+  readonly #readFaults: ReadonlyMap<number, number>;
+  readonly #readsOfLayer = new Map<number, number>();
 
   /** Opens trunk.bin; nothing is allocated until the first layer is asked for. */
-  constructor(packed: PackedTrunk, config: ModelConfig, plan: RingPlan, warnings: string[]) {
+  constructor(packed: PackedTrunk, config: ModelConfig, plan: RingPlan, warnings: string[], readFaults: ReadonlyMap<number, number> = new Map()) {
     this.layerCount = packed.layers.length;
     this.plan = plan;
     this.#config = config;
@@ -108,6 +112,7 @@ export class StreamedTrunk implements Trunk {
     this.#warnings = warnings;
     this.#layers = packed.layers;
     this.#layouts = packed.layouts;
+    this.#readFaults = readFaults;
     this.#file = new DirectFile(join(packed.dir, trunkBinName));
   }
 
@@ -125,15 +130,25 @@ export class StreamedTrunk implements Trunk {
     return this.#ring;
   }
 
+  #label(layer: number): string {
+    return `${this.#file.path}: layer ${layer}`;
+  }
+
   #submit(layer: number, buffer: NativeBuffer): PendingRead {
     const packed = this.#layers[layer]!;
-    return this.#file.submit(packed.file_off, packed.nbytes, buffer);
+    return this.#file.submit(packed.file_off, packed.nbytes, buffer, 0, this.#label(layer));
   }
 
   /** Waits for a read, checks the layer's hash the first time, and accounts for it. */
   #land(layer: number, read: PendingRead, buffer: NativeBuffer): void {
     const waitStarted = performance.now();
     const { seconds } = read.wait();
+    const readNumber = (this.#readsOfLayer.get(layer) ?? 0) + 1;
+    this.#readsOfLayer.set(layer, readNumber);
+    if (this.#readFaults.get(layer) === readNumber) {
+      // Injected after the real read was collected, so its buffer is free; from here on the path is a real failure's.
+      throw new K3Error(ExitCode.runtime, describeStatus(-os.errno.EIO, this.#label(layer)));
+    }
     this.stats.waitSeconds += (performance.now() - waitStarted) / 1000;
     this.stats.reads++;
     this.stats.readSeconds += seconds;

@@ -9,8 +9,9 @@ import type { ModelConfig } from "../checkpoint/config.ts";
 import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { K3Error, ExitCode } from "../errors.ts";
 import { DirectFile } from "../native/file.ts";
-import { writeAtomically, writeFileAtomically, writeFully } from "../fs.ts";
+import { commitAll, errnoReason, stageBytes, stageWrite, writeFully, type StagedWrite } from "../fs.ts";
 import { allocAlignment } from "../native/memory.ts";
+import { stopIfSignalled } from "../native/signals.ts";
 import type { TensorReader } from "./tensor-reader.ts";
 import {
   alignUp, hashChunkBytes, readTrunkManifest, trunkBinName, trunkFormatVersion, trunkJsonName,
@@ -65,8 +66,8 @@ export function packTrunk(
   options: {
     force: boolean;
     onProgress: (p: PackProgress) => void;
-    /** Fault injection for tests: die (SIGKILL) after this many layers, as a power cut would. */
-    killAfterLayers?: number;
+    /** Fault injection for tests: after this many layers send `signal` (SIGKILL: as a power cut would). */
+    killAfterLayers?: { layers: number; signal: "SIGKILL" | "SIGINT" | "SIGTERM" };
   },
 ): PackResult {
   const started = performance.now();
@@ -89,8 +90,12 @@ export function packTrunk(
       throw new K3Error(ExitCode.runtime, `${outDir} already holds a different or incomplete packed trunk; pass --force to replace it`);
     }
   }
-  mkdirSync(outDir, { recursive: true });
-  removeStaleTemporaries(outDir);
+  try {
+    mkdirSync(outDir, { recursive: true });
+    removeStaleTemporaries(outDir);
+  } catch (error) {
+    throw new K3Error(ExitCode.runtime, `${outDir}: cannot create the trunk directory: ${errnoReason(error)}`);
+  }
   let bytesDone = 0;
   const padding = new Uint8Array(allocAlignment());
   const fill = (fd: number) => {
@@ -98,6 +103,7 @@ export function packTrunk(
       // Copy in chunks, hashing the same chunks the verifier will hash.
       let hash = 0n;
       for (let at = 0; at < layer.payload_bytes; at += hashChunkBytes) {
+        stopIfSignalled(); // the temporary is removed on the way out
         const length = Math.min(hashChunkBytes, layer.payload_bytes - at);
         const chunk = reader.readRange(shards[layer.layer] as number, layer.run_start + at, length);
         hash = Bun.hash.wyhash(chunk, hash);
@@ -108,16 +114,24 @@ export function packTrunk(
       layer.hash = hash.toString(16).padStart(16, "0");
       bytesDone += layer.payload_bytes;
       options.onProgress({ layersDone: layer.layer + 1, layerCount, bytesDone, seconds: (performance.now() - started) / 1000 });
-      if (layer.layer + 1 === options.killAfterLayers) process.kill(process.pid, "SIGKILL"); // fault injection
+      if (layer.layer + 1 === options.killAfterLayers?.layers) process.kill(process.pid, options.killAfterLayers.signal); // fault injection
     }
   };
-  writeFileAtomically(binPath, "the packed trunk", fill, (temporary) => {
-    verifyPack(temporary, planned);
-    // The old manifest goes first, so no moment pairs it with the new trunk.bin.
-    rmSync(jsonPath, { force: true });
-  });
+  // Both files are complete in their temporaries before either is renamed: a write that fails
+  // (a full disk) leaves the directory as it was, so the same command works once there is room.
+  const bin = stageWrite({ path: binPath, what: "the packed trunk" }, fill, (temporary) => verifyPack(temporary, planned));
   const manifest: TrunkManifest = { format: "k3-trunk", version: trunkFormatVersion, n_layers: layerCount, align: allocAlignment(), layers: planned };
-  writeAtomically(jsonPath, `${JSON.stringify(manifest, null, 1)}\n`, "the trunk manifest");
+  let json: StagedWrite | undefined;
+  try {
+    json = stageBytes({ path: jsonPath, what: "the trunk manifest" }, `${JSON.stringify(manifest, null, 1)}\n`);
+    // The old manifest goes first, so no moment pairs it with the new trunk.bin; the new one last.
+    rmSync(jsonPath, { force: true });
+  } catch (error) {
+    bin.discard();
+    json?.discard();
+    throw error instanceof K3Error ? error : new K3Error(ExitCode.runtime, `${jsonPath}: cannot replace the old trunk manifest: ${errnoReason(error)}`);
+  }
+  commitAll([bin, json]);
   return { manifest, payloadBytes, largestLayerBytes, seconds: (performance.now() - started) / 1000, alreadyPacked: false };
 }
 

@@ -1,6 +1,6 @@
 /** `k3 chat` through dist/k3: one turn for scripts, and a conversation in a real terminal. */
 import { afterAll, describe, expect, test } from "bun:test";
-import { writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { executablePath } from "../../tools/build.ts";
 import { chatModelDir } from "../support/chat-fixture.ts";
@@ -91,7 +91,7 @@ describe("k3 chat in a terminal", () => {
     expect(Number(reused)).toBeGreaterThan(0);
     mark = pty.screen.length;
     pty.send(`/save ${transcript}\r`);
-    await pty.waitFor(/\(saved 4 messages to /, mark);
+    await pty.waitFor(/\(saved 4 messages to [^\n]*, the state in [^\n]*talk\.json\.k3st: /, mark);
     mark = pty.screen.length;
     pty.send("/reset\r");
     await pty.waitFor(/\(conversation forgotten\)/, mark);
@@ -110,22 +110,44 @@ describe("k3 chat in a terminal", () => {
     await pty.waitFor(/turn: prompt (\d+) ids \(\1 fed, 0 reused from the start\)[^\n]*\(cancelled\)/, mark);
     mark = pty.screen.length;
     pty.send(`/load ${transcript}\r`);
-    await pty.waitFor(/\(loaded 4 messages from /, mark);
+    await pty.waitFor(/\(loaded 4 messages from [^\n]* and \d+ positions of state; the next turn feeds only what is new\)/, mark);
+    // The state file, not the story the live state held: the saved conversation continues from it.
+    mark = pty.screen.length;
+    pty.send("/set max-tokens 8\r");
+    await pty.waitFor(/\(max-tokens 8\)/, mark);
+    mark = pty.screen.length;
+    pty.send("And then?\r");
+    await pty.waitFor(/\n> $/, mark);
+    mark = pty.screen.length;
+    pty.send("/stats\r");
+    const [, loadedPrompt, loadedFed, loadedReused] = await pty.waitFor(/turn: prompt (\d+) ids \((\d+) fed, (\d+) reused from the live state\)/, mark);
+    expect(Number(loadedFed) + Number(loadedReused)).toBe(Number(loadedPrompt));
+    // Without the file nothing would be reused: the live state held the story, which shares no message.
+    expect(Number(loadedReused)).toBeGreaterThan(0);
     pty.send("/exit\r");
     expect(await pty.exited()).toBe(0);
     const saved = JSON.parse(await Bun.file(transcript).text()) as { role: string }[];
     expect(saved.map((m) => m.role)).toEqual(["user", "assistant", "user", "assistant"]);
   }, 60_000);
 
-  test("a transcript that is not one is refused by /load, and the chat goes on", async () => {
-    const bad = join(tempDir("chat-pty"), "bad.json");
+  test("a transcript that is not one is refused by /load, and the chat goes on; /save keeps a symlink a link", async () => {
+    const dir = tempDir("chat-pty");
+    const bad = join(dir, "bad.json");
     writeFileSync(bad, "{\"messages\": 1}");
+    const link = join(dir, "saved.json");
+    symlinkSync("kept/real.json", link);
+    mkdirSync(join(dir, "kept"));
     const pty = new PtySession([executablePath, ...chat(["--max-tokens", "4"])]);
     sessions.push(pty);
     await pty.waitFor(/> $/);
     pty.send(`/load ${bad}\r`);
     await pty.waitFor(/expected a JSON array of messages, each with a "role"/);
+    const mark = pty.screen.length;
+    pty.send(`/save ${link}\r`);
+    await pty.waitFor(/\(saved 0 messages to /, mark);
     pty.send("\u0004"); // Ctrl-D at the prompt leaves
     expect(await pty.exited()).toBe(0);
+    expect(lstatSync(link).isSymbolicLink()).toBe(true);
+    expect(JSON.parse(readFileSync(join(dir, "kept", "real.json"), "utf8"))).toEqual([]);
   }, 30_000);
 });

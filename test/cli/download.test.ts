@@ -132,7 +132,7 @@ describe("k3 download against a fake Hub", () => {
     while (performance.now() < deadline && !(existsSync(part) && statSync(part).size >= 512 * 1024)) await Bun.sleep(20);
     child.kill("SIGINT");
     const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
-    expect(code).toBe(1);
+    expect(code).toBe(130);
     expect(stderr).toContain("stopping: partial files are kept, re-run to resume");
     expect(stderr).toContain("interrupted:");
     expect(statSync(part).size).toBe(512 * 1024);

@@ -129,6 +129,6 @@ describe("--dump-cache-trace and k3 sim-cache", () => {
   test("--dump-cache-trace into a missing directory is refused", () => {
     const r = k3([tiny, ...prompt, "--dump-cache-trace", "/nonexistent/k3-trace"]);
     expect(r.code).toBe(2);
-    expect(r.stderr).toBe("k3: --dump-cache-trace: directory /nonexistent/k3-trace does not exist\n");
+    expect(r.stderr).toBe("k3: --dump-cache-trace /nonexistent/k3-trace: directory does not exist\n");
   });
 });

@@ -1,9 +1,10 @@
 /** `k3 pack-trunk` and the checks a packed trunk must pass before k3 streams from it. */
 import { describe, expect, test } from "bun:test";
-import { existsSync, readdirSync, readFileSync, truncateSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expectation, modelDir } from "../support/fixtures.ts";
 import { k3 } from "../support/k3.ts";
+import { smallFsUnavailable, withSmallFs } from "../support/small-fs.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const dir = modelDir("nested14");
@@ -96,5 +97,56 @@ describe("k3 pack-trunk", () => {
   test("usage errors exit 2", () => {
     expect(k3(["pack-trunk", dir]).code).toBe(2);
     expect(k3(["pack-trunk", dir, "x", "--layers", "abc"]).stderr).toBe("k3: --layers expects a whole number from 1 to 1000000, got 'abc'\n");
+  });
+});
+
+describe("k3 pack-trunk on paths and disks that refuse the write", () => {
+  test("a <trunk_dir> that cannot be a directory is refused before the checkpoint is read (exit 2)", () => {
+    const base = tempDir("pack-paths");
+    const file = join(base, "file");
+    writeFileSync(file, "mine");
+    const long = join(base, "x".repeat(256));
+    for (const [target, reason] of [
+      [file, "is not a directory"],
+      [join(file, "trunk"), "a component of the path is not a directory (ENOTDIR)"],
+      [long, "name too long (ENAMETOOLONG)"],
+    ] as const) {
+      const r = k3(["pack-trunk", "/nonexistent-model", target]);
+      expect(r.stderr).toBe(`k3: <trunk_dir> ${target}: ${reason}\n`);
+      expect(r.code).toBe(2);
+    }
+    expect(readFileSync(file, "utf8")).toBe("mine");
+  });
+
+  test.skipIf(smallFsUnavailable() !== undefined)("a read-only filesystem is refused before packing (EROFS, exit 2)", () => {
+    const r = withSmallFs(65536, `"$K3" pack-trunk "${dir}" "$MNT/trunk"`, { readOnly: true });
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^k3: <trunk_dir> \S+\/trunk: directory \S+ is not writable: read-only file system \(EROFS\)\n$/);
+  });
+
+  test.skipIf(smallFsUnavailable() !== undefined)("a disk too small for trunk.bin: ENOSPC named, nothing left filling the disk", () => {
+    const r = withSmallFs(1 << 20, `"$K3" pack-trunk "${dir}" "$MNT/trunk"; code=$?; echo "left: $(ls -A "$MNT/trunk")"; exit $code`);
+    expect(r.code).toBe(1);
+    expect(r.stderr.trimEnd().split("\n").at(-1)).toMatch(/^k3: \S+\/trunk\/trunk\.bin: cannot write the packed trunk: no space left on device \(ENOSPC\)$/);
+    expect(r.stdout).toBe("left: \n");
+  });
+
+  test.skipIf(smallFsUnavailable() !== undefined)("ENOSPC on trunk.json leaves nothing; after freeing space the same command packs, no --force", () => {
+    const reference = packed();
+    const binBytes = statSync(join(reference, "trunk.bin")).size;
+    const jsonBytes = statSync(join(reference, "trunk.json")).size;
+    expect(jsonBytes).toBeGreaterThan(8192);
+    // Room for trunk.bin and one page of trunk.json: the manifest is what runs out of space.
+    const r = withSmallFs(binBytes + 4096, [
+      `"$K3" pack-trunk "${dir}" "$MNT/trunk"; echo "first: $?"; echo "left: $(ls -A "$MNT/trunk")"`,
+      `mount -o remount,size=64m "$MNT"`,
+      `"$K3" pack-trunk "${dir}" "$MNT/trunk"; echo "second: $?"; echo "after: $(ls -A "$MNT/trunk" | tr '\\n' ' ')"`,
+      `"$K3" "${dir}" --ids ${want.prompt_ids.join(",")} --gen 3 --trunk "$MNT/trunk" --trunk-gb 0 --out -`,
+    ].join("\n"));
+    const lines = r.stdout.trimEnd().split("\n");
+    expect(lines.slice(0, 4)).toEqual(["first: 1", "left: ", "second: 0", "after: trunk.bin trunk.json "]);
+    expect(r.stderr).toMatch(/k3: \S+\/trunk\/trunk\.json: cannot write the trunk manifest: no space left on device \(ENOSPC\)\n/);
+    expect(r.stderr).not.toContain("--force");
+    expect(JSON.parse(lines[4] as string).generated_ids).toEqual(want.generated_ids.slice(0, 3));
   });
 });

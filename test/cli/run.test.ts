@@ -75,11 +75,11 @@ describe("k3 <model_dir> through the binary", () => {
     expect(JSON.parse(r.stdout).generated_ids).toEqual([]);
   });
 
-  test("an unwritable --dump-logits path is reported and the run still delivers its tokens", () => {
+  test("an unwritable --dump-logits path is refused before the model loads (exit 2), naming the flag", () => {
     const r = k3([tiny, "--ids", prompt, "--gen", "1", "--dump-logits", "/nonexistent/dir/l.f32", "--out", "-"]);
-    expect(r.code).toBe(0);
-    expect(r.stderr).toContain("--dump-logits: /nonexistent/dir/l.f32: cannot write the logits (ENOENT)");
-    expect(JSON.parse(r.stdout).generated_ids).toEqual(want.generated_ids.slice(0, 1));
+    expect(r.code).toBe(2);
+    expect(r.stderr).toBe("k3: --dump-logits /nonexistent/dir/l.f32: directory /nonexistent/dir does not exist\n");
+    expect(r.stdout).toBe("");
   });
 
   test("a shard set missing tensors is refused before anything is read, naming them (exit 1)", () => {

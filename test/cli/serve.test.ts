@@ -4,13 +4,17 @@
  * by itself at the end (SIGTERM, which must exit 0).
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readdirSync, readFileSync } from "node:fs";
 import OpenAI from "openai";
+import { parseChatRequest, renderChat } from "../../src/chat/index.ts";
+import { loadTokenizer } from "../../src/tokenizer/index.ts";
 import { executablePath } from "../../tools/build.ts";
 import { chatModelDir } from "../support/chat-fixture.ts";
 import { k3 } from "../support/k3.ts";
+import { tempDir } from "../support/tmp.ts";
 
 const dir = chatModelDir();
+const tokenizer = loadTokenizer(dir);
 
 interface Served {
   url: string;
@@ -56,7 +60,7 @@ const client = (s: Served, apiKey = "unused") => new OpenAI({ baseURL: `${s.url}
 const post = (s: Served, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${s.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
 
-type K3Stats = { reused_prompt_ids: number; prefilled_ids: number; reused_from: string };
+type K3Stats = { reused_prompt_ids: number; prefilled_ids: number; reused_from: string; snapshots?: { in_ram: number; parked: number } };
 interface CompletionJson {
   choices: { message: { role: string; content: string | null; reasoning_content: string | null } }[];
   usage: { prompt_tokens: number };
@@ -111,26 +115,90 @@ describe("k3 serve", () => {
     expect(await again.stop()).toBe(0);
   }, 60_000);
 
-  test("turn two echoing turn one reuses the state, and every answer equals a fresh server's", async () => {
+  /** The ids the server renders for `body`, and where its conversation messages end. */
+  const rendered = (body: object) => {
+    const r = renderChat(parseChatRequest(JSON.parse(JSON.stringify(body))), tokenizer);
+    return { ids: r.ids, historyEnd: r.historyEnd };
+  };
+  const firstDifference = (a: readonly number[], b: readonly number[]) => {
+    let i = 0;
+    while (i < a.length && i < b.length && a[i] === b[i]) i++;
+    return i;
+  };
+  type Message = { role: string; content: string | null; reasoning_content?: string | null };
+  const ask = (messages: Message[]) => ({ model: "kimi-k3", messages, max_tokens: 10, temperature: 0 });
+
+  /**
+   * Three turns, each echoing the previous answer; with `interleave`, another conversation's
+   * request comes between turns (so the first conversation's state must come back from a
+   * snapshot). Checks that each turn reused all of the previous request's messages and fed only
+   * what follows; returns the answers and where their reuse came from.
+   */
+  async function threeTurns(s: Served, interleave: boolean) {
+    const answers: CompletionJson[] = [];
+    let messages: Message[] = [{ role: "user", content: "Hello there" }];
+    const requests: ReturnType<typeof ask>[] = [];
+    for (const next of ["And then?", "Why?", undefined]) {
+      const request = ask(messages);
+      requests.push(request);
+      const answer = await completion(await post(s, request));
+      answers.push(answer);
+      const turn = answers.length;
+      const ids = rendered(request).ids;
+      expect(answer.k3.reused_prompt_ids + answer.k3.prefilled_ids).toBe(ids.length);
+      if (turn > 1) {
+        const previous = rendered(requests[turn - 2]!);
+        // Everything up to the end of the previous request's messages came from a state, never re-read.
+        expect(answer.k3.reused_prompt_ids).toBeGreaterThanOrEqual(previous.historyEnd);
+        expect(answer.k3.prefilled_ids).toBeLessThanOrEqual(ids.length - previous.historyEnd);
+      }
+      if (interleave) await post(s, ask([{ role: "user", content: `Something else entirely ${turn}` }]));
+      if (next) messages = [...messages, answer.choices[0]!.message, { role: "user", content: next }];
+    }
+    return { requests, answers, from: answers.map((a) => a.k3.reused_from) };
+  }
+
+  test("three turns, each echoing the last answer: only the new ids are prefilled, and every answer equals a fresh server's", async () => {
     const s = await serve();
-    const first = { model: "kimi-k3", messages: [{ role: "user", content: "Hello there" }], max_tokens: 10, temperature: 0 };
-    const one = await completion(await post(s, first));
-    const echo = { ...first, messages: [...first.messages, one.choices[0]!.message, { role: "user", content: "And then?" }] };
-    const two = await completion(await post(s, echo));
-    const stats = two.k3;
-    expect(stats.reused_prompt_ids).toBeGreaterThan(0);
-    expect(stats.prefilled_ids).toBeLessThan(two.usage.prompt_tokens + 3);
-    const edited = { ...echo, messages: [{ role: "user", content: "Hullo there" }, ...echo.messages.slice(1)] };
-    const three = await completion(await post(s, edited));
-    expect(three.k3.reused_prompt_ids).toBe(0);
-    const fresh = await serve();
-    const coldTwo = await completion(await post(fresh, echo));
-    const coldThree = await completion(await post(fresh, edited));
-    expect(two.choices[0]!.message).toEqual(coldTwo.choices[0]!.message);
-    expect(three.choices[0]!.message).toEqual(coldThree.choices[0]!.message);
+    const warm = await threeTurns(s, false);
+    expect(warm.from).toEqual(["none", expect.stringMatching(/^(live|snapshot)$/), expect.stringMatching(/^(live|snapshot)$/)]);
+    // An edit in the second user message: nothing after the edit is reused, and the answer is still the cold one.
+    const third = warm.requests[2]!;
+    const edited = { ...third, messages: third.messages.map((m, i) => (i === 2 ? { ...m, content: "And after that?" } : m)) };
+    const afterEdit = await completion(await post(s, edited));
+    expect(afterEdit.k3.reused_prompt_ids).toBeLessThanOrEqual(firstDifference(rendered(edited).ids, rendered(third).ids));
+    expect(afterEdit.k3.reused_prompt_ids).toBeGreaterThan(0); // the first user message is still shared
+    const firstEdited = { ...third, messages: [{ role: "user", content: "Hullo there" }, ...third.messages.slice(1)] };
+    expect((await completion(await post(s, firstEdited))).k3.reused_prompt_ids).toBe(0);
     expect(await s.stop()).toBe(0);
-    expect(await fresh.stop()).toBe(0);
-  }, 60_000);
+    // Turn one and the first-message edit reused nothing, so they are cold answers already.
+    const reusing: [object, CompletionJson][] = [[warm.requests[1]!, warm.answers[1]!], [warm.requests[2]!, warm.answers[2]!], [edited, afterEdit]];
+    for (const [request, answer] of reusing) {
+      const fresh = await serve();
+      const cold = await completion(await post(fresh, request));
+      expect(cold.k3.reused_from).toBe("none");
+      expect(answer.choices[0]!.message).toEqual(cold.choices[0]!.message);
+      expect(await fresh.stop()).toBe(0);
+    }
+  }, 120_000);
+
+  test("another conversation between turns: snapshots parked to disk (--snapshot-gb 0) and read back give the same answers", async () => {
+    const parkDir = tempDir("park");
+    const s = await serve(["--snapshot-gb", "0", "--snapshot-dir", parkDir]);
+    const parked = await threeTurns(s, true);
+    expect(parked.from.slice(1)).toEqual(["parked", "parked"]);
+    const stats = parked.answers[2]!.k3.snapshots!;
+    expect(stats.in_ram).toBe(0);
+    expect(stats.parked).toBeGreaterThan(0);
+    expect(readdirSync(parkDir)).toHaveLength(1); // the server's own directory of parked files
+    expect(await s.stop()).toBe(0);
+    expect(readdirSync(parkDir)).toEqual([]); // removed at exit
+    // The same conversation on a server whose snapshots stay in RAM, and with none interleaved.
+    const inRam = await serve(["--snapshot-gb", "1"]);
+    const plain = await threeTurns(inRam, false);
+    expect(plain.answers.map((a) => a.choices[0]!.message)).toEqual(parked.answers.map((a) => a.choices[0]!.message));
+    expect(await inRam.stop()).toBe(0);
+  }, 120_000);
 
   test("bad requests get their status and an OpenAI error body, and the next good request is answered", async () => {
     const s = await serve(["--api-key", "sekret", "--max-body", "1", "--queue", "0"]);

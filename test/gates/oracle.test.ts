@@ -7,7 +7,6 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { argmax } from "../../src/decode/sampler.ts";
-import { K3Error } from "../../src/errors.ts";
 import { expectation, fixturesDir, modelDir, openFixture, oracleModels, readF32 } from "../support/fixtures.ts";
 import { k3, type K3Result } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -130,100 +129,4 @@ describe("engine paths are bit-identical (model.md 8.4)", () => {
       for (const s of [all, single]) model.release(s);
     });
   }
-});
-
-describe("sequence state snapshots (the seam multi-turn and speculative decoding need)", () => {
-  const name = "nested14";
-  const ids = expectation(name).tf.ids;
-
-  test("restore a snapshot and continue = continue from the original, bit for bit; so does a decoded copy", () => {
-    using engine = openFixture(name, ids.length + 3);
-    const model = engine.model;
-    const state = model.newState();
-    model.run(state, ids.slice(0, 10));
-    const snapshot = state.snapshot();
-    const bytes = state.encode();
-    const straight = model.run(state, ids.slice(10), "all");
-    // Diverge, then go back: KDA and conv state cannot be trimmed, only restored.
-    model.run(state, [ids[3] as number, ids[4] as number]);
-    state.restore(snapshot);
-    expect(state.position).toBe(10);
-    const again = model.run(state, ids.slice(10), "all");
-    expect(Buffer.compare(bits(straight), bits(again))).toBe(0);
-    const other = model.newState();
-    other.decode(bytes, "state bytes");
-    expect(other.position).toBe(10);
-    const decoded = model.run(other, ids.slice(10), "all");
-    expect(Buffer.compare(bits(straight), bits(decoded))).toBe(0);
-    // A state that had not diverged would make the comparison vacuous: the logits did change.
-    const fresh = model.newState();
-    const unprimed = model.run(fresh, ids.slice(10), "all");
-    expect(Buffer.compare(bits(straight), bits(unprimed))).not.toBe(0);
-    snapshot.free();
-    for (const s of [state, other, fresh]) model.release(s);
-  });
-
-  test("state bytes of another shape, truncated, or altered are refused naming the source", () => {
-    using engine = openFixture(name, ids.length + 1);
-    const model = engine.model;
-    const state = model.newState();
-    model.run(state, ids.slice(0, 5));
-    const good = state.encode();
-    const target = model.newState();
-    const refuse = (bytes: Uint8Array, pattern: RegExp) => expect(() => target.decode(bytes, "x.state")).toThrow(pattern);
-    refuse(good.subarray(0, 8), /^x\.state: not a sequence state of this model \(8 bytes is shorter than the header\)$/);
-    refuse(good.subarray(0, good.length - 4), /bytes, the header implies/);
-    refuse(new Uint8Array([...good, 0, 0, 0, 0]), /bytes, the header implies/);
-    const badMagic = good.slice();
-    badMagic[0] = (good[0] as number) ^ 1;
-    refuse(badMagic, /bad magic/);
-    const badVersion = good.slice();
-    badVersion[4] = 9;
-    refuse(badVersion, /version 9/);
-    const farPosition = good.slice();
-    new DataView(farPosition.buffer).setUint32(8, 1_000_000, true);
-    refuse(farPosition, /position 1000000 exceeds/);
-    const wrongPosition = good.slice();
-    new DataView(wrongPosition.buffer).setUint32(8, 6, true);
-    refuse(wrongPosition, /section \d+ is layer \d+ mla latent of \d+ floats, expected/);
-    const fewerSections = good.slice();
-    new DataView(fewerSections.buffer).setUint32(12, 3, true);
-    refuse(fewerSections, /3 sections, this model carries/);
-    expect(target.position).toBe(0); // refused bytes leave the state as it was
-    // An odd byte offset (a slice of a larger file) decodes the same.
-    const padded = new Uint8Array(good.length + 1);
-    padded.set(good, 1);
-    target.decode(padded.subarray(1), "x.state");
-    expect(target.position).toBe(5);
-    for (const s of [state, target]) model.release(s);
-  });
-
-  test("hostile state bytes: random cuts and byte flips are refused as K3Errors or decode whole, never crash", () => {
-    using engine = openFixture(name, ids.length + 1);
-    const model = engine.model;
-    const state = model.newState();
-    model.run(state, ids.slice(0, 4));
-    const good = state.encode();
-    const target = model.newState();
-    let seed = 0x9e3779b9;
-    const random = (n: number) => {
-      seed = (Math.imul(seed ^ (seed >>> 15), 0x2c1b3c6d) + 0x6d2b79f5) >>> 0;
-      return seed % n;
-    };
-    let refused = 0;
-    for (let round = 0; round < 300; round++) {
-      const bytes = good.slice(0, round % 3 === 0 ? random(good.length) : good.length);
-      for (let flips = 1 + random(4); flips > 0 && bytes.length > 0; flips--) bytes[random(Math.min(bytes.length, 64 + 12 * 40))] = random(256);
-      try {
-        target.decode(bytes, "fuzz.state");
-        expect(target.position).toBe(4); // a flip inside the floats is data, not structure
-      } catch (error) {
-        expect(error).toBeInstanceOf(K3Error);
-        expect((error as K3Error).message.startsWith("fuzz.state: not a sequence state of this model (")).toBe(true);
-        refused++;
-      }
-    }
-    expect(refused).toBeGreaterThan(100);
-    for (const s of [state, target]) model.release(s);
-  });
 });

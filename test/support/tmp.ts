@@ -1,13 +1,18 @@
 /**
- * Temporary directories for tests, under one root per test process. `bun test` does not run
- * exit handlers, so the preload removes the roots of processes that are gone.
+ * Temporary directories for tests, under one root per test process and parent directory
+ * (`k3-tests-<pid>-…` in the system temporary directory, `k3-tests-<pid>` under another parent
+ * such as /dev/shm). `bun test` runs no exit handlers, so the preload removes this process's
+ * roots in a global `afterAll` (which bun runs once, after the last test file), and at start
+ * the roots of earlier test processes that are gone (a run killed before its `afterAll`).
  */
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 
-const rootPrefix = "k3-tests-";
+export const testRootPrefix = "k3-tests-";
 let root: string | undefined;
+/** Roots made under other parents (`tempDir(label, parent)`), removed with the main one. */
+const otherRoots = new Set<string>();
 
 function processAlive(pid: number): boolean {
   try {
@@ -21,20 +26,28 @@ function processAlive(pid: number): boolean {
 /** Removes the temporary roots of test processes that no longer run. */
 export function removeStaleTestRoots(parent = tmpdir()): void {
   for (const name of readdirSync(parent)) {
-    const pid = Number(name.slice(rootPrefix.length).split("-")[0]);
-    if (name.startsWith(rootPrefix) && Number.isInteger(pid) && pid !== process.pid && !processAlive(pid)) {
+    const pid = Number(name.slice(testRootPrefix.length).split("-")[0]);
+    if (name.startsWith(testRootPrefix) && Number.isInteger(pid) && pid !== process.pid && !processAlive(pid)) {
       rmSync(join(parent, name), { recursive: true, force: true });
     }
   }
 }
 
+/** Removes every temporary root this process made; the preload calls it after the last test. */
+export function removeOwnTestRoots(): void {
+  for (const dir of [root, ...otherRoots]) if (dir) rmSync(dir, { recursive: true, force: true });
+  root = undefined;
+  otherRoots.clear();
+}
+
 export function tempDir(label: string, parent?: string): string {
   if (parent !== undefined) {
     // Another filesystem was asked for (e.g. tmpfs): a root there too.
-    const base = join(parent, `${rootPrefix}${process.pid}`);
+    const base = join(parent, `${testRootPrefix}${process.pid}`);
     if (!existsSync(base)) mkdirSync(base, { recursive: true });
+    otherRoots.add(base);
     return mkdtempSync(join(base, `${label}-`));
   }
-  root ??= mkdtempSync(join(tmpdir(), `${rootPrefix}${process.pid}-`));
+  root ??= mkdtempSync(join(tmpdir(), `${testRootPrefix}${process.pid}-`));
   return mkdtempSync(join(root, `${label}-`));
 }

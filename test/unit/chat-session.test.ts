@@ -3,7 +3,7 @@
  * incrementally gives exactly the ids of a cold run of the same transcript (greedy and seeded),
  * the ids actually fed are reported, and an edited earlier message reuses nothing.
  */
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
 import { loadConfig } from "../../src/checkpoint/config.ts";
 import { samplingDefaults, type SamplingOptions } from "../../src/decode/sampling-options.ts";
@@ -12,6 +12,10 @@ import { ChatSession, type ChatSettings } from "../../src/session/chat-session.t
 import { loadTokenizer } from "../../src/tokenizer/index.ts";
 import { gbToBytes } from "../../src/units.ts";
 import { chatModelDir } from "../support/chat-fixture.ts";
+import { conversationOptions } from "../support/conversation.ts";
+
+// Each test opens engines and runs several turns: seconds on a loaded 2-core machine.
+setDefaultTimeout(30_000);
 
 const dir = chatModelDir();
 const tokenizer = loadTokenizer(dir);
@@ -31,13 +35,19 @@ afterAll(() => {
   for (const e of engines) e.close();
 });
 
+/** A chat session on a fresh engine. */
+function openSession(chosen: ChatSettings): ChatSession {
+  const engine = open();
+  return new ChatSession(engine, tokenizer, chosen, conversationOptions(engine));
+}
+
 const settings = (sampling: SamplingOptions): ChatSettings => ({ system: "Be brief.", thinking: true, effort: "max", sampling, maxNewTokens: 12 });
 const seeded: SamplingOptions = { ...samplingDefaults.chat, seed: 42 };
 
 for (const [label, sampling] of [["greedy", samplingDefaults.run], ["seeded", seeded]] as const) {
   describe(`a second turn (${label})`, () => {
     test("reuses the carried state, feeds only the new ids, and equals a cold run of the same transcript", async () => {
-      const warm = new ChatSession(open(), tokenizer, settings(sampling));
+      const warm = openSession(settings(sampling));
       const one = await warm.send("Hello, who are you?");
       expect(one.turn.reusedFrom).toBe("none");
       expect(one.turn.fedPromptIds).toBe(one.promptIds);
@@ -46,7 +56,7 @@ for (const [label, sampling] of [["greedy", samplingDefaults.run], ["seeded", se
       expect(two.turn.fedPromptIds).toBe(two.promptIds - two.turn.reusedPromptIds);
       expect(two.turn.fedPromptIds).toBeLessThan(two.promptIds);
 
-      const cold = new ChatSession(open(), tokenizer, settings(sampling));
+      const cold = openSession(settings(sampling));
       cold.load(warm.transcript.slice(0, 3)); // user, assistant, user: the same request turn two made
       const again = await cold.reply();
       expect(again.turn.reusedFrom).toBe("none");
@@ -60,14 +70,14 @@ for (const [label, sampling] of [["greedy", samplingDefaults.run], ["seeded", se
 
 describe("what is not an exact prefix is not reused", () => {
   test("an edited earlier message feeds the whole prompt again, with the cold result", async () => {
-    const session = new ChatSession(open(), tokenizer, settings(seeded));
+    const session = openSession(settings(seeded));
     await session.send("Hello, who are you?");
     const edited = [{ role: "user", content: "Hullo, who are you?" }, ...session.transcript.slice(1), { role: "user", content: "Go on." }];
     session.load(edited);
     const turn = await session.reply();
     expect(turn.turn).toMatchObject({ reusedFrom: "none", reusedPromptIds: 0 });
     expect(turn.turn.fedPromptIds).toBe(turn.promptIds);
-    const cold = new ChatSession(open(), tokenizer, settings(seeded));
+    const cold = openSession(settings(seeded));
     cold.load(edited);
     expect((await cold.reply()).generatedIds).toEqual(turn.generatedIds);
     session.close();
@@ -75,7 +85,7 @@ describe("what is not an exact prefix is not reused", () => {
   });
 
   test("a changed effort changes an early note, so nothing is reused", async () => {
-    const session = new ChatSession(open(), tokenizer, settings(samplingDefaults.run));
+    const session = openSession(settings(samplingDefaults.run));
     await session.send("Hi");
     session.settings.effort = "low";
     const turn = await session.send("Again");
@@ -84,7 +94,7 @@ describe("what is not an exact prefix is not reused", () => {
   });
 
   test("/reset forgets the transcript and the state", async () => {
-    const session = new ChatSession(open(), tokenizer, settings(samplingDefaults.run));
+    const session = openSession(settings(samplingDefaults.run));
     const first = await session.send("Hi");
     session.reset();
     expect(session.transcript).toEqual([]);

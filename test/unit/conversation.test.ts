@@ -3,10 +3,16 @@
  * boundary snapshot emits exactly the ids of a cold run of the same prompt, feeds only the new
  * ids, and a prompt that differs early reuses nothing.
  */
-import { describe, expect, test } from "bun:test";
-import { greedy, type Sampler } from "../../src/decode/sampler.ts";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { argmax, greedy, type Sampler } from "../../src/decode/sampler.ts";
 import { Conversation, type RenderedPrompt } from "../../src/session/conversation.ts";
+import { conversationOptions } from "../support/conversation.ts";
 import { expectation, openFixture } from "../support/fixtures.ts";
+
+// Each test opens engines and runs several turns: seconds on a loaded 2-core machine.
+setDefaultTimeout(30_000);
 
 const ids = expectation("tiny13").tf.ids; // 32 ids below the vocabulary
 const noStop = new Set<number>();
@@ -14,9 +20,22 @@ const noStop = new Set<number>();
 /** A prompt of `history` ids (the messages) followed by `tail` ids (notes, generation prompt). */
 const prompt = (history: readonly number[], tail: readonly number[]): RenderedPrompt => ({ ids: [...history, ...tail], historyEnd: history.length });
 
+/** Greedy, keeping the bits of every row of logits it chose from: answers are compared by those, not only by ids. */
+function recording(): Sampler & { rows: Buffer[] } {
+  const rows: Buffer[] = [];
+  return { rows, choose: (logits) => (rows.push(Buffer.from(logits.slice().buffer)), argmax(logits)) };
+}
+
+/** The logits of every step of a cold run of `p`. */
+async function coldLogits(p: RenderedPrompt, maxNewTokens: number): Promise<Buffer[]> {
+  const sampler = recording();
+  await cold(p, maxNewTokens, sampler);
+  return sampler.rows;
+}
+
 async function cold(p: RenderedPrompt, maxNewTokens: number, sampler: Sampler = greedy): Promise<number[]> {
   using engine = openFixture("tiny13", 128);
-  const c = new Conversation(engine.model, engine.plan.prefillChunk);
+  const c = new Conversation(engine.model, conversationOptions(engine));
   try {
     return (await c.turn(p, { sampler, maxNewTokens, stopIds: noStop })).generated;
   } finally {
@@ -30,7 +49,7 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("turn two from the live state: same ids as cold, only the new ids fed", async () => {
     using engine = openFixture("tiny13", 128);
-    const c = new Conversation(engine.model, engine.plan.prefillChunk);
+    const c = new Conversation(engine.model, conversationOptions(engine));
     const first = prompt(system, genPrompt);
     const one = await c.turn(first, { sampler: greedy, maxNewTokens: 5, stopIds: noStop });
     expect(one).toMatchObject({ reusedFrom: "none", reusedPromptIds: 0, fedPromptIds: first.ids.length });
@@ -47,7 +66,7 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("turn two from the boundary snapshot when the reply is not echoed as generated", async () => {
     using engine = openFixture("tiny13", 128);
-    const c = new Conversation(engine.model, engine.plan.prefillChunk);
+    const c = new Conversation(engine.model, conversationOptions(engine));
     const first = prompt(system, genPrompt);
     await c.turn(first, { sampler: greedy, maxNewTokens: 4, stopIds: noStop });
     // The client re-rendered the reply differently: only the messages before it are shared.
@@ -61,7 +80,7 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("an edited earlier message reuses nothing, and the result is still the cold one", async () => {
     using engine = openFixture("tiny13", 128);
-    const c = new Conversation(engine.model, engine.plan.prefillChunk);
+    const c = new Conversation(engine.model, conversationOptions(engine));
     await c.turn(prompt(system, genPrompt), { sampler: greedy, maxNewTokens: 4, stopIds: noStop });
     const edited = [...system];
     edited[2] = (edited[2] as number) + 1;
@@ -74,7 +93,7 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("a stop id ends the reply and is never fed: the next turn reuses up to the id before it", async () => {
     using engine = openFixture("tiny13", 128);
-    const c = new Conversation(engine.model, engine.plan.prefillChunk);
+    const c = new Conversation(engine.model, conversationOptions(engine));
     const first = prompt(system, genPrompt);
     const probe = await cold(first, 3);
     const stop = new Set([probe[2] as number]);
@@ -90,7 +109,7 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("cancelling between tokens ends the reply as cancelled", async () => {
     using engine = openFixture("tiny13", 128);
-    const c = new Conversation(engine.model, engine.plan.prefillChunk);
+    const c = new Conversation(engine.model, conversationOptions(engine));
     let seen = 0;
     const r = await c.turn(prompt(system, genPrompt), {
       sampler: greedy, maxNewTokens: 10, stopIds: noStop, onToken: () => { seen++; }, cancelled: () => seen >= 3,
@@ -102,8 +121,108 @@ describe("a conversation reuses exact prefixes only", () => {
 
   test("a turn that cannot fit the context is refused before anything is fed", async () => {
     using engine = openFixture("tiny13", 16);
-    const c = new Conversation(engine.model, engine.plan.prefillChunk);
+    const c = new Conversation(engine.model, conversationOptions(engine));
     await expect(c.turn(prompt(system, genPrompt), { sampler: greedy, maxNewTokens: 10, stopIds: noStop })).rejects.toThrow(/the context holds 16/);
     c.close();
+  });
+});
+
+describe("snapshots: taken at (a), (b), (c), bounded, parked whole, refused when damaged", () => {
+  const systemA = ids.slice(0, 8);
+  const systemB = [ids[9] as number, ...ids.slice(1, 8)]; // differs at position 0
+  const genPrompt = ids.slice(28, 31);
+  const first = prompt(systemA, genPrompt);
+  const other = prompt(systemB, genPrompt);
+
+  test("the end of the messages, the end of the prompt, the last id fed; the stop id is in none", async () => {
+    using engine = openFixture("tiny13", 128);
+    const c = new Conversation(engine.model, conversationOptions(engine));
+    const probe = await cold(first, 3);
+    const one = await c.turn(first, { sampler: greedy, maxNewTokens: 10, stopIds: new Set([probe[2] as number]) });
+    expect(one.finish).toBe("stop");
+    expect(c.snapshotIds).toEqual([[...first.ids, ...probe.slice(0, 2)], first.ids, systemA]);
+    expect(one.snapshots).toMatchObject({ inRam: 3, parked: 0 });
+    c.close();
+  });
+
+  test("RAM stays within its budget: the least useful are parked (the reply end first, the prompt end last) and read back exactly", async () => {
+    using engine = openFixture("tiny13", 128);
+    const probe = new Conversation(engine.model, conversationOptions(engine));
+    const snapshotBytes = (await probe.turn(first, { sampler: greedy, maxNewTokens: 2, stopIds: noStop })).snapshots!.ramBytes / 3;
+    probe.close();
+    const options = conversationOptions(engine, { ramBytes: snapshotBytes });
+    const c = new Conversation(engine.model, options);
+    const one = await c.turn(first, { sampler: greedy, maxNewTokens: 5, stopIds: noStop });
+    expect(one.snapshots).toMatchObject({ inRam: 1, parked: 2, ramBytes: snapshotBytes, parkedWrites: 2 });
+    // A request that continues after the whole first prompt: its snapshot stayed in RAM.
+    const afterPrompt = prompt([...first.ids, ...ids.slice(15, 20)], genPrompt);
+    const two = await c.turn(afterPrompt, { sampler: greedy, maxNewTokens: 6, stopIds: noStop });
+    expect(two).toMatchObject({ reusedFrom: "snapshot", reusedPromptIds: first.ids.length });
+    // The client re-rendered the reply: only the first messages are shared; that snapshot was parked, and is read back.
+    const reRendered = prompt([...systemA, ...ids.slice(15, 20)], genPrompt);
+    const sampler = recording();
+    const three = await c.turn(reRendered, { sampler, maxNewTokens: 6, stopIds: noStop });
+    expect(three).toMatchObject({ reusedFrom: "parked", reusedPromptIds: systemA.length });
+    expect(three.snapshots!.ramBytes).toBeLessThanOrEqual(snapshotBytes);
+    expect(options.warnings).toEqual([]);
+    c.close();
+    expect(sampler.rows).toEqual(await coldLogits(reRendered, 6));
+  });
+
+  for (const [label, budget, from] of [
+    ["in RAM, parked when the other conversation rewrites their rows", { ramBytes: 1e9 }, "parked"],
+    ["all parked (--snapshot-gb 0)", { ramBytes: 0 }, "parked"],
+    ["with no disk to park on: dropped, and nothing is reused", { diskBytes: 0 }, "none"],
+  ] as const) {
+    test(`two conversations interleaved, snapshots ${label}: every answer equals a cold run`, async () => {
+      using engine = openFixture("tiny13", 128);
+      const options = conversationOptions(engine, budget);
+      const c = new Conversation(engine.model, options);
+      const a1 = await c.turn(first, { sampler: greedy, maxNewTokens: 5, stopIds: noStop });
+      const b1 = await c.turn(other, { sampler: greedy, maxNewTokens: 5, stopIds: noStop });
+      expect(b1.reusedFrom).toBe("none");
+      // Conversation A's next request echoes its reply (the last id was never fed) and adds a message.
+      const a2prompt = prompt([...first.ids, ...a1.generated.slice(0, -1), ...ids.slice(10, 14)], genPrompt);
+      const a2sampler = recording();
+      const a2 = await c.turn(a2prompt, { sampler: a2sampler, maxNewTokens: 6, stopIds: noStop });
+      expect(a2.reusedFrom).toBe(from);
+      expect(a2.reusedPromptIds).toBe(from === "none" ? 0 : first.ids.length + a1.generated.length - 1);
+      expect(a2.fedPromptIds).toBe(a2prompt.ids.length - a2.reusedPromptIds);
+      // And back to B, whose snapshots A's turn displaced in turn.
+      const b2prompt = prompt([...other.ids, ...b1.generated.slice(0, -1), ...ids.slice(20, 23)], genPrompt);
+      const b2sampler = recording();
+      const b2 = await c.turn(b2prompt, { sampler: b2sampler, maxNewTokens: 6, stopIds: noStop });
+      expect(b2.reusedFrom).toBe(from);
+      expect(options.warnings).toEqual([]);
+      c.close();
+      // Bit for bit: ids alone would miss a wrong MLA row that does not flip an argmax.
+      expect(a2sampler.rows).toEqual(await coldLogits(a2prompt, 6));
+      expect(b2sampler.rows).toEqual(await coldLogits(b2prompt, 6));
+    });
+  }
+
+  test("a damaged parked snapshot is refused with a warning, and the answer is still the cold one", async () => {
+    using engine = openFixture("tiny13", 128);
+    const options = conversationOptions(engine, { ramBytes: 0 });
+    const c = new Conversation(engine.model, options);
+    const a1 = await c.turn(first, { sampler: greedy, maxNewTokens: 5, stopIds: noStop });
+    await c.turn(other, { sampler: greedy, maxNewTokens: 5, stopIds: noStop });
+    const [dir] = readdirSync(options.snapshots.parent);
+    const files = readdirSync(join(options.snapshots.parent, dir as string));
+    expect(files.length).toBeGreaterThanOrEqual(6);
+    for (const f of files) {
+      const path = join(options.snapshots.parent, dir as string, f);
+      const bytes = readFileSync(path);
+      bytes[bytes.length - 5] = (bytes[bytes.length - 5] as number) ^ 0x40;
+      writeFileSync(path, bytes);
+    }
+    const a2prompt = prompt([...first.ids, ...a1.generated.slice(0, -1), ...ids.slice(10, 14)], genPrompt);
+    const a2 = await c.turn(a2prompt, { sampler: greedy, maxNewTokens: 6, stopIds: noStop });
+    expect(a2.reusedFrom).toBe("none");
+    expect(options.warnings.length).toBeGreaterThan(0);
+    expect(options.warnings[0]).toMatch(/^a parked snapshot was refused and dropped; the prompt is prefilled instead \(.*the checksum does not match/);
+    c.close();
+    expect(readdirSync(options.snapshots.parent)).toEqual([]); // closing removes the parked files
+    expect(a2.generated).toEqual(await cold(a2prompt, 6));
   });
 });

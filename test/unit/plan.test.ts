@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { autoBudget, readMemory, resolveBudgets } from "../../src/plan/budget.ts";
 import { positionCeiling } from "../../src/plan/limits.ts";
-import { checkKvFits, checkPlanFits, memoryPlan } from "../../src/plan/memory-plan.ts";
+import { checkKvFits, checkPlanFits, memoryPlan, recurrentStateBytes } from "../../src/plan/memory-plan.ts";
 import { releasedConfig } from "../../tools/checkpoint/released-config.ts";
 import { planTrunk } from "../../src/plan/trunk-plan.ts";
 import { K3Error } from "../../src/errors.ts";
@@ -125,6 +125,21 @@ describe("memory plan", () => {
     expect(long.contextLength).toBe(1_048_576);
     expect(() => checkKvFits(long, 100 * GB, 1_048_576)).not.toThrow();
     expect(() => checkPlanFits(long, 100 * GB)).not.toThrow();
+  });
+
+  test("multi-turn snapshots are a term of the plan; one snapshot of the released model is 464.6 MB (chat.md 5.1)", () => {
+    // 69 KDA layers x (96 heads x 128 x 128 + 3 x 12,288 x 3 conv floats) x 4 B.
+    expect(recurrentStateBytes(releasedConfig, 93)).toBe(69 * (6_291_456 + 442_368));
+    expect(recurrentStateBytes(releasedConfig, 93)).toBe(464_633_856);
+    const inputs = {
+      config: releasedConfig, layerCount: 93, positions: 8192, callTokens: 64,
+      trunk: { mode: "streamed" as const, bytes: 16e9 }, tablesBytes: 4.7e9, expertCacheBytes: 10e9, baselineBytes: 1e8,
+    };
+    const without = memoryPlan(inputs);
+    const with3 = memoryPlan({ ...inputs, snapshotBytes: 3 * 464_633_856 });
+    expect(without.terms.some((t) => t.name === "state snapshots")).toBe(false);
+    expect(with3.terms.find((t) => t.name === "state snapshots")?.bytes).toBe(1_393_901_568);
+    expect(with3.totalBytes - without.totalBytes).toBe(1_393_901_568);
   });
 
   test("the request ceiling: the context length, then what the plan fits", () => {

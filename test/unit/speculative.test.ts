@@ -1,0 +1,131 @@
+/**
+ * Speculative decode (runtime.md 9.1-9.2) on a fixture model through the decode loop: whatever
+ * the drafts (always right, wrong after a few ids, none), the emitted ids and the logits they
+ * were chosen from equal serial decode bit for bit, greedy and seeded, and the state left at the
+ * end is the serial one (its state file has the same bytes). The n-gram drafter drafts only
+ * what the two most recent occurrences agree on.
+ */
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { Drafter } from "../../src/decode/drafter.ts";
+import { decode } from "../../src/decode/loop.ts";
+import { ngramDrafter } from "../../src/decode/ngram-drafter.ts";
+import { argmax, type Sampler } from "../../src/decode/sampler.ts";
+import { createSampler } from "../../src/decode/sampling.ts";
+import { samplingDefaults } from "../../src/decode/sampling-options.ts";
+import { writeStateFile } from "../../src/model/state-file.ts";
+import { expectation, openFixture } from "../support/fixtures.ts";
+import { tempDir } from "../support/tmp.ts";
+
+setDefaultTimeout(30_000);
+
+describe("the n-gram drafter (runtime.md 9.1)", () => {
+  const propose = (sequence: number[], max = 8) => ngramDrafter.propose(sequence, max);
+
+  test("the continuation of the most recent earlier occurrence of the last 4 ids, up to max, never past the end", () => {
+    expect(propose([1, 2, 3, 4, 5, 6, 7, 1, 2, 3, 4], 3)).toEqual([5, 6, 7]);
+    expect(propose([1, 2, 3, 4, 5, 6, 7, 1, 2, 3, 4], 2)).toEqual([5, 6]);
+    // The continuation stops at the current end of the sequence.
+    expect(propose([1, 2, 3, 4, 9, 1, 2, 3, 4])).toEqual([9, 1, 2, 3, 4]);
+  });
+
+  test("no 4-gram match: 3 ids; none at all: no draft; too short a sequence: no draft", () => {
+    expect(propose([7, 2, 3, 4, 5, 8, 2, 3, 4])).toEqual([5, 8, 2, 3, 4]);
+    expect(propose([1, 2, 3, 4, 5, 6, 7, 8])).toEqual([]);
+    expect(propose([2, 3, 4])).toEqual([]);
+  });
+
+  test("two occurrences: only what both continuations agree on, never running into the most recent one", () => {
+    // Occurrences of [1,2,3] at 0 and 5 (m2, m1); continuations 7,8,... and 7,9,...: they agree on one id.
+    expect(propose([1, 2, 3, 7, 8, 1, 2, 3, 7, 9, 1, 2, 3])).toEqual([7]);
+    // Disagreeing at once: nothing is drafted for n = 3, and no 4-gram matches.
+    expect(propose([1, 2, 3, 6, 8, 1, 2, 3, 7, 0, 1, 2, 3])).toEqual([]);
+    // m2's continuation reaches m1's occurrence after one agreed id: the draft stops there.
+    expect(propose([1, 2, 3, 5, 1, 2, 3, 5, 8, 8, 1, 2, 3])).toEqual([5]);
+    // A run of one id: every continuation of m2 runs into m1 at once.
+    expect(propose([5, 5, 5, 5, 5, 5, 5])).toEqual([]);
+  });
+});
+
+const name = "nested14";
+const prompt = expectation(name).tf.ids.slice(0, 12);
+const gen = 24;
+
+/** Greedy or seeded, keeping the logits each choice was made from. */
+function recorded(seeded: boolean): Sampler & { rows: Buffer[] } {
+  const inner = seeded ? createSampler({ ...samplingDefaults.chat, temperature: 0.8, seed: 11 }) : undefined;
+  const rows: Buffer[] = [];
+  return {
+    rows,
+    choose: (logits) => {
+      rows.push(Buffer.from(logits.slice().buffer));
+      return inner ? inner.choose(logits) : argmax(logits);
+    },
+    accept: (token) => inner?.accept?.(token),
+  };
+}
+
+/** Runs decode on a fresh engine; returns the ids, the logits chosen from, the speculation counts and the final state's file bytes. */
+function run(seeded: boolean, drafter?: Drafter, stopIds?: ReadonlySet<number>) {
+  using engine = openFixture(name, prompt.length + gen + 1);
+  const state = engine.model.newState();
+  const sampler = recorded(seeded);
+  const result = decode(engine.model, prompt, {
+    maxNewTokens: gen, mode: "incremental", sampler, state, stopIds, prefillChunk: 64,
+    speculative: drafter && { drafter, maxDraft: 4 },
+  });
+  const path = join(tempDir("spec"), "end.k3st");
+  writeStateFile(path, state, [...prompt, ...result.generated]);
+  engine.model.release(state);
+  return { ids: result.generated, rows: sampler.rows, speculation: result.speculation, stateBytes: readFileSync(path) };
+}
+
+/** Proposes the serial answer's next ids, turned wrong after `rightFor` of them (never wrong: Infinity). */
+function oracle(serial: readonly number[], rightFor: number): Drafter {
+  return {
+    propose: (sequence, max) => {
+      const at = sequence.length - prompt.length; // ids emitted so far
+      return serial.slice(at, at + max).map((id, i) => (i < rightFor ? id : (id + 1) % 100));
+    },
+  };
+}
+
+for (const seeded of [false, true]) {
+  describe(`verification gives serial decode exactly (${seeded ? "seeded" : "greedy"})`, () => {
+    const serial = run(seeded);
+
+    for (const [label, rightFor, acceptedPerSweep] of [
+      ["every draft right: whole sweeps accepted", Infinity, 4],
+      ["drafts wrong after 2 ids: restore and replay", 2, 2],
+      ["drafts wrong from the first id", 0, 0],
+    ] as const) {
+      test(label, () => {
+        const spec = run(seeded, oracle(serial.ids, rightFor));
+        expect(spec.ids).toEqual(serial.ids);
+        expect(spec.rows).toEqual(serial.rows);
+        expect(Buffer.compare(spec.stateBytes, serial.stateBytes)).toBe(0);
+        const s = spec.speculation!;
+        expect(s.sweeps).toBeGreaterThan(0);
+        expect(s.drafted).toBe(4 * s.sweeps);
+        expect(s.accepted).toBe(acceptedPerSweep * s.sweeps);
+        expect(s.emitted).toBe((acceptedPerSweep + 1) * s.sweeps);
+      });
+    }
+
+    test("a stop id among accepted drafts ends the run there, with the serial state", () => {
+      const stop = new Set([serial.ids[9] as number]);
+      const want = run(seeded, undefined, stop);
+      const spec = run(seeded, oracle(serial.ids, Infinity), stop);
+      expect(spec.ids).toEqual(want.ids);
+      expect(spec.ids.at(-1)).toBe(serial.ids[9]);
+      expect(Buffer.compare(spec.stateBytes, want.stateBytes)).toBe(0);
+    });
+
+    test("the n-gram drafter on this sequence", () => {
+      const spec = run(seeded, ngramDrafter);
+      expect(spec.ids).toEqual(serial.ids);
+      expect(spec.rows).toEqual(serial.rows);
+    });
+  });
+}
