@@ -33,7 +33,9 @@ function releasedShards(config: ModelConfig): TensorSpec[][] {
 }
 
 function writeHeaderOnlyShard(path: string, specs: TensorSpec[]): void {
-  const header = Buffer.from(headerFor(specs));
+  // Padded with spaces to 8 bytes, as the release pads its headers, so tensors start aligned.
+  const text = headerFor(specs);
+  const header = Buffer.from(text.padEnd(Math.ceil(text.length / 8) * 8, " "));
   const prefix = Buffer.alloc(8);
   prefix.writeBigUInt64LE(BigInt(header.length));
   const fd = openSync(path, "w");

@@ -1,3 +1,5 @@
+import { inputLimits } from "./input-limits.ts";
+
 /** Exit codes k3 documents (runtime.md section 1.7). One table; nothing else picks numbers. */
 export const ExitCode = {
   ok: 0,
@@ -38,4 +40,37 @@ export function usageError(message: string, detail?: string): K3Error {
 
 export function runtimeError(message: string): K3Error {
   return new K3Error(ExitCode.runtime, message);
+}
+
+/**
+ * Input text as a message quotes it: JSON-escaped, so no control character or line break can
+ * split the one-line message, and at most `inputLimits.excerptChars` code points, "..." marking a
+ * cut, so a 20 MB input gives a short line.
+ */
+export function excerpt(text: string): string {
+  const limit = inputLimits.excerptChars;
+  if (text.length <= limit) return JSON.stringify(text);
+  const points = Array.from(text.slice(0, 2 * limit + 1));
+  return JSON.stringify(points.length > limit ? `${points.slice(0, limit).join("")}...` : text);
+}
+
+/**
+ * A name from an input (a tensor, a key) as a message shows it: as it is when it is short and
+ * plain (printable ASCII, no quote), else as an excerpt.
+ */
+export function displayName(name: string): string {
+  return /^[\x21\x23-\x7e]{1,200}$/.test(name) ? name : excerpt(name);
+}
+
+/**
+ * A command-line or environment value as a message quotes it: 'as typed' when short and
+ * printable, else as an excerpt (a value can hold line breaks and be 128 KB long).
+ */
+export function quoteArgument(raw: string): string {
+  return /^[\x20-\x26\x28-\x7e]{0,60}$/.test(raw) ? `'${raw}'` : excerpt(raw);
+}
+
+/** A token of the command line as a message names it: as typed when short and plain, else an excerpt. */
+export function argumentName(raw: string): string {
+  return /^[\x21-\x7e]{1,60}$/.test(raw) ? raw : excerpt(raw);
 }

@@ -4,9 +4,9 @@
  * device or FIFO is written in place, a symlink's target is what gets replaced), a failed write
  * leaves no temporary behind, and a failure names the file (and the flag) and the errno.
  */
-import { accessSync, closeSync, constants, lstatSync, openSync, readFileSync, readlinkSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { accessSync, closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
-import { K3Error, runtimeError, usageError } from "./errors.ts";
+import { ExitCode, K3Error, runtimeError, usageError, type ExitCodeValue } from "./errors.ts";
 
 /** The errno code of a failed filesystem call (ENOENT, EACCES, ...), or "error". */
 export function errnoCode(error: unknown): string {
@@ -314,11 +314,58 @@ export function writeAtomically(path: string, data: string | Uint8Array, what: s
   stageBytes({ path, what, flag }, data).commit();
 }
 
-/** The whole file, or a runtime error (exit 1) naming it and, if given, what it was for. */
-export function readOrFail(path: string, what?: string): Buffer {
+/** Bytes asked of one read call while a capped read fills its buffer. */
+const readChunkBytes = 1024 * 1024;
+
+/**
+ * All of `source` (a path, or 0 for standard input), at most `maxBytes` of it: a longer input is
+ * refused as soon as it is seen to be longer (a regular file by its size, a pipe or device such
+ * as /dev/zero after `maxBytes + 1` bytes), so no input can make k3 read or allocate without
+ * bound. Every failure is a K3Error with `exitCode` naming the file and what it was for.
+ */
+export function readCapped(source: string | 0, maxBytes: number, what: string, exitCode: ExitCodeValue = ExitCode.runtime): Buffer {
+  const name = source === 0 ? "standard input" : source;
+  const fail = (detail: string) => new K3Error(exitCode, `${name}: cannot read ${what}: ${detail}`);
+  const failed = (error: unknown) => new K3Error(exitCode, `${name}: cannot read ${what} (${errnoCode(error)})`);
+  let fd: number;
   try {
-    return readFileSync(path);
+    fd = source === 0 ? 0 : openSync(source, "r");
   } catch (error) {
-    throw runtimeError(`${path}: cannot read${what ? ` ${what}` : ""} (${errnoCode(error)})`);
+    throw failed(error);
   }
+  try {
+    const stat = fstatSync(fd);
+    if (stat.isDirectory()) throw fail("it is a directory");
+    if (stat.isFile() && stat.size > maxBytes) throw fail(`${stat.size} bytes, more than the ${maxBytes}-byte limit`);
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.allocUnsafe(Math.min(readChunkBytes, maxBytes + 1 - total));
+      let n: number;
+      try {
+        n = readSync(fd, chunk, 0, chunk.length, null);
+      } catch (error) {
+        if (errnoCode(error) === "EAGAIN") {
+          Bun.sleepSync(1); // a non-blocking standard input with nothing yet
+          continue;
+        }
+        throw failed(error);
+      }
+      if (n === 0) break;
+      chunks.push(chunk.subarray(0, n));
+      total += n;
+      if (total > maxBytes) throw fail(`more than the ${maxBytes}-byte limit`);
+    }
+    return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, total);
+  } catch (error) {
+    if (error instanceof K3Error) throw error;
+    throw failed(error);
+  } finally {
+    if (fd !== 0) closeSync(fd);
+  }
+}
+
+/** The whole file at most `maxBytes` long, or a runtime error (exit 1) naming it and what it was for. */
+export function readOrFail(path: string, what: string, maxBytes: number): Buffer {
+  return readCapped(path, maxBytes, what);
 }

@@ -3,7 +3,7 @@
  * (`messages[2].role: ...`), a usage error (exit 2, HTTP 400). Values the client sent are quoted
  * and shortened so a hostile value cannot make the message long or break it over lines.
  */
-import { usageError, type K3Error } from "../errors.ts";
+import { excerpt, usageError, type K3Error } from "../errors.ts";
 import { isJsonArray, isJsonObject, JsonNumber, type JsonArray, type JsonObject, type JsonValue } from "./json-value.ts";
 
 export function refuse(path: string, reason: string): K3Error {
@@ -11,10 +11,7 @@ export function refuse(path: string, reason: string): K3Error {
 }
 
 /** A client's string as it appears in a message: JSON-quoted, at most 40 code points. */
-export function quote(text: string): string {
-  const points = Array.from(text);
-  return JSON.stringify(points.length > 40 ? `${points.slice(0, 40).join("")}...` : text);
-}
+export const quote = excerpt;
 
 export function typeName(value: JsonValue): string {
   if (value === null) return "null";

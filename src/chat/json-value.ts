@@ -5,29 +5,9 @@
  * position with its last value, as a Python dict built by `json.loads` does.
  */
 import { usageError } from "../errors.ts";
+import { JsonNumber, type JsonArray, type JsonObject, type JsonValue } from "../json.ts";
 
-/** A number as written in the JSON text, or one of Python's `NaN`, `Infinity`, `-Infinity`. */
-export class JsonNumber {
-  readonly lexeme: string;
-
-  constructor(lexeme: string) {
-    this.lexeme = lexeme;
-  }
-
-  /** Python's `json` reads a number with no fraction and no exponent as an int, others as float. */
-  get isInteger(): boolean {
-    return /^-?\d+$/.test(this.lexeme);
-  }
-
-  /** The nearest double (what Python's float holds; an int lexeme may exceed it). */
-  get value(): number {
-    return this.lexeme === "NaN" ? Number.NaN : Number(this.lexeme);
-  }
-}
-
-export type JsonArray = readonly JsonValue[];
-export type JsonObject = ReadonlyMap<string, JsonValue>;
-export type JsonValue = null | boolean | string | JsonNumber | JsonArray | JsonObject;
+export { JsonNumber, type JsonArray, type JsonObject, type JsonValue } from "../json.ts";
 
 export function isJsonObject(value: JsonValue | undefined): value is JsonObject {
   return value instanceof Map;

@@ -5,6 +5,7 @@
  * would change the prompt in a way k3 cannot honour are refused.
  */
 import { usageError } from "../errors.ts";
+import { inputLimits } from "../input-limits.ts";
 import { Fields, quote, refuse, typeName } from "./fields.ts";
 import { JsonSyntaxError, parseJson } from "./json-parse.ts";
 import { fromPlainValue, isJsonObject, type JsonValue } from "./json-value.ts";
@@ -15,7 +16,7 @@ import type { ChatRequest, Sampling } from "./request-types.ts";
 import { decodeUtf8 } from "./utf8.ts";
 
 /** A body larger than this is refused before it is decoded. */
-export const MAX_REQUEST_BYTES = 64 * 1024 * 1024;
+export const MAX_REQUEST_BYTES = inputLimits.requestBytes;
 
 export interface ParseOptions extends MessageOptions {
   /** How syntax errors name the body (`request:3:14: ...`). */

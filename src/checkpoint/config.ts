@@ -4,8 +4,10 @@
  * every problem is collected and reported in one message, and no required field ever gets a
  * default (section 1.6: a default here silently deletes the 24 MLA layers).
  */
-import { readFileSync } from "node:fs";
 import { K3Error, ExitCode } from "../errors.ts";
+import { readCapped } from "../fs.ts";
+import { inputLimits } from "../input-limits.ts";
+import { jsonRefusal, JsonSyntaxError, parseJsonData } from "../json.ts";
 
 export interface ModelConfig {
   hiddenSize: number;
@@ -52,6 +54,26 @@ export interface ModelConfig {
  */
 export const defaultContextLength = 1_048_576;
 
+/**
+ * Ceilings on the integer fields. k3 sizes tables from them (tensor names per layer and per
+ * expert, routing tables, state) before a tensor is read, so a corrupt number must be refused
+ * here, not after minutes and gigabytes: `num_hidden_layers` 1e6 or `num_experts` 2^31 are
+ * refused at once. Each is far above the released model (model.md section 0: 93 layers, width
+ * 7168, 896 experts, vocabulary 163,840).
+ */
+export const configCeilings = {
+  /** Decoder layers (released 93); also the AttnRes block size and the dense prefix. */
+  layers: 1024,
+  /** Any width, rank or head count (released: at most 33,792). */
+  width: 1 << 20,
+  /** Routed experts per layer, experts per token, shared experts (released 896, 16, 2). */
+  experts: 65_536,
+  /** Embedding rows and logits (released 163,840). */
+  vocab: 1 << 24,
+  /** ShortConv taps (released 4). */
+  convTaps: 1024,
+} as const;
+
 export type ConfigShape = "nested" | "flat";
 
 type FieldType = "int" | "float" | "bool" | "layers";
@@ -68,6 +90,8 @@ interface FieldSpec {
   alias?: string;
   /** Only three booleans (model.md 1.2) and the context length have a default. */
   fallback?: boolean | number;
+  /** For "int": the largest value accepted (a `configCeilings` entry). */
+  max?: number;
 }
 
 const text = (name: string) => ({ scope: "text" as const, name });
@@ -75,37 +99,37 @@ const linear = (name: string) => ({ scope: "linear" as const, name });
 
 /** model.md table 1.2: the one list of config fields. */
 export const configFields: readonly FieldSpec[] = [
-  { key: "hiddenSize", type: "int", nested: text("hidden_size"), flat: "hidden_size" },
-  { key: "numLayers", type: "int", nested: text("num_hidden_layers"), flat: "num_hidden_layers" },
-  { key: "vocabSize", type: "int", nested: text("vocab_size"), flat: "vocab_size" },
+  { key: "hiddenSize", type: "int", nested: text("hidden_size"), flat: "hidden_size", max: configCeilings.width },
+  { key: "numLayers", type: "int", nested: text("num_hidden_layers"), flat: "num_hidden_layers", max: configCeilings.layers },
+  { key: "vocabSize", type: "int", nested: text("vocab_size"), flat: "vocab_size", max: configCeilings.vocab },
   { key: "rmsNormEps", type: "float", nested: text("rms_norm_eps"), flat: "rms_norm_eps" },
-  { key: "kdaNumHeads", type: "int", nested: linear("num_heads"), flat: "kda_num_heads" },
-  { key: "kdaHeadDim", type: "int", nested: linear("head_dim"), flat: "kda_head_dim" },
-  { key: "shortConvKernel", type: "int", nested: linear("short_conv_kernel_size"), flat: "short_conv_kernel_size" },
+  { key: "kdaNumHeads", type: "int", nested: linear("num_heads"), flat: "kda_num_heads", max: configCeilings.width },
+  { key: "kdaHeadDim", type: "int", nested: linear("head_dim"), flat: "kda_head_dim", max: configCeilings.width },
+  { key: "shortConvKernel", type: "int", nested: linear("short_conv_kernel_size"), flat: "short_conv_kernel_size", max: configCeilings.convTaps },
   { key: "gateLowerBound", type: "float", nested: linear("gate_lower_bound"), flat: "gate_lower_bound" },
-  { key: "numAttentionHeads", type: "int", nested: text("num_attention_heads"), flat: "num_attention_heads" },
-  { key: "qLoraRank", type: "int", nested: text("q_lora_rank"), flat: "q_lora_rank" },
-  { key: "kvLoraRank", type: "int", nested: text("kv_lora_rank"), flat: "kv_lora_rank" },
-  { key: "qkNopeHeadDim", type: "int", nested: text("qk_nope_head_dim"), flat: "qk_nope_head_dim" },
-  { key: "qkRopeHeadDim", type: "int", nested: text("qk_rope_head_dim"), flat: "qk_rope_head_dim" },
-  { key: "vHeadDim", type: "int", nested: text("v_head_dim"), flat: "v_head_dim" },
+  { key: "numAttentionHeads", type: "int", nested: text("num_attention_heads"), flat: "num_attention_heads", max: configCeilings.width },
+  { key: "qLoraRank", type: "int", nested: text("q_lora_rank"), flat: "q_lora_rank", max: configCeilings.width },
+  { key: "kvLoraRank", type: "int", nested: text("kv_lora_rank"), flat: "kv_lora_rank", max: configCeilings.width },
+  { key: "qkNopeHeadDim", type: "int", nested: text("qk_nope_head_dim"), flat: "qk_nope_head_dim", max: configCeilings.width },
+  { key: "qkRopeHeadDim", type: "int", nested: text("qk_rope_head_dim"), flat: "qk_rope_head_dim", max: configCeilings.width },
+  { key: "vHeadDim", type: "int", nested: text("v_head_dim"), flat: "v_head_dim", max: configCeilings.width },
   { key: "mlaUseOutputGate", type: "bool", nested: text("mla_use_output_gate"), flat: "mla_use_output_gate", fallback: true },
-  { key: "numExperts", type: "int", nested: text("num_experts"), flat: "num_experts" },
-  { key: "numExpertsPerToken", type: "int", nested: text("num_experts_per_token"), flat: "num_experts_per_token" },
-  { key: "numSharedExperts", type: "int", nested: text("num_shared_experts"), flat: "num_shared_experts" },
-  { key: "routedExpertHiddenSize", type: "int", nested: text("routed_expert_hidden_size"), flat: "routed_expert_hidden_size" },
-  { key: "moeIntermediateSize", type: "int", nested: text("moe_intermediate_size"), flat: "moe_intermediate_size" },
+  { key: "numExperts", type: "int", nested: text("num_experts"), flat: "num_experts", max: configCeilings.experts },
+  { key: "numExpertsPerToken", type: "int", nested: text("num_experts_per_token"), flat: "num_experts_per_token", max: configCeilings.experts },
+  { key: "numSharedExperts", type: "int", nested: text("num_shared_experts"), flat: "num_shared_experts", max: configCeilings.experts },
+  { key: "routedExpertHiddenSize", type: "int", nested: text("routed_expert_hidden_size"), flat: "routed_expert_hidden_size", max: configCeilings.width },
+  { key: "moeIntermediateSize", type: "int", nested: text("moe_intermediate_size"), flat: "moe_intermediate_size", max: configCeilings.width },
   { key: "routedScalingFactor", type: "float", nested: text("routed_scaling_factor"), flat: "routed_scaling_factor" },
   { key: "moeRenormalize", type: "bool", nested: text("moe_renormalize"), flat: "moe_renormalize", fallback: true },
   { key: "latentMoeUseNorm", type: "bool", nested: text("latent_moe_use_norm"), flat: "latent_moe_use_norm", fallback: true },
-  { key: "firstKDenseReplace", type: "int", nested: text("first_k_dense_replace"), flat: "first_k_dense_replace" },
-  { key: "intermediateSize", type: "int", nested: text("intermediate_size"), flat: "intermediate_size" },
-  { key: "attnResBlockSize", type: "int", nested: text("attn_res_block_size"), flat: "attn_res_block_size" },
+  { key: "firstKDenseReplace", type: "int", nested: text("first_k_dense_replace"), flat: "first_k_dense_replace", max: configCeilings.layers },
+  { key: "intermediateSize", type: "int", nested: text("intermediate_size"), flat: "intermediate_size", max: configCeilings.width },
+  { key: "attnResBlockSize", type: "int", nested: text("attn_res_block_size"), flat: "attn_res_block_size", max: configCeilings.layers },
   { key: "situBeta", type: "float", nested: text("activation_situ_beta"), flat: "situ_beta", alias: "activation_situ_beta" },
   { key: "situLinearBeta", type: "float", nested: text("activation_situ_linear_beta"), flat: "situ_linear_beta", alias: "activation_situ_linear_beta" },
   { key: "fullAttnLayers", type: "layers", nested: linear("full_attn_layers"), flat: "full_attn_layers" },
   // Not in model.md's table: the request ceiling (runtime.md 1.6). Read strictly when present.
-  { key: "maxPositionEmbeddings", type: "int", nested: text("max_position_embeddings"), flat: "max_position_embeddings", fallback: defaultContextLength },
+  { key: "maxPositionEmbeddings", type: "int", nested: text("max_position_embeddings"), flat: "max_position_embeddings", fallback: defaultContextLength, max: Number.MAX_SAFE_INTEGER },
 ];
 
 type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -165,14 +189,19 @@ function layoutOf(root: JsonObject, problems: Problems): Layout {
   };
 }
 
-function checkType(value: Json, type: FieldType, where: string, problems: Problems): boolean {
+function checkType(value: Json, type: FieldType, where: string, problems: Problems, max = Number.MAX_SAFE_INTEGER): boolean {
   const fail = (expected: string) => {
     problems.other.push(`${where} must be ${expected}, got ${jsonType(value)}${typeof value === "number" ? ` ${value}` : ""}`);
     return false;
   };
   switch (type) {
     case "int":
-      return Number.isInteger(value) ? true : fail("an integer");
+      if (!Number.isInteger(value)) return fail("an integer");
+      if ((value as number) > max) {
+        problems.other.push(`${where} is ${value}, more than k3 accepts (at most ${max})`);
+        return false;
+      }
+      return true;
     case "float":
       return typeof value === "number" && Number.isFinite(value) ? true : fail("a number");
     case "bool":
@@ -204,7 +233,7 @@ function readField(spec: FieldSpec, layout: Layout, problems: Problems): FieldRe
     return { status: "invalid" };
   }
   const value = values[0] as Json;
-  return checkType(value, spec.type, `${prefix}${found[0]}`, problems) ? { status: "ok", value } : { status: "invalid" };
+  return checkType(value, spec.type, `${prefix}${found[0]}`, problems, spec.max) ? { status: "ok", value } : { status: "invalid" };
 }
 
 function where(spec: FieldSpec, layout: Layout): string {
@@ -219,7 +248,7 @@ function checkOtherKeys(root: JsonObject, layout: Layout, config: ModelConfig, p
   const lacPrefix = layout.prefix.linear;
   const expectValue = (object: JsonObject, prefix: string, name: string, want: Json) => {
     if (name in object && object[name] !== want) {
-      problems.other.push(`${prefix}${name} is ${JSON.stringify(object[name])}; k3 implements only ${JSON.stringify(want)}`);
+      problems.other.push(`${prefix}${name} is ${shown(object[name])}; k3 implements only ${JSON.stringify(want)}`);
     }
   };
   expectValue(textConfig, layout.prefix.text, "num_nextn_predict_layers", 0);
@@ -230,7 +259,7 @@ function checkOtherKeys(root: JsonObject, layout: Layout, config: ModelConfig, p
   expectValue(lac, lacPrefix, "use_full_rank_gate", true);
   for (const [name, want] of [["hidden_act", "situ"], ["moe_router_activation_func", "sigmoid"]] as const) {
     if (name in textConfig && textConfig[name] !== want) {
-      warnings.push(`${layout.prefix.text}${name} is ${JSON.stringify(textConfig[name])}, expected ${JSON.stringify(want)}`);
+      warnings.push(`${layout.prefix.text}${name} is ${shown(textConfig[name])}, expected ${JSON.stringify(want)}`);
     }
   }
   for (const [object, prefix] of [[textConfig, layout.prefix.text], [root, ""]] as const) {
@@ -239,7 +268,7 @@ function checkOtherKeys(root: JsonObject, layout: Layout, config: ModelConfig, p
     if (!isObject(quant)) {
       problems.other.push(`${prefix}quantization_config must be an object`);
     } else if ("group_size" in quant && quant.group_size !== 32) {
-      problems.other.push(`${prefix}quantization_config.group_size is ${JSON.stringify(quant.group_size)}; MXFP4 groups are 32`);
+      problems.other.push(`${prefix}quantization_config.group_size is ${shown(quant.group_size)}; MXFP4 groups are 32`);
     }
   }
   if ("tie_word_embeddings" in textConfig && typeof textConfig.tie_word_embeddings !== "boolean") {
@@ -260,6 +289,56 @@ function checkOtherKeys(root: JsonObject, layout: Layout, config: ModelConfig, p
   return warnings;
 }
 
+/** A value from the file as a message shows it: its JSON, cut after 40 characters. */
+function shown(value: Json | undefined): string {
+  const text = JSON.stringify(value) ?? "undefined";
+  return text.length > 40 ? `${text.slice(0, 40)}...` : text;
+}
+
+/** Numbers for a message: the first few, and how many there are when that is not all. */
+function listed(values: readonly number[]): string {
+  return values.length > 8 ? `${values.slice(0, 8).join(", ")}, ... (${values.length} in all)` : values.join(", ");
+}
+
+/** A float k3 can hold as the f32 it computes with: finite there too. */
+const finiteAsF32 = (value: number) => Number.isFinite(Math.fround(value));
+
+/**
+ * What each float field means bounds it (model.md sections 0 and 6). Outside `valid` a value
+ * cannot be right (the model it describes computes nothing sensible) and is refused; outside
+ * `usual` it is read, with a warning.
+ */
+const floatMeaning: readonly { key: keyof ModelConfig; valid: (v: number) => boolean; rule: string; usual: [number, number] }[] = [
+  {
+    key: "rmsNormEps", valid: (v) => v > 0 && v < 1 && Math.fround(v) > 0, usual: [1e-12, 1e-3],
+    rule: "must be above 0 and below 1, and above 0 as a float32 (it is added to a mean square of order 1)",
+  },
+  {
+    key: "gateLowerBound", valid: (v) => v < 0 && finiteAsF32(v), usual: [-50, -0.1],
+    rule: "must be negative and finite as a float32 (the KDA log-decay lies in [gate_lower_bound, 0])",
+  },
+  {
+    key: "routedScalingFactor", valid: (v) => v > 0 && finiteAsF32(v), usual: [1 / 16, 16],
+    rule: "must be positive and finite as a float32 (it multiplies the routed experts' weights)",
+  },
+  { key: "situBeta", valid: (v) => v > 0 && finiteAsF32(v), usual: [0.1, 1000], rule: "must be positive and finite as a float32 (it is a tanh cap)" },
+  { key: "situLinearBeta", valid: (v) => v > 0 && finiteAsF32(v), usual: [0.1, 1000], rule: "must be positive and finite as a float32 (it is a tanh cap)" },
+];
+
+/** The float fields' meanings: refusals into `problems`, the unusual as warnings. */
+function checkMeaning(config: ModelConfig, layout: Layout, problems: Problems, warnings: string[]): void {
+  for (const { key, valid, rule, usual } of floatMeaning) {
+    const value = config[key] as number;
+    const name = where(configFields.find((f) => f.key === key) as FieldSpec, layout);
+    if (!valid(value)) problems.other.push(`${name} is ${value}; it ${rule}`);
+    else if (value < usual[0] || value > usual[1]) warnings.push(`${name} is ${value}, outside the usual ${usual[0]}..${usual[1]}`);
+  }
+  if (config.attnResBlockSize > config.numLayers) {
+    const name = where(configFields.find((f) => f.key === "attnResBlockSize") as FieldSpec, layout);
+    warnings.push(`${name} ${config.attnResBlockSize} is more than the ${config.numLayers} layers: only layer 0 starts an AttnRes block`);
+  }
+}
+
 /** model.md 1.5: refusals that need the whole struct. */
 function checkConsistency(config: ModelConfig, layersName: string, problems: Problems): void {
   const c = config;
@@ -269,11 +348,10 @@ function checkConsistency(config: ModelConfig, layersName: string, problems: Pro
   if (c.vocabSize <= 0) refuse(`vocab_size must be positive, got ${c.vocabSize}`);
   const layers = c.fullAttnLayers;
   const outside = layers.filter((l) => l < 1 || l > c.numLayers);
-  if (outside.length > 0) {
-    refuse(`${layersName} has ${outside.join(", ")} outside 1..${c.numLayers} (the list is one-based)`);
-  }
-  const duplicates = layers.filter((l, i) => layers.indexOf(l) !== i);
-  if (duplicates.length > 0) refuse(`${layersName} lists ${[...new Set(duplicates)].join(", ")} more than once`);
+  if (outside.length > 0) refuse(`${layersName} has ${listed(outside)} outside 1..${c.numLayers} (the list is one-based)`);
+  const seen = new Set<number>();
+  const duplicates = new Set(layers.filter((l) => seen.size === seen.add(l).size));
+  if (duplicates.size > 0) refuse(`${layersName} lists ${listed([...duplicates])} more than once`);
   if (layers.some((l, i) => i > 0 && l < (layers[i - 1] as number))) refuse(`${layersName} must be sorted ascending`);
   if (layers.length >= c.numLayers) refuse(`${layersName} leaves no KDA layer (${layers.length} of ${c.numLayers} layers)`);
   if (c.numExpertsPerToken < 1) refuse(`num_experts_per_token must be at least 1, got ${c.numExpertsPerToken}`);
@@ -317,9 +395,10 @@ export function parseConfig(textContent: string, path: string): LoadedConfig {
   };
   let root: Json;
   try {
-    root = JSON.parse(textContent) as Json;
+    root = parseJsonData(textContent) as Json;
   } catch (error) {
-    return fail(`not valid JSON (${(error as Error).message})`);
+    if (error instanceof JsonSyntaxError) return fail(jsonRefusal(error));
+    throw error;
   }
   if (!isObject(root)) return fail("the top level must be a JSON object");
   const problems = new Problems();
@@ -338,18 +417,19 @@ export function parseConfig(textContent: string, path: string): LoadedConfig {
   const warnings = checkOtherKeys(root, layout, config, problems);
   const layersSpec = configFields.find((f) => f.key === "fullAttnLayers") as FieldSpec;
   checkConsistency(config, where(layersSpec, layout), problems);
+  checkMeaning(config, layout, problems, warnings);
   if (problems.count > 0) return fail(problems.message());
   return { config, shape: layout.shape, warnings };
 }
 
-/** Reads and validates the config file at `path`. */
+/** Reads and validates the config file at `path` (at most `inputLimits.configBytes`). */
 export function loadConfig(path: string): LoadedConfig {
+  const bytes = readCapped(path, inputLimits.configBytes, "the model config", ExitCode.usage);
   let textContent: string;
   try {
-    textContent = readFileSync(path, "utf8");
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? "unreadable";
-    throw new K3Error(ExitCode.usage, `${path}: cannot read the model config (${code})`);
+    textContent = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw new K3Error(ExitCode.usage, `${path}: the model config could not be read with confidence: not valid UTF-8`);
   }
   return parseConfig(textContent, path);
 }

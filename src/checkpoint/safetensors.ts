@@ -6,21 +6,21 @@
 import { closeSync, fstatSync, openSync, readdirSync, readSync } from "node:fs";
 import { isUtf8 } from "node:buffer";
 import { join } from "node:path";
-import { K3Error, ExitCode } from "../errors.ts";
+import { displayName, excerpt, K3Error, ExitCode } from "../errors.ts";
+import { inputLimits } from "../input-limits.ts";
+import { jsonRefusal, JsonSyntaxError, parseJsonData } from "../json.ts";
 
 export const dtypeBytes = { BF16: 2, F16: 2, F32: 4, U8: 1 } as const;
 export type Dtype = keyof typeof dtypeBytes;
 
 /** Released headers are under 1 MB; anything near this is corruption, refused before allocating. */
-export const maxHeaderBytes = 256 * 1024 * 1024;
+export const maxHeaderBytes = inputLimits.safetensorsHeaderBytes;
 
 export interface Shard {
   path: string;
   fileBytes: number;
   /** Absolute offset of the data section: 8 + header length. */
   dataStart: number;
-  /** Bytes after the last tensor (tolerated, reported). */
-  trailingBytes: number;
 }
 
 export interface TensorEntry {
@@ -56,7 +56,12 @@ function readExactly(fd: number, length: number, position: number): Buffer {
   return buffer.subarray(0, done);
 }
 
-/** Reads one shard's header. `shard` is the shard's number in the index. */
+/**
+ * Reads one shard's header. `shard` is the shard's number in the index. The header must
+ * describe the file exactly (safetensors' own rule): the tensors cover the data section with
+ * no hole, no overlap and no byte after the last one, so a header length that is off by a few
+ * bytes (a header padded with spaces still parses) is refused instead of shifting every tensor.
+ */
 export function readShardHeader(path: string, shard: number): { shard: Shard; tensors: TensorEntry[] } {
   let fd: number;
   try {
@@ -65,7 +70,9 @@ export function readShardHeader(path: string, shard: number): { shard: Shard; te
     throw new K3Error(ExitCode.runtime, `${path}: cannot open shard (${(error as NodeJS.ErrnoException).code})`);
   }
   try {
-    const fileBytes = fstatSync(fd).size;
+    const stat = fstatSync(fd);
+    if (stat.isDirectory()) throw corrupt(path, "it is a directory, not a file");
+    const fileBytes = stat.size;
     const prefix = readExactly(fd, 8, 0);
     if (prefix.length < 8) throw corrupt(path, `file is ${fileBytes} bytes, shorter than the 8-byte header length`);
     const headerLength = prefix.readBigUInt64LE(0);
@@ -79,16 +86,16 @@ export function readShardHeader(path: string, shard: number): { shard: Shard; te
     if (!isUtf8(headerText)) throw corrupt(path, "header is not valid UTF-8");
     let header: unknown;
     try {
-      header = JSON.parse(headerText.toString("utf8"));
+      header = parseJsonData(headerText.toString("utf8"));
     } catch (error) {
-      throw corrupt(path, `header is not valid JSON (${(error as Error).message})`);
+      if (!(error instanceof JsonSyntaxError)) throw error;
+      throw corrupt(path, error.kind === "syntax" || error.kind === "unicode" ? `header is ${jsonRefusal(error)}` : `header ${error.message}`);
     }
     if (typeof header !== "object" || header === null || Array.isArray(header)) {
       throw corrupt(path, "header is not a JSON object");
     }
     const tensors = parseEntries(header as Record<string, unknown>, path, shard, dataStart, fileBytes);
-    const dataEnd = tensors.reduce((end, t) => Math.max(end, t.offset + t.nbytes), dataStart);
-    return { shard: { path, fileBytes, dataStart, trailingBytes: fileBytes - dataEnd }, tensors };
+    return { shard: { path, fileBytes, dataStart }, tensors };
   } finally {
     closeSync(fd);
   }
@@ -99,40 +106,69 @@ function parseEntries(
 ): TensorEntry[] {
   const tensors: TensorEntry[] = [];
   const dataBytes = fileBytes - dataStart;
-  for (const name in header) {
-    if (name === "__metadata__") continue;
-    const entry = header[name] as { dtype?: unknown; shape?: unknown; data_offsets?: unknown } | null;
-    if (typeof entry !== "object" || entry === null) throw corrupt(path, `entry ${name} is not an object`);
+  for (const key of Object.keys(header)) {
+    if (key === "__metadata__") continue;
+    const name = displayName(key);
+    const entry = header[key] as { dtype?: unknown; shape?: unknown; data_offsets?: unknown } | null;
+    if (typeof entry !== "object" || entry === null || Array.isArray(entry)) throw corrupt(path, `entry ${name} is not an object`);
     const { dtype, shape, data_offsets: offsets } = entry;
     if (dtype === undefined) throw corrupt(path, `tensor ${name} has no dtype`);
-    if (!isDtype(dtype)) throw corrupt(path, `tensor ${name} has unknown dtype ${JSON.stringify(dtype)}`);
+    if (!isDtype(dtype)) {
+      const found = typeof dtype === "string" ? excerpt(dtype) : `of JSON type ${dtype === null ? "null" : Array.isArray(dtype) ? "array" : typeof dtype}`;
+      throw corrupt(path, `tensor ${name} has unknown dtype ${found}`);
+    }
     if (!Array.isArray(shape) || !shape.every(isCount)) throw corrupt(path, `tensor ${name} has an invalid shape`);
     if (!Array.isArray(offsets) || offsets.length !== 2 || !isCount(offsets[0]) || !isCount(offsets[1]) || offsets[1] < offsets[0]) {
       throw corrupt(path, `tensor ${name} has invalid data_offsets`);
     }
     const [begin, end] = offsets as [number, number];
+    if (end > dataBytes) {
+      throw corrupt(path, `tensor ${name}: data_offsets [${begin}, ${end}) run past the end of the file (data section is ${dataBytes} bytes)`);
+    }
     let elements = 1;
     for (const dim of shape as number[]) elements *= dim;
     const nbytes = end - begin;
     if (elements * dtypeBytes[dtype] !== nbytes) {
-      throw corrupt(path, `tensor ${name}: shape [${shape.join(", ")}] x ${dtype} is ${elements * dtypeBytes[dtype]} bytes but data_offsets span ${nbytes}`);
+      const dims = shape.length > 8 ? `${shape.slice(0, 8).join(", ")}, ...` : shape.join(", ");
+      throw corrupt(path, `tensor ${name}: shape [${dims}] x ${dtype} is ${elements * dtypeBytes[dtype]} bytes but data_offsets span ${nbytes}`);
     }
-    if (end > dataBytes) {
-      throw corrupt(path, `tensor ${name}: data_offsets [${begin}, ${end}) run past the end of the file (data section is ${dataBytes} bytes)`);
+    // Kernels read elements in place from buffers aligned like the file, so each tensor must start
+    // on a multiple of its element size (a header whose length is not a multiple of 8 breaks that).
+    if ((dataStart + begin) % dtypeBytes[dtype] !== 0) {
+      throw corrupt(
+        path,
+        `tensor ${name} starts at byte ${dataStart + begin} of the file, not a multiple of its ${dtypeBytes[dtype]}-byte ${dtype} elements ` +
+          `(the data section starts at byte ${dataStart}; k3 reads elements aligned)`,
+      );
     }
-    tensors.push({ name, shard, dtype, shape: shape as number[], offset: dataStart + begin, nbytes });
+    tensors.push({ name: key, shard, dtype, shape: shape as number[], offset: dataStart + begin, nbytes });
   }
+  checkCoverage(tensors, path, dataStart, dataBytes);
+  return tensors;
+}
+
+/** The tensors must tile the data section exactly: no overlap, no hole, nothing after the last. */
+function checkCoverage(tensors: readonly TensorEntry[], path: string, dataStart: number, dataBytes: number): void {
   // Headers are normally written in offset order: check that in one pass, sort only if not.
   const ordered = tensors.every((t, i) => i === 0 || t.offset >= (tensors[i - 1] as TensorEntry).offset);
   const byOffset = ordered ? tensors : tensors.slice().sort((a, b) => a.offset - b.offset || a.nbytes - b.nbytes);
-  for (let i = 1; i < byOffset.length; i++) {
-    const previous = byOffset[i - 1] as TensorEntry;
-    const current = byOffset[i] as TensorEntry;
-    if (current.offset < previous.offset + previous.nbytes) {
-      throw corrupt(path, `tensors ${previous.name} and ${current.name} overlap`);
+  let covered = dataStart;
+  let previous: TensorEntry | undefined;
+  for (const current of byOffset) {
+    if (previous && current.offset < covered) {
+      throw corrupt(path, `tensors ${displayName(previous.name)} and ${displayName(current.name)} overlap`);
     }
+    if (current.offset > covered) {
+      const after = previous ? `after tensor ${displayName(previous.name)}` : "at the start of the data section";
+      throw corrupt(path, `${current.offset - covered} bytes ${after} belong to no tensor (the header length or data_offsets are wrong)`);
+    }
+    covered = current.offset + current.nbytes;
+    previous = current;
   }
-  return tensors;
+  if (covered !== dataStart + dataBytes) {
+    const after = previous ? `the last tensor (${displayName(previous.name)})` : "the header";
+    throw corrupt(path, `${dataStart + dataBytes - covered} bytes after ${after} belong to no tensor (the header length or data_offsets are wrong)`);
+  }
 }
 
 /** All shards of a checkpoint directory, indexed by tensor name. */

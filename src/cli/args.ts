@@ -5,7 +5,7 @@
  * option wins.
  */
 import type { ArgsDef } from "citty";
-import { usageError } from "../errors.ts";
+import { argumentName, excerpt, quoteArgument, usageError } from "../errors.ts";
 
 export interface OptionDef<Target> {
   /** Long name without dashes. */
@@ -61,7 +61,7 @@ export function parseOptions<T>(args: readonly string[], table: readonly OptionD
       continue;
     }
     const option = findOption(table, arg);
-    if (!option) throw usageError(`unknown option ${arg}`);
+    if (!option) throw usageError(`unknown option ${argumentName(arg)}`);
     const flag = `--${option.name}`;
     const inline = arg.startsWith("--") && arg.includes("=") ? arg.slice(arg.indexOf("=") + 1) : undefined;
     if (!option.value) {
@@ -90,10 +90,10 @@ export function cittyArgs<T>(positionals: readonly PositionalDef[], table: reado
 
 /** Whole number within [min, max], or a usage error naming the flag. */
 export function parseInteger(raw: string, flag: string, min: number, max: number): number {
-  if (!/^[+-]?\d+$/.test(raw.trim())) throw usageError(`${flag} expects a whole number from ${min} to ${max}, got '${raw}'`);
+  if (!/^[+-]?\d+$/.test(raw.trim())) throw usageError(`${flag} expects a whole number from ${min} to ${max}, got ${quoteArgument(raw)}`);
   const value = Number(raw);
   if (!Number.isSafeInteger(value) || value < min || value > max) {
-    throw usageError(`${flag} must be from ${min} to ${max}, got ${raw}`);
+    throw usageError(`${flag} must be from ${min} to ${max}, got ${argumentName(raw)}`);
   }
   return value;
 }
@@ -103,9 +103,9 @@ export function parseIdList(raw: string, source: string): number[] {
   const parts = raw.split(/[\s,]+/).filter((p) => p.length > 0);
   if (parts.length === 0) throw usageError(`${source}: no prompt ids parsed`);
   return parts.map((part) => {
-    if (!/^\d+$/.test(part)) throw usageError(`${source}: '${part}' is not a token id (ids are whole numbers >= 0)`);
+    if (!/^\d+$/.test(part)) throw usageError(`${source}: ${excerpt(part)} is not a token id (ids are whole numbers >= 0)`);
     const id = Number(part);
-    if (!Number.isSafeInteger(id)) throw usageError(`${source}: token id ${part} is out of range`);
+    if (!Number.isSafeInteger(id)) throw usageError(`${source}: token id ${excerpt(part)} is out of range`);
     return id;
   });
 }

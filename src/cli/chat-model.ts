@@ -14,7 +14,7 @@ import { formatBytes } from "../report/format.ts";
 import type { ConversationOptions } from "../session/conversation.ts";
 import { loadTokenizer, type Tokenizer } from "../tokenizer/index.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
-import { checkLayers, configOption, injectedFaults, layersOption, tokOption } from "./common-options.ts";
+import { checkLayers, checkTokenizerFits, configOption, injectedFaults, layersOption, tokOption } from "./common-options.ts";
 import { memoryOptions, parseGb } from "./memory-options.ts";
 
 export interface ChatModelOptions {
@@ -82,6 +82,8 @@ export function openChatModel(
   const { config } = loadConfig(o.configPath ?? join(modelDir, "config.json"));
   const layerCount = checkLayers(o.layers, config);
   const tokenizer = loadTokenizer(o.tokDir);
+  const mismatch = checkTokenizerFits(tokenizer, config, o.tokDir);
+  if (mismatch) log.warn(mismatch);
   const snapshotBytes = o.snapshotBytes ?? recurrentStateBytes(config, layerCount);
   const engine = openEngine(
     {

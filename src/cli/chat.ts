@@ -9,8 +9,10 @@ import { createInterface, type Interface } from "node:readline";
 import { EFFORTS, type Effort } from "../chat/request-types.ts";
 import type { ReplyEvent } from "../chat/parse.ts";
 import { resolveSampling, samplingDefaults, samplingNames, type SamplingKnob } from "../decode/sampling-options.ts";
-import { ExitCode, usageError } from "../errors.ts";
+import { ExitCode, quoteArgument, usageError } from "../errors.ts";
 import { readOrFail, writeAtomically } from "../fs.ts";
+import { inputLimits } from "../input-limits.ts";
+import { JsonSyntaxError, parseJsonData } from "../json.ts";
 import { maxGeneratedTokens } from "../plan/limits.ts";
 import { formatBytes } from "../report/format.ts";
 import { emit, log } from "../report/log.ts";
@@ -38,7 +40,7 @@ const options: readonly OptionDef<ChatOptions>[] = [
   {
     name: "effort", value: EFFORTS.join("|"), description: "Thinking effort (default max)",
     apply: (o, raw, flag) => {
-      if (!(EFFORTS as readonly string[]).includes(raw)) throw usageError(`${flag} must be one of ${EFFORTS.join(", ")}, got '${raw}'`);
+      if (!(EFFORTS as readonly string[]).includes(raw)) throw usageError(`${flag} must be one of ${EFFORTS.join(", ")}, got ${quoteArgument(raw)}`);
       o.effort = raw as Effort;
     },
   },
@@ -81,7 +83,7 @@ export async function main(args: readonly string[]): Promise<number> {
   if (!o.tokDir) throw usageError(tokMissingMessage("chat"));
   const sampling = resolveSampling(o.sampling, samplingDefaults.chat);
   const oneTurn = o.message !== undefined || o.json || !process.stdin.isTTY;
-  const message = oneTurn ? (o.message ?? new TextDecoder().decode(readStdin())) : undefined;
+  const message = oneTurn ? (o.message ?? new TextDecoder().decode(readStdin(inputLimits.promptTextBytes, "the message"))) : undefined;
   if (oneTurn && message!.trim() === "") throw usageError("chat: the message is empty (give --message TEXT or text on stdin)");
 
   const opened = openChatModel("k3 chat", modelDir, { ...o, tokDir: o.tokDir });
@@ -270,7 +272,7 @@ function runSlash(text: string, session: ChatSession, last: ChatTurn | undefined
         break;
       case "/load": {
         if (!arg) throw usageError("/load needs a file name");
-        session.load(parseTranscript(readOrFail(arg, "the transcript").toString("utf8"), arg));
+        session.load(parseTranscript(readOrFail(arg, "the transcript", inputLimits.requestBytes).toString("utf8"), arg));
         const restored = existsSync(stateFileFor(arg)) ? session.loadState(stateFileFor(arg)) : 0;
         say(restored > 0
           ? `(loaded ${session.transcript.length} messages from ${arg} and ${restored} positions of state; the next turn feeds only what is new)`
@@ -310,7 +312,7 @@ function setKnob(session: ChatSession, [knob, value, ...extra]: string[]): strin
     return `(max-tokens ${session.settings.maxNewTokens})`;
   }
   const entry = (Object.entries(samplingNames.flag) as [SamplingKnob, string][]).find(([, flag]) => flag === `--${knob}`);
-  if (!entry) throw usageError(`/set: unknown knob '${knob}' (max-tokens, ${Object.values(samplingNames.flag).map((f) => f.slice(2)).join(", ")})`);
+  if (!entry) throw usageError(`/set: unknown knob ${quoteArgument(knob)} (max-tokens, ${Object.values(samplingNames.flag).map((f) => f.slice(2)).join(", ")})`);
   const number = Number(value);
   session.settings.sampling = resolveSampling({ ...session.settings.sampling, [entry[0]]: value.trim() === "" ? Number.NaN : number }, session.settings.sampling);
   return `(${knob} ${session.settings.sampling[entry[0]]})`;
@@ -320,9 +322,10 @@ function setKnob(session: ChatSession, [knob, value, ...extra]: string[]): strin
 function parseTranscript(text: string, path: string): ChatMessage[] {
   let parsed: unknown;
   try {
-    parsed = JSON.parse(text);
-  } catch {
-    throw usageError(`${path}: not valid JSON`);
+    parsed = parseJsonData(text);
+  } catch (error) {
+    if (error instanceof JsonSyntaxError) throw usageError(`${path}:${error.message}`);
+    throw error;
   }
   if (!Array.isArray(parsed) || !parsed.every((m) => typeof m === "object" && m !== null && typeof (m as { role?: unknown }).role === "string")) {
     throw usageError(`${path}: expected a JSON array of messages, each with a "role"`);

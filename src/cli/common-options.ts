@@ -1,7 +1,8 @@
 /** Options several commands share, defined once: the same flag means the same thing everywhere. */
-import type { ModelConfig } from "../checkpoint/config.ts";
+import { configCeilings, type ModelConfig } from "../checkpoint/config.ts";
 import { envValue } from "../env.ts";
-import { usageError } from "../errors.ts";
+import { quoteArgument, usageError } from "../errors.ts";
+import type { Tokenizer } from "../tokenizer/index.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
 
 /** An option that takes a path: an empty one is a usage error naming the flag. */
@@ -28,7 +29,7 @@ export function configOption<T extends { configPath: string | undefined }>(): Op
 }
 
 export function layersOption<T extends { layers: number | undefined }>(description: string): OptionDef<T> {
-  return { name: "layers", value: "N", description, apply: (o, raw, flag) => { o.layers = parseInteger(raw, flag, 1, 1_000_000); } };
+  return { name: "layers", value: "N", description, apply: (o, raw, flag) => { o.layers = parseInteger(raw, flag, 1, configCeilings.layers); } };
 }
 
 /** The layer count to use: all of them, or the first `layers`; more is a usage error. */
@@ -38,13 +39,33 @@ export function checkLayers(layers: number | undefined, config: ModelConfig): nu
   return count;
 }
 
+/**
+ * The tokenizer must fit the model: every id ordinary text encodes to (its ranks) must have an
+ * embedding, or a prompt would be refused or read wrongly. Returns a warning when the model can
+ * emit ids the tokenizer has no text for (a vocabulary padded past the tokenizer); special ids
+ * past the model's vocabulary (the demo's byte-level tokenizer) are left alone, since any use
+ * of one is refused as an id outside the vocabulary.
+ */
+export function checkTokenizerFits(tokenizer: Tokenizer, config: ModelConfig, tokDir: string): string | undefined {
+  if (tokenizer.rankCount > config.vocabSize) {
+    throw usageError(
+      `--tok ${tokDir}: the tokenizer has ${tokenizer.rankCount} ranks but the model's vocabulary is ${config.vocabSize} ids (vocab_size): ` +
+        "it is not this model's tokenizer",
+    );
+  }
+  if (tokenizer.vocabSize < config.vocabSize) {
+    return `--tok ${tokDir}: the tokenizer has ${tokenizer.vocabSize} ids, the model's vocabulary ${config.vocabSize}: ids ${tokenizer.vocabSize}..${config.vocabSize - 1} have no text`;
+  }
+  return undefined;
+}
+
 /** Fault injection for tests of the dropped-expert path: K3_INJECT_EXPERT_FAULT=layer:expert[,…]. */
 export function injectedFaults(): Set<string> | undefined {
   const raw = envValue("K3_INJECT_EXPERT_FAULT");
   if (!raw) return undefined;
   const keys = raw.split(",").map((k) => k.trim());
   for (const key of keys) {
-    if (!/^\d+:\d+$/.test(key)) throw usageError(`K3_INJECT_EXPERT_FAULT: '${key}' is not layer:expert`);
+    if (!/^\d+:\d+$/.test(key)) throw usageError(`K3_INJECT_EXPERT_FAULT: ${quoteArgument(key)} is not layer:expert`);
   }
   return new Set(keys);
 }

@@ -3,7 +3,7 @@
  * `--trunk-gb`, `--cache-gb`. Budgets apply in argv order (a later one wins), so they are kept
  * as a list of actions; GB become bytes here, at the edge.
  */
-import { usageError } from "../errors.ts";
+import { quoteArgument, usageError } from "../errors.ts";
 import { defaultCacheBytes, defaultTrunkBytes, presetNames, type BudgetAction } from "../plan/budget.ts";
 import { findPreset } from "../plan/presets.ts";
 import { presetListing } from "../report/plan-report.ts";
@@ -20,7 +20,7 @@ export interface MemoryTarget {
 export function parseGb(raw: string, flag: string): number {
   const value = Number(raw);
   if (!/^\d+(\.\d+)?$/.test(raw.trim()) || !Number.isFinite(value)) {
-    throw usageError(`${flag} expects a size in GB (a number such as 16 or 0.5), got '${raw}'`);
+    throw usageError(`${flag} expects a size in GB (a number such as 16 or 0.5), got ${quoteArgument(raw)}`);
   }
   return gbToBytes(value);
 }
@@ -33,7 +33,7 @@ export function memoryOptions<T extends MemoryTarget>(): OptionDef<T>[] {
       apply: (o, raw, flag) => {
         if (raw === "auto") o.budgets.push({ kind: "auto" });
         else if (findPreset(raw)) o.budgets.push({ kind: "preset", name: raw });
-        else throw usageError(`${flag}: unknown preset '${raw}'`, presetListing());
+        else throw usageError(`${flag}: unknown preset ${quoteArgument(raw)}`, presetListing());
       },
     },
     {

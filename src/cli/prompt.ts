@@ -2,8 +2,10 @@
  * Where the prompt's ids come from: `--ids` (or `--ids -` from stdin), `--prompt TEXT` or
  * `--prompt-file PATH` (bytes read verbatim) through the tokenizer in `--tok DIR`.
  */
-import { readFileSync } from "node:fs";
-import { K3Error, ExitCode, usageError } from "../errors.ts";
+import { usageError } from "../errors.ts";
+import { readCapped } from "../fs.ts";
+import { inputLimits } from "../input-limits.ts";
+import { JsonSyntaxError, parseJsonData } from "../json.ts";
 import { log } from "../report/log.ts";
 import { loadTokenizer, type Tokenizer } from "../tokenizer/index.ts";
 import { parseIdList } from "./args.ts";
@@ -22,13 +24,9 @@ export interface Prompt {
   tokenizer: Tokenizer | undefined;
 }
 
-/** Reads all of standard input as bytes. */
-export function readStdin(): Uint8Array {
-  try {
-    return new Uint8Array(readFileSync(0));
-  } catch (error) {
-    throw new K3Error(ExitCode.runtime, `cannot read standard input (${(error as NodeJS.ErrnoException).code ?? "error"})`);
-  }
+/** All of standard input as bytes, at most `maxBytes` of them (an `inputLimits` entry). */
+export function readStdin(maxBytes: number, what: string): Uint8Array {
+  return new Uint8Array(readCapped(0, maxBytes, what));
 }
 
 /** Ids given as text: comma/space separated, or the `{"ids":[...]}` object `k3 tokenize --json` prints. */
@@ -37,9 +35,10 @@ export function parseIdsText(text: string, source: string): number[] {
   if (trimmed.startsWith("{")) {
     let parsed: unknown;
     try {
-      parsed = JSON.parse(trimmed);
-    } catch {
-      throw usageError(`${source}: not valid JSON`);
+      parsed = parseJsonData(trimmed);
+    } catch (error) {
+      if (error instanceof JsonSyntaxError) throw usageError(`${source}:${error.message}`);
+      throw error;
     }
     const ids = (parsed as { ids?: unknown }).ids;
     if (!Array.isArray(ids) || !ids.every((id) => Number.isSafeInteger(id) && id >= 0)) {
@@ -53,17 +52,13 @@ export function parseIdsText(text: string, source: string): number[] {
 
 export function resolvePrompt(request: PromptRequest): Prompt {
   if (request.source === "--ids") {
-    const text = request.value === "-" ? new TextDecoder().decode(readStdin()) : request.value;
+    const text = request.value === "-" ? new TextDecoder().decode(readStdin(inputLimits.idsTextBytes, "the prompt ids")) : request.value;
     return { ids: parseIdsText(text, request.value === "-" ? "--ids - (stdin)" : "--ids"), tokenizer: undefined };
   }
   if (!request.tokDir) throw usageError(tokMissingMessage(request.source));
   let bytes: Uint8Array;
   if (request.source === "--prompt-file") {
-    try {
-      bytes = new Uint8Array(readFileSync(request.value));
-    } catch (error) {
-      throw new K3Error(ExitCode.runtime, `${request.value}: cannot read the prompt file (${(error as NodeJS.ErrnoException).code ?? "error"})`);
-    }
+    bytes = new Uint8Array(readCapped(request.value, inputLimits.promptTextBytes, "the prompt file"));
   } else {
     bytes = new TextEncoder().encode(request.value);
   }

@@ -7,6 +7,7 @@
 import { parseChatRequest, renderChat } from "../chat/index.ts";
 import { ExitCode, usageError } from "../errors.ts";
 import { readOrFail } from "../fs.ts";
+import { inputLimits } from "../input-limits.ts";
 import { emit, log } from "../report/log.ts";
 import { loadTokenizer } from "../tokenizer/index.ts";
 import type { OptionDef } from "./args.ts";
@@ -35,7 +36,7 @@ export async function main(args: readonly string[]): Promise<number> {
   const o: RenderOptions = { tokDir: undefined, request: undefined, developerAsSystem: false };
   if (!(await parseCommandArgs(args, command, o))) return ExitCode.ok;
   if (!o.tokDir) throw usageError(tokMissingMessage("render"));
-  const bytes = o.request ? new Uint8Array(readOrFail(o.request, "the request")) : readStdin();
+  const bytes = o.request ? new Uint8Array(readOrFail(o.request, "the request", inputLimits.requestBytes)) : readStdin(inputLimits.requestBytes, "the request");
   const request = parseChatRequest(bytes, { source: o.request ?? "request (stdin)", developerAsSystem: o.developerAsSystem });
   const rendered = renderChat(request, loadTokenizer(o.tokDir));
   for (const note of request.notes) log.warn(note);

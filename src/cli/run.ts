@@ -5,13 +5,13 @@ import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts
 import type { RunResult } from "../engine/result.ts";
 import { stopIfSignalled, watchSignals } from "../engine/signals.ts";
 import { resultJson } from "../report/results.ts";
-import { ExitCode, usageError } from "../errors.ts";
+import { ExitCode, argumentName, usageError } from "../errors.ts";
 import { checkOutputDir, checkOutputFile, commitAll, outputTarget, stageBytes, type StagedWrite } from "../fs.ts";
 import { maxPositions, maxPromptIds } from "../plan/limits.ts";
 import { emit, log } from "../report/log.ts";
 import { histogramFileName, stageCacheTrace, traceFileName, traceWrittenLine } from "../weights/expert-trace.ts";
 import { parseOptions } from "./args.ts";
-import { checkLayers, injectedFaults, injectedTrunkReadFaults, tokMissingMessage } from "./common-options.ts";
+import { checkLayers, checkTokenizerFits, injectedFaults, injectedTrunkReadFaults, tokMissingMessage } from "./common-options.ts";
 import { executeRun, executeTfCheck, finishRun, type RunOutcome } from "./execute.ts";
 import { stateFileCounts } from "../model/state-file.ts";
 import { loadTokenizer } from "../tokenizer/index.ts";
@@ -22,11 +22,11 @@ import { defaultRunOptions, runOptionTable, type RunOptions } from "./run-option
 export function parseRunArgs(args: readonly string[]): RunOptions {
   const first = args[0];
   if (first === undefined) throw usageError("missing <model_dir>");
-  if (first.startsWith("-")) throw usageError(`the first argument must be the model directory, got ${first}`);
+  if (first.startsWith("-")) throw usageError(`the first argument must be the model directory, got ${argumentName(first)}`);
   const options = defaultRunOptions();
   options.modelDir = first;
   const extra = parseOptions(args.slice(1), runOptionTable, options);
-  if (extra.length > 0) throw usageError(`unexpected argument ${extra[0]} (options start with --)`);
+  if (extra.length > 0) throw usageError(`unexpected argument ${argumentName(extra[0] as string)} (options start with --)`);
   if (options.promptSources.length === 0 && !options.loadState) {
     throw usageError("a prompt is required: give one of --ids, --prompt, --prompt-file (or resume with --load-state)");
   }
@@ -72,6 +72,10 @@ export async function main(args: readonly string[]): Promise<number> {
   }
   if (options.tfCheck && prompt.ids.length < 2) throw usageError("--tf-check needs a prompt of at least 2 ids");
   checkRequest(prompt.ids.length, options.gen, prior?.idCount ?? 0);
+  if (prompt.tokenizer && options.tokDir) {
+    const warning = checkTokenizerFits(prompt.tokenizer, config, options.tokDir);
+    if (warning) log.warn(warning);
+  }
   const outside = prompt.ids.find((id) => id >= config.vocabSize);
   if (outside !== undefined) {
     throw usageError(`${options.promptSources[0]}: token id ${outside} is outside the vocabulary (size ${config.vocabSize})`);

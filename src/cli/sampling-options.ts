@@ -2,7 +2,7 @@
  * The sampling flags (`--temperature`, `--top-p`, ...), generated from the one table of knobs
  * in src/decode/sampling-options.ts; their ranges are checked there, once, for every command.
  */
-import { usageError } from "../errors.ts";
+import { quoteArgument, usageError } from "../errors.ts";
 import { samplingNames, type SamplingKnob } from "../decode/sampling-options.ts";
 import type { OptionDef } from "./args.ts";
 
@@ -24,7 +24,7 @@ const describeKnob: Record<SamplingKnob, string> = {
 /** A number as people type it: decimal, optionally signed, optionally with a fraction or exponent. */
 function parseNumber(raw: string, flag: string): number {
   const text = raw.trim();
-  if (!/^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(text)) throw usageError(`${flag} expects a number, got '${raw}'`);
+  if (!/^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/.test(text)) throw usageError(`${flag} expects a number, got ${quoteArgument(raw)}`);
   return Number(text);
 }
 

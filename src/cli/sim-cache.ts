@@ -3,7 +3,7 @@
  * LRU, Belady and PIN+LRU (runtime.md 6.7), so the cost of a policy or a budget is known before
  * a long run pays for it. The whole report is the command's data and goes to stdout.
  */
-import { ExitCode, usageError } from "../errors.ts";
+import { argumentName, ExitCode, quoteArgument, usageError } from "../errors.ts";
 import { emit } from "../report/log.ts";
 import { replayAll, prepareReplay, reuseCount, type ReplayRow, type ReplayTrace } from "../weights/cache-sim.ts";
 import { maxTraceRequests, readTraceFile, type ExpertTrace } from "../weights/expert-trace.ts";
@@ -53,15 +53,15 @@ function defaultSimCacheOptions(): SimCacheOptions {
 }
 
 function parsePositive(raw: string, flag: string, max: number): number {
-  if (!/^(\d+\.?\d*|\.\d+)$/.test(raw.trim())) throw usageError(`${flag} expects a positive number, got '${raw}'`);
+  if (!/^(\d+\.?\d*|\.\d+)$/.test(raw.trim())) throw usageError(`${flag} expects a positive number, got ${quoteArgument(raw)}`);
   const value = Number(raw);
-  if (!(value > 0 && value <= max)) throw usageError(`${flag} must be above 0 and at most ${max}, got ${raw}`);
+  if (!(value > 0 && value <= max)) throw usageError(`${flag} must be above 0 and at most ${max}, got ${argumentName(raw)}`);
   return value;
 }
 
 function parseList(raw: string, flag: string, parseOne: (part: string) => number): number[] {
   const parts = raw.split(",").map((p) => p.trim());
-  if (parts.some((p) => p.length === 0)) throw usageError(`${flag} expects a comma-separated list, got '${raw}'`);
+  if (parts.some((p) => p.length === 0)) throw usageError(`${flag} expects a comma-separated list, got ${quoteArgument(raw)}`);
   return parts.map(parseOne);
 }
 
@@ -120,7 +120,7 @@ export function parseSimCacheArgs(args: readonly string[]): SimCacheOptions {
   const positionals = parseOptions(args, simCacheOptionTable, options);
   const [tracePath, extra] = positionals;
   if (tracePath === undefined) throw usageError("missing <expert_trace.bin>");
-  if (extra !== undefined) throw usageError(`unexpected argument ${extra} (give one trace file)`);
+  if (extra !== undefined) throw usageError(`unexpected argument ${argumentName(extra)} (give one trace file)`);
   options.tracePath = tracePath;
   return options;
 }

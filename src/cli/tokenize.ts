@@ -1,6 +1,7 @@
 /** `k3 tokenize --tok DIR [--file PATH] [--json] [--ordinary]`: text in, ids out on one line. */
 import { ExitCode, usageError } from "../errors.ts";
 import { readOrFail } from "../fs.ts";
+import { inputLimits } from "../input-limits.ts";
 import { emit } from "../report/log.ts";
 import { loadTokenizer } from "../tokenizer/index.ts";
 import type { OptionDef } from "./args.ts";
@@ -31,7 +32,7 @@ export async function main(args: readonly string[]): Promise<number> {
   const o: TokenizeOptions = { tokDir: undefined, file: undefined, json: false, ordinary: false };
   if (!(await parseCommandArgs(args, command, o))) return ExitCode.ok;
   if (!o.tokDir) throw usageError(tokMissingMessage("tokenize"));
-  const bytes = o.file ? new Uint8Array(readOrFail(o.file)) : readStdin();
+  const bytes = o.file ? new Uint8Array(readOrFail(o.file, "the text", inputLimits.promptTextBytes)) : readStdin(inputLimits.promptTextBytes, "the text");
   const ids = loadTokenizer(o.tokDir).encode(bytes, { ordinary: o.ordinary });
   emit(o.json ? `${JSON.stringify({ ids })}\n` : `${ids.join(",")}\n`);
   return ExitCode.ok;

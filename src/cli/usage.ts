@@ -1,7 +1,7 @@
 /** Usage text, rendered by citty from the same option tables the parser uses. */
 import { defineCommand, renderUsage } from "citty";
 import pkg from "../../package.json" with { type: "json" };
-import { usageError } from "../errors.ts";
+import { argumentName, usageError } from "../errors.ts";
 import { emit } from "../report/log.ts";
 import { cittyArgs, findInfoFlag, parseOptions, type OptionDef, type PositionalDef } from "./args.ts";
 
@@ -41,6 +41,6 @@ export async function parseCommandArgs<T>(args: readonly string[], command: Comm
   }
   const positionals = parseOptions(args, command.options, target);
   const extra = positionals[command.positionals.length];
-  if (extra !== undefined) throw usageError(`unexpected argument ${extra}`);
+  if (extra !== undefined) throw usageError(`unexpected argument ${argumentName(extra)}`);
   return positionals;
 }

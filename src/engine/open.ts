@@ -116,6 +116,16 @@ function tableBytes(index: CheckpointIndex, config: ModelConfig): number {
   return tensorList(modelTensors(config)).reduce((sum, spec) => sum + (index.get(spec.name)?.nbytes ?? 0), 0);
 }
 
+/** `use` with a reader of its own, closed after (small reads before the plan is made). */
+function withReader<T>(index: CheckpointIndex, use: (reader: TensorReader) => T): T {
+  const reader = new TensorReader(index);
+  try {
+    return use(reader);
+  } finally {
+    reader.close();
+  }
+}
+
 export function openEngine(request: EngineRequest, events: EngineEvents = {}): Engine {
   const openedAt = performance.now();
   const { config, layerCount } = request;
@@ -134,7 +144,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   const tablesBytes = tableBytes(index, config);
   const memory = readMemory();
   const budgets = resolveBudgets(request.budgets, memory, { trunkBytes: residentBytes, tablesBytes });
-  const packed = request.trunkDir ? openPackedTrunk(request.trunkDir, layouts) : undefined;
+  const packed = request.trunkDir ? withReader(index, (reader) => openPackedTrunk(request.trunkDir as string, layouts, reader)) : undefined;
   const trunk: TrunkPlacement = packed
     ? { mode: "streamed", plan: planTrunk(packed.layerCosts, budgets.trunkBytes), packedBytes: packed.packedBytes }
     : { mode: "resident", bytes: residentBytes };

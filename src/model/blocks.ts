@@ -4,6 +4,7 @@
  * Every line is one operator of model.md section 6, in its order.
  */
 import type { ModelConfig } from "../checkpoint/config.ts";
+import { runtimeError } from "../errors.ts";
 import * as kernels from "../native/kernels.ts";
 import { offsetPointer } from "../native/memory.ts";
 import type { ExpertSource } from "../weights/experts.ts";
@@ -152,6 +153,10 @@ export function latentMoe(ctx: BlockContext, w: MoeWeights, experts: ExpertSourc
   const I = c.moeIntermediateSize;
   const routing: kernels.Routing = { experts: new Int32Array(T * k), weights: new Float32Array(T * k) };
   kernels.route(w.router, w.routerBias, x, T, k, c.moeRenormalize, c.routedScalingFactor, routing);
+  // Finite weights and activations route to finite weights; NaN here means corrupt tensor bytes.
+  if (!routing.weights.every(Number.isFinite)) {
+    throw runtimeError(`layer ${layer}: the router's weights are not finite numbers (a NaN or infinity reached it): the checkpoint's tensors are probably corrupt`);
+  }
   const z = pool.alloc(T * latentWidth, "moe latent");
   kernels.matmul(w.latentDown, x, z, T);
   for (let t = 0; t < T; t++) experts.pick(layer, Array.from(routing.experts.subarray(t * k, (t + 1) * k)));

@@ -18,7 +18,7 @@
  */
 import type { Pointer } from "bun:ffi";
 import { envValue, type Environment } from "../env.ts";
-import { K3Error, ExitCode, usageError } from "../errors.ts";
+import { K3Error, ExitCode, quoteArgument, usageError } from "../errors.ts";
 import { native, type Native } from "./library.ts";
 import type { NativeBuffer } from "./memory.ts";
 import {
@@ -105,7 +105,7 @@ export function threadsFromEnv(env?: Environment): number | undefined {
     if (raw === undefined || raw.trim() === "") continue;
     const value = Number(raw.trim());
     if (!Number.isInteger(value) || value < 1 || value > maxThreads) {
-      throw usageError(`${name} must be an integer from 1 to ${maxThreads} (got '${raw}')`);
+      throw usageError(`${name} must be an integer from 1 to ${maxThreads} (got ${quoteArgument(raw)})`);
     }
     return value;
   }

@@ -71,8 +71,11 @@ export class NativeBuffer {
     return this.#ptr;
   }
 
-  /** A view of `length` bytes at `offset`; valid until `free`. */
+  /** A view of `length` bytes at `offset`; valid until `free`. A view past the end is refused, never made. */
   u8(offset = 0, length = this.bytes - offset): Uint8Array {
+    if (!(offset >= 0 && length >= 0 && offset + length <= this.bytes)) {
+      throw new Error(`a view of [${offset}, ${offset + length}) of a ${this.bytes}-byte native buffer`);
+    }
     return u8View(this.ptr, offset, length);
   }
 

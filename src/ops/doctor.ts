@@ -19,6 +19,7 @@ import { findPreset } from "../plan/presets.ts";
 import { formatBytes } from "../units.ts";
 import { openPackedTrunk } from "../weights/streamed-trunk.ts";
 import { readTrunkManifest } from "../weights/trunk-file.ts";
+import { TensorReader } from "../weights/tensor-reader.ts";
 import { layerLayout } from "../weights/trunk-layout.ts";
 import { expertReadBytes, measureFile, prepareReaders } from "./device-bandwidth.ts";
 import { kernelVariantName } from "./kernel-variant.ts";
@@ -196,7 +197,6 @@ function checkDisk(r: DoctorReport, o: DoctorOptions): void {
   try {
     if (probe) writeProbe(probe);
     const target = (shard ?? probe) as string;
-    prepareReaders(Math.max(...doctorDepths));
     const m = measureFile(target, { reads: doctorReads, depths: doctorDepths });
     const figures = m.depths.map((d) => `QD${d.depth} ${d.mbPerSecond.toFixed(1)} MB/s`).join(", ");
     const size = m.readBytes === expertReadBytes ? "one expert" : "the whole file, smaller than one expert";
@@ -241,7 +241,14 @@ function checkTrunk(r: DoctorReport, trunkDir: string, modelDir: string | undefi
     const { config } = loadConfig(join(modelDir, "config.json"));
     const index = indexCheckpoint(modelDir);
     const layouts = Array.from({ length: config.numLayers }, (_, layer) => layerLayout(index, config, layer));
-    const packed = openPackedTrunk(trunkDir, layouts);
+    // The pack's source hashes are recomputed from the checkpoint (a few small reads per tensor).
+    const reader = new TensorReader(index);
+    let packed;
+    try {
+      packed = openPackedTrunk(trunkDir, layouts, reader);
+    } finally {
+      reader.close();
+    }
     r.info("trunk", `${trunkDir}: matches the checkpoint (${packed.layers.length} layers, ${formatBytes(packed.packedBytes)})`);
     return true;
   } catch (error) {
@@ -257,9 +264,12 @@ export function runDoctor(o: DoctorOptions, out: (line: string) => void): Doctor
   const cpu = cpuFacts();
   r.info("platform", `${platform()} ${cpu.arch}`);
   const runnable = checkCpu(r, cpu);
+  // The I/O threads' count is fixed when they first start: enough for the deepest queue.
+  if (runnable) prepareReaders(Math.max(...doctorDepths));
   const preset = checkMemory(r);
   if (o.modelDir) checkModel(r, o.modelDir);
-  const trunkMatches = o.trunkDir !== undefined && checkTrunk(r, o.trunkDir, o.modelDir);
+  if (o.trunkDir && !runnable) r.info("trunk", "not checked (k3 cannot load its kernels on this CPU)");
+  const trunkMatches = o.trunkDir !== undefined && runnable && checkTrunk(r, o.trunkDir, o.modelDir);
   checkStorage(r, o, trunkMatches);
   if (runnable) checkDisk(r, o);
   else r.info("disk", "not measured (k3 cannot load its kernels on this CPU)");

@@ -8,6 +8,7 @@ import { finishReason, type OpenAIFinishReason } from "../chat/finish.ts";
 import { createSampler } from "../decode/sampling.ts";
 import { resolveSampling, samplingDefaults, type SamplingOptions } from "../decode/sampling-options.ts";
 import { usageError } from "../errors.ts";
+import { JsonSyntaxError, parseJsonData } from "../json.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import { StopStrings, type GenerationSource } from "../session/reply.ts";
 
@@ -43,11 +44,19 @@ function numberOf(body: Body, key: string): number | undefined {
 
 /** Validates a completions body (plain JSON: the prompt is text, nothing keeps number lexemes). */
 export function parseTextRequest(bytes: Uint8Array, tokenizer: Tokenizer, capacity: number): TextRequest {
+  let text: string;
+  try {
+    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
+  } catch {
+    throw usageError("request: not valid UTF-8");
+  }
   let root: unknown;
   try {
-    root = JSON.parse(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
+    // As chat bodies are read (chat.md 2.4): a repeated key's last value wins.
+    root = parseJsonData(text, { duplicateKeys: "last" });
   } catch (error) {
-    throw usageError(`request: not valid JSON (${(error as Error).message})`);
+    if (error instanceof JsonSyntaxError) throw usageError(`request:${error.message}`);
+    throw error;
   }
   if (typeof root !== "object" || root === null || Array.isArray(root)) throw usageError("request: expected a JSON object");
   const body = root as Body;

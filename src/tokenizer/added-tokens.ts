@@ -6,10 +6,12 @@
  * token's id is rank count + its index, never a position in some merged table). Ids the file
  * does not list are named `<|reserved_token_<id>|>`, as the released Python tokenizer names
  * them, so every id in the vocabulary decodes to something visible and can be typed back.
- * Strict: anything else in that object is a K3Error (exit 1) naming the file and line.
+ * Strict: anything else in that object is a K3Error (exit 1) naming the file and line, and so is
+ * a key given twice anywhere in the file, however it is spelled (`"300"` and `"\u0033\u0030\u0030"`
+ * are one id: the strict reader compares keys after unescaping).
  */
-import { runtimeError } from "../errors.ts";
-import { jsonErrorOffset, lineColumn } from "./json-location.ts";
+import { excerpt, runtimeError } from "../errors.ts";
+import { JsonSyntaxError, lineColumn, parseJsonData } from "../json.ts";
 
 /** How many ids follow the ranks for special tokens (163,584..163,839 for Kimi). */
 export const SPECIAL_ID_COUNT = 256;
@@ -36,12 +38,10 @@ export function reservedTokenText(id: number): string {
 export function parseAddedTokens(text: string, file: string, rankCount: number): SpecialToken[] {
   let root: unknown;
   try {
-    root = JSON.parse(text);
+    root = parseJsonData(text);
   } catch (error) {
-    const offset = jsonErrorOffset(text);
-    const { line, column } = lineColumn(text, Math.max(offset, 0));
-    const reason = error instanceof Error ? error.message.replace(/\s+/g, " ") : "syntax error";
-    throw runtimeError(`${file}:${line}:${column}: not valid JSON (${reason})`);
+    if (!(error instanceof JsonSyntaxError)) throw error;
+    throw runtimeError(`${file}:${error.line}:${error.column}: ${error.kind === "syntax" || error.kind === "unicode" ? `not valid JSON (${error.reason})` : error.reason}`);
   }
   if (!isObject(root)) throw runtimeError(`${file}:1: expected a JSON object at the top level`);
   const decoder = root.added_tokens_decoder;
@@ -55,8 +55,7 @@ export function parseAddedTokens(text: string, file: string, rankCount: number):
   const listed = new Map<number, SpecialToken>();
   for (const [key, entry] of Object.entries(decoder)) {
     const where = `${file}:${lineOfKey(text, key)}`;
-    if (keyCount(text, key) > 1) throw runtimeError(`${where}: added token id "${key}" is given twice`);
-    if (!/^(0|[1-9]\d*)$/.test(key)) throw runtimeError(`${where}: added token key "${key}" is not a decimal id`);
+    if (!/^(0|[1-9]\d*)$/.test(key)) throw runtimeError(`${where}: added token key ${excerpt(key)} is not a decimal id`);
     const id = Number(key);
     if (id < firstId || id > lastId) {
       throw runtimeError(`${where}: added token id ${id} is outside the special ids ${firstId}..${lastId} (they follow the ${rankCount} ranks)`);
@@ -79,7 +78,7 @@ export function parseAddedTokens(text: string, file: string, rankCount: number):
     if (other !== undefined) {
       // Name the line of a listed entry: a reserved name has no line of its own.
       const lineId = token.listed ? id : other;
-      throw runtimeError(`${file}:${lineOfKey(text, String(lineId))}: added tokens ${other} and ${id} have the same content "${token.text}"`);
+      throw runtimeError(`${file}:${lineOfKey(text, String(lineId))}: added tokens ${other} and ${id} have the same content ${excerpt(token.text)}`);
     }
     idOfText.set(token.text, id);
     tokens.push(token);
@@ -102,7 +101,3 @@ function lineOfKey(text: string, key: string): number {
   return match === null ? 1 : lineColumn(text, match.index).line;
 }
 
-/** How often `"key":` occurs: JSON.parse keeps the last of repeated keys, a strict reader refuses. */
-function keyCount(text: string, key: string): number {
-  return text.match(keyPattern(key, "g"))?.length ?? 0;
-}

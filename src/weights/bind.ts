@@ -44,6 +44,19 @@ function dtypeAccepted(spec: TensorSpec, entry: TensorEntry): boolean {
 
 /** Checks every tensor the run will use; throws one K3Error (exit 1) listing the problems. */
 export function checkBindable(index: CheckpointIndex, config: ModelConfig, layerCount: number): void {
+  // Counted before any name is built: a config that asks for far more tensors than the checkpoint
+  // holds is refused at once, not after naming millions of missing tensors. (A shard set that is
+  // merely incomplete gets the list below, which says which layers lack tensors.)
+  const moeLayers = Math.max(0, layerCount - config.firstKDenseReplace);
+  const perExpert = expertTensors(config, 0, 0).length;
+  const needed = layerCount * tensorList(layerNormTensors(config, 0)).length + moeLayers * config.numExperts * perExpert;
+  if (needed > 2 * index.tensorCount + 100_000) {
+    throw new K3Error(
+      ExitCode.runtime,
+      `${index.dir}: the config needs at least ${needed} tensors for ${layerCount} layers ` +
+        `(${moeLayers} MoE layers x ${config.numExperts} experts x ${perExpert}, and the layer norms), but the checkpoint has ${index.tensorCount}`,
+    );
+  }
   const problems: string[] = [];
   const layersMissing = new Set<number>();
   const check = (spec: TensorSpec, layer: number | undefined) => {

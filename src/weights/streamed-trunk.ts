@@ -13,7 +13,8 @@ import { describeStatus, DirectFile, readCapacity, type PendingRead } from "../n
 import { NativeBuffer } from "../native/memory.ts";
 import { bindLayer, vectorBytes } from "./bind.ts";
 import type { Trunk } from "./trunk.ts";
-import { layerHash, layoutOfPacked, readTrunkManifest, trunkBinName, type PackedLayer } from "./trunk-file.ts";
+import type { TensorReader } from "./tensor-reader.ts";
+import { checkLayerBytes, layerSource, layoutOfPacked, readTrunkManifest, trunkBinName, type PackedLayer } from "./trunk-file.ts";
 import type { LayerLayout } from "./trunk-layout.ts";
 import type { LayerWeights } from "./types.ts";
 import { VectorArena } from "./vector-arena.ts";
@@ -66,8 +67,12 @@ export interface PackedTrunk {
   packedBytes: number;
 }
 
-/** Reads trunk.json and checks it describes exactly the bound layers (`layouts`, in order). */
-export function openPackedTrunk(dir: string, layouts: readonly LayerLayout[]): PackedTrunk {
+/**
+ * Reads trunk.json and checks it describes exactly the bound layers (`layouts`, in order) of
+ * this checkpoint: the same layout, and the same contents as far as each layer's `source`
+ * (read through `reader` from the checkpoint) can tell.
+ */
+export function openPackedTrunk(dir: string, layouts: readonly LayerLayout[], reader: TensorReader): PackedTrunk {
   const layerCount = layouts.length;
   const manifest = readTrunkManifest(dir);
   if (manifest.n_layers < layerCount) {
@@ -77,6 +82,13 @@ export function openPackedTrunk(dir: string, layouts: readonly LayerLayout[]): P
   const packedLayouts = layers.map((packed, l) => {
     const layout = layouts[l] as LayerLayout;
     checkMatches(packed, layout, dir);
+    const source = layerSource(reader, layout);
+    if (packed.source !== source) {
+      throw new K3Error(
+        ExitCode.runtime,
+        `${dir}: layer ${l} of the packed trunk was packed from other contents than ${reader.index.dir} holds (source ${packed.source}, this checkpoint ${source}); re-run 'k3 pack-trunk'`,
+      );
+    }
     return { ...layout, run: undefined };
   });
   return {
@@ -155,9 +167,7 @@ export class StreamedTrunk implements Trunk {
     const packed = this.#layers[layer]!;
     this.stats.bytesRead += packed.nbytes;
     if (!this.#verified.has(layer)) {
-      if (layerHash(buffer.u8(0, packed.payload_bytes)) !== packed.hash) {
-        throw new K3Error(ExitCode.runtime, `${join(this.#dir, trunkBinName)}: layer ${layer} does not match its recorded hash (corrupted?); re-run 'k3 pack-trunk'`);
-      }
+      checkLayerBytes(join(this.#dir, trunkBinName), packed, buffer.u8(0, packed.payload_bytes));
       this.#verified.add(layer);
     }
   }

@@ -1,20 +1,35 @@
 /**
  * The packed trunk (runtime.md section 4): trunk.bin holds each layer's trunk run at a
- * O_DIRECT-aligned offset, so a layer is one read; trunk.json describes it. Each layer also
- * records a content hash, checked the first time the layer is read in a run.
+ * O_DIRECT-aligned offset, so a layer is one read; trunk.json describes it.
+ *
+ * A pack is bound to the checkpoint it was made from and each entry to its layer. Each layer
+ * records its `source`: a hash of the layer number, its tensors' names, shapes and offsets and
+ * the first and last `sampleBytes` of every tensor as the checkpoint holds them. Opening a pack
+ * recomputes it from the checkpoint (a few small reads per tensor), so the pack of another
+ * checkpoint with the same shapes is refused before anything runs. The layer's content `hash`
+ * over all its bytes is seeded with its source and checked the first time the layer is read, so
+ * two entries' offsets and hashes swapped, or a byte changed, are refused too.
  */
-import { existsSync, readFileSync, statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
-import type { Dtype } from "../checkpoint/safetensors.ts";
-import { K3Error, ExitCode } from "../errors.ts";
+import { configCeilings } from "../checkpoint/config.ts";
+import { dtypeBytes, type Dtype } from "../checkpoint/safetensors.ts";
+import { displayName, excerpt, K3Error, ExitCode } from "../errors.ts";
+import { readCapped } from "../fs.ts";
+import { inputLimits } from "../input-limits.ts";
+import { jsonRefusal, JsonSyntaxError, parseJsonData } from "../json.ts";
 import { allocAlignment } from "../native/memory.ts";
+import type { TensorReader } from "./tensor-reader.ts";
 import type { LayerLayout } from "./trunk-layout.ts";
 
-export const trunkFormatVersion = 1;
+/** Version 2 binds each layer to its checkpoint (`source`); version 1 packs are refused. */
+export const trunkFormatVersion = 2;
 export const trunkBinName = "trunk.bin";
 export const trunkJsonName = "trunk.json";
 /** Hash chunking is part of the format: the hash chains over chunks of this size. */
 export const hashChunkBytes = 64 * 1024 * 1024;
+/** Bytes of each end of every tensor that a layer's `source` hashes (part of the format). */
+export const sampleBytes = 4096;
 
 export interface PackedLayer {
   layer: number;
@@ -25,6 +40,9 @@ export interface PackedLayer {
   /** Payload bytes, before padding. */
   payload_bytes: number;
   file_off: number;
+  /** The layer's binding to the checkpoint's contents (see above), 16 hex digits. */
+  source: string;
+  /** All payload bytes, hashed in `hashChunkBytes` chunks seeded with `source`, 16 hex digits. */
   hash: string;
   tensors: Record<string, { off: number; nbytes: number; dtype: Dtype; shape: number[] }>;
 }
@@ -37,15 +55,45 @@ export interface TrunkManifest {
   layers: PackedLayer[];
 }
 
-/** Chained wyhash over fixed chunks, so hashing needs no copy of a whole layer. */
-export function layerHash(bytes: Uint8Array): string {
-  let hash = 0n;
+const hex64 = (hash: bigint) => hash.toString(16).padStart(16, "0");
+
+/** Chained wyhash over fixed chunks, seeded with the layer's source, so no copy of a layer is needed. */
+export function layerHash(bytes: Uint8Array, source: string): string {
+  let hash = BigInt(`0x${source}`);
   let at = 0;
   do {
     hash = Bun.hash.wyhash(bytes.subarray(at, at + hashChunkBytes), hash);
     at += hashChunkBytes;
   } while (at < bytes.length);
-  return hash.toString(16).padStart(16, "0");
+  return hex64(hash);
+}
+
+/** Refuses a layer's bytes as read from trunk.bin (`binPath`) unless they hash to what trunk.json records. */
+export function checkLayerBytes(binPath: string, packed: PackedLayer, payload: Uint8Array): void {
+  if (layerHash(payload, packed.source) !== packed.hash) {
+    throw new K3Error(ExitCode.runtime, `${binPath}: layer ${packed.layer} does not match its recorded hash (corrupted?); re-run 'k3 pack-trunk'`);
+  }
+}
+
+/** The seed `layerHash` chains from, for a writer that hashes chunk by chunk. */
+export const hashSeed = (source: string): bigint => BigInt(`0x${source}`);
+
+/**
+ * The layer's binding to the checkpoint (see the file comment), read through `reader` from the
+ * checkpoint's own bytes: the same layout with other contents gives another value.
+ */
+export function layerSource(reader: TensorReader, layout: LayerLayout): string {
+  const described = layout.tensors.map((t) => `${t.name} ${t.dtype} [${t.shape.join(",")}] ${t.off} ${t.nbytes}`);
+  let hash = Bun.hash.wyhash(`k3-trunk layer ${layout.layer}\n${described.join("\n")}`, 0n);
+  for (const t of layout.tensors) {
+    const entry = reader.index.get(t.name);
+    if (!entry) throw new K3Error(ExitCode.runtime, `${reader.index.dir}: missing ${t.name}`);
+    const head = Math.min(entry.nbytes, sampleBytes);
+    hash = Bun.hash.wyhash(reader.readRaw({ ...entry, nbytes: head }), hash);
+    const tail = Math.min(entry.nbytes - head, sampleBytes);
+    if (tail > 0) hash = Bun.hash.wyhash(reader.readRange(entry.shard, entry.offset + entry.nbytes - tail, tail), hash);
+  }
+  return hex64(hash);
 }
 
 export function alignUp(n: number): number {
@@ -62,33 +110,151 @@ function refuse(path: string, detail: string): never {
   throw new K3Error(ExitCode.runtime, `${path}: not a usable packed trunk: ${detail}`);
 }
 
-/** Reads and checks trunk.json against trunk.bin's size; every offset must be aligned and inside the file. */
+/** A value found in trunk.json, as a message names it. */
+function found(value: unknown): string {
+  if (typeof value === "string") return `the string ${excerpt(value)}`;
+  if (typeof value === "number") return `${value}`;
+  return value === null ? "null" : Array.isArray(value) ? "an array" : `a ${typeof value}`;
+}
+
+const isCount = (value: unknown): value is number => Number.isSafeInteger(value) && (value as number) >= 0;
+const isHex64 = (value: unknown): value is string => typeof value === "string" && /^[0-9a-f]{16}$/.test(value);
+
+/** Field access on one object of trunk.json, each refusal naming the field by its path. */
+class ManifestFields {
+  constructor(
+    private readonly path: string,
+    private readonly values: Record<string, unknown>,
+    private readonly where: string,
+  ) {}
+
+  #at(key: string): string {
+    return this.where === "" ? displayName(key) : `${this.where}.${displayName(key)}`;
+  }
+
+  #fail(key: string, expected: string): never {
+    return refuse(this.path, `${this.#at(key)} must be ${expected}, found ${found(this.values[key])}`);
+  }
+
+  count(key: string, max = Number.MAX_SAFE_INTEGER): number {
+    const value = this.values[key];
+    return isCount(value) && value <= max ? value : this.#fail(key, `a whole number from 0 to ${max}`);
+  }
+
+  hex(key: string): string {
+    const value = this.values[key];
+    return isHex64(value) ? value : this.#fail(key, "16 lower-case hex digits");
+  }
+
+  text(key: string): string {
+    const value = this.values[key];
+    return typeof value === "string" ? value : this.#fail(key, "a string");
+  }
+
+  counts(key: string): number[] {
+    const value = this.values[key];
+    return Array.isArray(value) && value.length <= 8 && value.every(isCount) ? value : this.#fail(key, "an array of at most 8 whole numbers");
+  }
+
+  dtype(key: string): Dtype {
+    const value = this.values[key];
+    return typeof value === "string" && Object.hasOwn(dtypeBytes, value) ? (value as Dtype) : this.#fail(key, `one of ${Object.keys(dtypeBytes).join(", ")}`);
+  }
+
+  object(key: string): ManifestFields {
+    const value = this.values[key];
+    if (typeof value !== "object" || value === null || Array.isArray(value)) return this.#fail(key, "an object");
+    return new ManifestFields(this.path, value as Record<string, unknown>, this.#at(key));
+  }
+
+  keys(): string[] {
+    return Object.keys(this.values);
+  }
+
+  array(key: string): Record<string, unknown>[] {
+    const value = this.values[key];
+    if (!Array.isArray(value)) return this.#fail(key, "an array");
+    return value as Record<string, unknown>[];
+  }
+}
+
+/** One entry of `layers`, checked field by field against the layout rules pack-trunk writes by. */
+function readLayer(path: string, raw: unknown, i: number, fileOff: number, alignment: number): PackedLayer {
+  const where = `layers[${i}]`;
+  if (typeof raw !== "object" || raw === null || Array.isArray(raw)) refuse(path, `${where} must be an object, found ${found(raw)}`);
+  const f = new ManifestFields(path, raw as Record<string, unknown>, where);
+  const layer = f.count("layer");
+  if (layer !== i) refuse(path, `${where}.layer is ${layer}, expected ${i} (entries are in layer order)`);
+  const payloadBytes = f.count("payload_bytes");
+  const nbytes = f.count("nbytes");
+  const expected = Math.ceil(payloadBytes / alignment) * alignment;
+  if (nbytes !== expected) refuse(path, `${where}.nbytes is ${nbytes}, expected ${expected} (payload_bytes ${payloadBytes} rounded up to ${alignment})`);
+  const offset = f.count("file_off");
+  if (offset !== fileOff) refuse(path, `${where}.file_off is ${offset}, expected ${fileOff} (layers follow each other in trunk.bin)`);
+  const tensorFields = f.object("tensors");
+  const tensors: PackedLayer["tensors"] = {};
+  for (const name of tensorFields.keys()) {
+    const t = tensorFields.object(name);
+    const off = t.count("off");
+    const tensorBytes = t.count("nbytes");
+    const dtype = t.dtype("dtype");
+    const shape = t.counts("shape");
+    const tensorWhere = `${where}.tensors.${displayName(name)}`;
+    if (off + tensorBytes > payloadBytes) refuse(path, `${tensorWhere} [${off}, ${off + tensorBytes}) lies outside the layer's ${payloadBytes} payload bytes`);
+    if (off % dtypeBytes[dtype] !== 0) refuse(path, `${tensorWhere}.off ${off} is not a multiple of its ${dtypeBytes[dtype]}-byte ${dtype} elements`);
+    if (shape.reduce((a, b) => a * b, 1) * dtypeBytes[dtype] !== tensorBytes) {
+      refuse(path, `${tensorWhere}: shape [${shape.join(", ")}] x ${dtype} is not ${tensorBytes} bytes`);
+    }
+    tensors[name] = { off, nbytes: tensorBytes, dtype, shape };
+  }
+  return {
+    layer, shard: f.text("shard"), run_start: f.count("run_start"), nbytes, payload_bytes: payloadBytes, file_off: offset,
+    source: f.hex("source"), hash: f.hex("hash"), tensors,
+  };
+}
+
+/**
+ * Reads trunk.json and checks every field against the rules pack-trunk writes by, and trunk.bin's
+ * size against it, before any number in it sizes a buffer or a read: types, alignment, each
+ * layer where the previous one ends, each tensor inside its layer and aligned to its elements.
+ */
 export function readTrunkManifest(dir: string): TrunkManifest {
   const jsonPath = join(dir, trunkJsonName);
   const binPath = join(dir, trunkBinName);
   if (!existsSync(jsonPath)) refuse(dir, `${trunkJsonName} is missing (pack it with 'k3 pack-trunk')`);
   if (!existsSync(binPath)) refuse(dir, `${trunkBinName} is missing`);
-  let manifest: TrunkManifest;
+  const bytes = readCapped(jsonPath, inputLimits.trunkManifestBytes, "the trunk manifest");
+  let root: unknown;
   try {
-    manifest = JSON.parse(readFileSync(jsonPath, "utf8")) as TrunkManifest;
+    root = parseJsonData(new TextDecoder("utf-8", { fatal: true }).decode(bytes));
   } catch (error) {
-    return refuse(jsonPath, `not valid JSON (${(error as Error).message})`);
+    if (error instanceof JsonSyntaxError) return refuse(jsonPath, jsonRefusal(error));
+    if (error instanceof TypeError) return refuse(jsonPath, "not valid UTF-8");
+    throw error;
   }
-  if (manifest.format !== "k3-trunk" || manifest.version !== trunkFormatVersion) refuse(jsonPath, `format ${manifest.format} version ${manifest.version} is not k3-trunk version ${trunkFormatVersion}`);
+  if (typeof root !== "object" || root === null || Array.isArray(root)) return refuse(jsonPath, `the top level must be an object, found ${found(root)}`);
+  const top = root as Record<string, unknown>;
+  if (top.format !== "k3-trunk" || top.version !== trunkFormatVersion) {
+    const shown = (value: unknown) => (typeof value === "string" ? excerpt(value) : found(value));
+    refuse(jsonPath, `found format ${shown(top.format)} version ${shown(top.version)}, expected format "k3-trunk" version ${trunkFormatVersion} (re-run 'k3 pack-trunk')`);
+  }
+  const f = new ManifestFields(jsonPath, top, "");
   const alignment = allocAlignment();
-  if (manifest.align !== alignment) refuse(jsonPath, `align is ${manifest.align}, expected ${alignment}`);
-  if (!Array.isArray(manifest.layers) || manifest.layers.length !== manifest.n_layers) refuse(jsonPath, "layers must be an array of n_layers entries");
+  const align = f.count("align");
+  if (align !== alignment) refuse(jsonPath, `align is ${align}, expected ${alignment}`);
+  const layerCount = f.count("n_layers", configCeilings.layers);
+  const entries = f.array("layers");
+  if (entries.length !== layerCount) refuse(jsonPath, `layers has ${entries.length} entries, n_layers says ${layerCount}`);
+  const layers: PackedLayer[] = [];
+  let fileOff = 0;
+  for (let i = 0; i < entries.length; i++) {
+    const layer = readLayer(jsonPath, entries[i], i, fileOff, alignment);
+    fileOff += layer.nbytes;
+    layers.push(layer);
+  }
   const fileBytes = statSync(binPath).size;
-  manifest.layers.forEach((layer, i) => {
-    if (layer.layer !== i) refuse(jsonPath, `entry ${i} is layer ${layer.layer}`);
-    if (typeof layer.tensors !== "object" || layer.tensors === null) refuse(jsonPath, `layer ${i} has no tensors object`);
-    if (layer.file_off % alignment !== 0 || layer.nbytes % alignment !== 0) refuse(jsonPath, `layer ${i} is not ${alignment}-aligned`);
-    if (layer.file_off + layer.nbytes > fileBytes) {
-      refuse(binPath, `layer ${i} ends at byte ${layer.file_off + layer.nbytes} but the file has ${fileBytes} (truncated?)`);
-    }
-    for (const [name, t] of Object.entries(layer.tensors)) {
-      if (t.off < 0 || t.off + t.nbytes > layer.payload_bytes) refuse(jsonPath, `tensor ${name} lies outside layer ${i}`);
-    }
-  });
-  return manifest;
+  const last = layers.at(-1);
+  if (last && fileBytes < fileOff) refuse(binPath, `layer ${last.layer} ends at byte ${fileOff} but the file has ${fileBytes} (truncated?)`);
+  if (fileBytes !== fileOff) refuse(binPath, `the file has ${fileBytes} bytes, ${trunkJsonName} describes ${fileOff}`);
+  return { format: "k3-trunk", version: trunkFormatVersion, n_layers: layerCount, align, layers };
 }

@@ -4,7 +4,7 @@
  * The packed trunk file stores exactly these layouts.
  */
 import type { ModelConfig } from "../checkpoint/config.ts";
-import type { CheckpointIndex, Dtype } from "../checkpoint/safetensors.ts";
+import { dtypeBytes, type CheckpointIndex, type Dtype } from "../checkpoint/safetensors.ts";
 import { trunkTensors } from "../checkpoint/tensor-names.ts";
 import { entriesOf, placeTensors } from "../checkpoint/tensor-run.ts";
 
@@ -35,5 +35,8 @@ export function layerLayout(index: CheckpointIndex, config: ModelConfig, layer: 
 
 /** Why a layer cannot be packed as one run (runtime.md 4.2), or undefined when it can. */
 export function packRefusal(layout: LayerLayout): string | undefined {
-  return layout.run ? undefined : `layer ${layout.layer}'s trunk tensors are not one contiguous run in one shard`;
+  if (!layout.run) return `layer ${layout.layer}'s trunk tensors are not one contiguous run in one shard`;
+  // A packed layer starts aligned, so each tensor's offset in the run must keep its elements aligned.
+  const unaligned = layout.tensors.find((t) => t.off % dtypeBytes[t.dtype] !== 0);
+  return unaligned ? `${unaligned.name} would not be ${dtypeBytes[unaligned.dtype]}-byte aligned in the packed layer ${layout.layer}` : undefined;
 }

@@ -14,7 +14,7 @@ import { allocAlignment } from "../native/memory.ts";
 import { stopIfSignalled } from "../native/signals.ts";
 import type { TensorReader } from "./tensor-reader.ts";
 import {
-  alignUp, hashChunkBytes, readTrunkManifest, trunkBinName, trunkFormatVersion, trunkJsonName,
+  alignUp, hashChunkBytes, hashSeed, layerSource, readTrunkManifest, trunkBinName, trunkFormatVersion, trunkJsonName,
   type PackedLayer, type TrunkManifest,
 } from "./trunk-file.ts";
 import { layerLayout, packRefusal } from "./trunk-layout.ts";
@@ -35,7 +35,7 @@ export interface PackResult {
 }
 
 /** The manifest a pack of these layers would have (hashes aside), and where each run is read from. */
-function plannedLayers(index: CheckpointIndex, config: ModelConfig, layerCount: number): { layers: PackedLayer[]; shards: number[] } {
+function plannedLayers(index: CheckpointIndex, reader: TensorReader, config: ModelConfig, layerCount: number): { layers: PackedLayer[]; shards: number[] } {
   const layers: PackedLayer[] = [];
   const shards: number[] = [];
   let fileOff = 0;
@@ -46,7 +46,7 @@ function plannedLayers(index: CheckpointIndex, config: ModelConfig, layerCount: 
     const nbytes = alignUp(layout.bytes);
     layers.push({
       layer, shard: basename(index.shards[layout.run.shard]!.path), run_start: layout.run.start, nbytes,
-      payload_bytes: layout.bytes, file_off: fileOff, hash: "",
+      payload_bytes: layout.bytes, file_off: fileOff, source: layerSource(reader, layout), hash: "",
       tensors: Object.fromEntries(layout.tensors.map((t) => [t.name, { off: t.off, nbytes: t.nbytes, dtype: t.dtype, shape: t.shape }])),
     });
     shards.push(layout.run.shard);
@@ -71,7 +71,7 @@ export function packTrunk(
   },
 ): PackResult {
   const started = performance.now();
-  const { layers: planned, shards } = plannedLayers(index, config, layerCount);
+  const { layers: planned, shards } = plannedLayers(index, reader, config, layerCount);
   const jsonPath = join(outDir, trunkJsonName);
   const binPath = join(outDir, trunkBinName);
   const largestLayerBytes = Math.max(...planned.map((l) => l.payload_bytes));
@@ -101,7 +101,7 @@ export function packTrunk(
   const fill = (fd: number) => {
     for (const layer of planned) {
       // Copy in chunks, hashing the same chunks the verifier will hash.
-      let hash = 0n;
+      let hash = hashSeed(layer.source);
       for (let at = 0; at < layer.payload_bytes; at += hashChunkBytes) {
         stopIfSignalled(); // the temporary is removed on the way out
         const length = Math.min(hashChunkBytes, layer.payload_bytes - at);
@@ -140,7 +140,7 @@ function verifyPack(path: string, layers: PackedLayer[]): void {
   const file = new DirectFile(path);
   try {
     for (const layer of layers) {
-      let hash = 0n;
+      let hash = hashSeed(layer.source);
       for (let at = 0; at < layer.payload_bytes; at += hashChunkBytes) {
         hash = Bun.hash.wyhash(file.read(layer.file_off + at, Math.min(hashChunkBytes, layer.payload_bytes - at)), hash);
       }

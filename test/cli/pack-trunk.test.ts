@@ -96,7 +96,7 @@ describe("k3 pack-trunk", () => {
 
   test("usage errors exit 2", () => {
     expect(k3(["pack-trunk", dir]).code).toBe(2);
-    expect(k3(["pack-trunk", dir, "x", "--layers", "abc"]).stderr).toBe("k3: --layers expects a whole number from 1 to 1000000, got 'abc'\n");
+    expect(k3(["pack-trunk", dir, "x", "--layers", "abc"]).stderr).toBe("k3: --layers expects a whole number from 1 to 1024, got 'abc'\n");
   });
 });
 

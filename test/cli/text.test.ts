@@ -82,7 +82,7 @@ describe("pipelines", () => {
     expect(k3(["tokenize"]).code).toBe(2);
     expect(k3(["detokenize", "--tok", byteTok], { stdin: "1,x" }).code).toBe(2);
     expect(k3(["detokenize", "--tok", byteTok], { stdin: "999" }).code).toBe(2);
-    expect(k3(["tokenize", "--tok", byteTok, "--file", "/nonexistent"]).stderr).toBe("k3: /nonexistent: cannot read (ENOENT)\n");
+    expect(k3(["tokenize", "--tok", byteTok, "--file", "/nonexistent"]).stderr).toBe("k3: /nonexistent: cannot read the text (ENOENT)\n");
   });
 
   test.skipIf(!haveKimi)("with the real Kimi table: specials become their ids by default, ordinary text with --ordinary", () => {

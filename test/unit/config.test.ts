@@ -168,6 +168,58 @@ describe("config reader", () => {
     });
   }
 
+  // Issue 15, defects 5 and 10: numbers that would size tables without bound, and values no model can mean.
+  const meaningless: [string, (c: Json) => void, string][] = [
+    ["a million layers", (c) => { c.num_hidden_layers = 1e6; }, "num_hidden_layers is 1000000, more than k3 accepts (at most 1024)"],
+    ["2^31 experts", (c) => { c.num_experts = 2 ** 31; }, "num_experts is 2147483648, more than k3 accepts (at most 65536)"],
+    ["an AttnRes block of 1e308 layers", (c) => { c.attn_res_block_size = 1e308; }, "attn_res_block_size is 1e+308, more than k3 accepts (at most 1024)"],
+    ["a width past 2^53", (c) => { c.hidden_size = 2 ** 60; }, `hidden_size is ${2 ** 60}, more than k3 accepts (at most ${1 << 20})`],
+    ["routed_scaling_factor 0", (c) => { c.routed_scaling_factor = 0; }, "routed_scaling_factor is 0; it must be positive and finite as a float32 (it multiplies the routed experts' weights)"],
+    ["a negative routed_scaling_factor", (c) => { c.routed_scaling_factor = -1; }, "routed_scaling_factor is -1; it must be positive and finite as a float32 (it multiplies the routed experts' weights)"],
+    ["rms_norm_eps 2^63", (c) => { c.rms_norm_eps = 2 ** 63; }, "rms_norm_eps is 9223372036854776000; it must be above 0 and below 1, and above 0 as a float32 (it is added to a mean square of order 1)"],
+    ["an rms_norm_eps that is 0 as a float32", (c) => { c.rms_norm_eps = 1e-50; }, "rms_norm_eps is 1e-50; it must be above 0 and below 1, and above 0 as a float32 (it is added to a mean square of order 1)"],
+    ["a negative SiTU beta", (c) => { c.situ_beta = -4; }, "situ_beta is -4; it must be positive and finite as a float32 (it is a tanh cap)"],
+    ["a SiTU linear beta beyond float32", (c) => { c.situ_linear_beta = 1e39; }, "situ_linear_beta is 1e+39; it must be positive and finite as a float32 (it is a tanh cap)"],
+    ["gate_lower_bound 1e308", (c) => { c.gate_lower_bound = 1e308; }, "gate_lower_bound is 1e+308; it must be negative and finite as a float32 (the KDA log-decay lies in [gate_lower_bound, 0])"],
+    ["gate_lower_bound 0", (c) => { c.gate_lower_bound = 0; }, "gate_lower_bound is 0; it must be negative and finite as a float32 (the KDA log-decay lies in [gate_lower_bound, 0])"],
+    ["a million full_attn_layers entries", (c) => { c.full_attn_layers = Array.from({ length: 1_000_000 }, (_, i) => (i % 20) + 1); }, "full_attn_layers has 14, 15, 16, 17, 18, 19, 20, 14, ... (350000 in all) outside 1..13 (the list is one-based); full_attn_layers lists 1, 2, 3, 4, 5, 6, 7, 8, ... (20 in all) more than once; full_attn_layers must be sorted ascending; full_attn_layers leaves no KDA layer (1000000 of 13 layers)"],
+  ];
+  for (const [name, mutate, message] of meaningless) {
+    test(`refuses ${name}, at once`, () => {
+      const root = flat();
+      mutate(root);
+      const started = performance.now();
+      expect(refusal(root).message).toBe(prefix + message);
+      expect(performance.now() - started).toBeLessThan(1000);
+    });
+  }
+
+  test("merely unusual values are read, with a warning", () => {
+    const root = flat();
+    root.routed_scaling_factor = 100;
+    root.attn_res_block_size = 20;
+    root.rms_norm_eps = 0.01;
+    expect(parseConfig(JSON.stringify(root), "cfg.json").warnings).toEqual([
+      "rms_norm_eps is 0.01, outside the usual 1e-12..0.001",
+      "routed_scaling_factor is 100, outside the usual 0.0625..16",
+      "attn_res_block_size 20 is more than the 13 layers: only layer 0 starts an AttnRes block",
+    ]);
+    expect(parseConfig(configJson(tinyConfig(), "flat"), "cfg.json").warnings).toEqual([]);
+  });
+
+  test("a key given twice, however spelled, and a value nested too deep are refused (exit 2)", () => {
+    const text = configJson(tinyConfig(), "flat").replace('"vocab_size": 256', '"vocab_size": 256, "vocab\u005fsize": 300');
+    expect(() => parseConfig(text, "cfg.json")).toThrow(`${prefix}4:22: the key "vocab_size" appears twice in one object`);
+    let error: unknown;
+    try {
+      parseConfig(`{"x": ${"[".repeat(100_000)}${"]".repeat(100_000)}}`, "cfg.json");
+    } catch (caught) {
+      error = caught;
+    }
+    expect((error as K3Error).exitCode).toBe(2);
+    expect((error as K3Error).message).toBe(`${prefix}1:262: nested deeper than 256 levels`);
+  });
+
   test("aliases: both spellings agreeing is fine, disagreeing is refused", () => {
     const root = flat();
     root.activation_situ_beta = 4.0;

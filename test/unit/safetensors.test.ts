@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { indexCheckpoint, readShardHeader } from "../../src/checkpoint/safetensors.ts";
 import { allTensors } from "../../src/checkpoint/tensor-names.ts";
@@ -13,9 +13,12 @@ const filled = (name: string, dtype: TensorData["dtype"], shape: number[], byte:
   bytes: () => new Uint8Array(tensorBytes(dtype, shape)).fill(byte),
 });
 
-/** A shard with a hand-written header and `dataBytes` of payload. */
-function rawShard(dir: string, header: unknown, dataBytes: number, name = "model-00001-of-000001.safetensors"): string {
-  const text = Buffer.from(JSON.stringify(header));
+/** A shard with a hand-written header (padded with spaces to 8 bytes, as released) and `dataBytes` of payload. */
+function rawShard(dir: string, header: unknown, dataBytes: number, name = "model-00001-of-000001.safetensors", minPadding = 0): string {
+  let json = JSON.stringify(header);
+  const padTo = Math.ceil((json.length + minPadding) / 8) * 8;
+  json = json.padEnd(padTo, " ");
+  const text = Buffer.from(json);
   const prefix = Buffer.alloc(8);
   prefix.writeBigUInt64LE(BigInt(text.length));
   const path = join(dir, name);
@@ -62,7 +65,6 @@ describe("safetensors index", () => {
     check("scalar", 4, [], 4);
     check("f32_2d", 24, [2, 3], 5);
     expect(byName.has("__metadata__")).toBe(false);
-    expect(shard.trailingBytes).toBe(0);
     expect(byName.get("bf16_1d")!.offset).toBe(shard.dataStart);
   });
 
@@ -133,7 +135,7 @@ describe("safetensors index", () => {
       const path = rawShard(dir, { a: entry("F32", [1], 0, 4) }, 4);
       writeFileSync(path, readFileSync(path).subarray(0, 20));
       return path;
-    }, `header length ${JSON.stringify({ a: entry("F32", [1], 0, 4) }).length} runs past the end of the 20-byte file`],
+    }, `header length ${Math.ceil(JSON.stringify({ a: entry("F32", [1], 0, 4) }).length / 8) * 8} runs past the end of the 20-byte file`],
     ["a header that is not JSON", (dir) => {
       const path = join(dir, "s.safetensors");
       const prefix = Buffer.alloc(8);
@@ -169,10 +171,67 @@ describe("safetensors index", () => {
     });
   }
 
-  test("trailing bytes after the last tensor are tolerated and reported", () => {
-    const dir = tempDir("trail");
-    const path = rawShard(dir, { a: entry("F32", [1], 0, 4) }, 10);
-    expect(readShardHeader(path, 0).shard.trailingBytes).toBe(6);
+  // Issue 15, defects 1, 7 and 9: headers that parse but do not describe the file exactly.
+  const inexact: [string, (dir: string) => string, string][] = [
+    ["trailing bytes after the last tensor", (dir) => rawShard(dir, { a: entry("F32", [1], 0, 4) }, 10),
+      "6 bytes after the last tensor (a) belong to no tensor (the header length or data_offsets are wrong)"],
+    ["a header naming no tensor before data bytes", (dir) => rawShard(dir, { __metadata__: { format: "pt" } }, 4),
+      "4 bytes after the header belong to no tensor (the header length or data_offsets are wrong)"],
+    ["a hole between two tensors", (dir) => rawShard(dir, { a: entry("F32", [1], 0, 4), b: entry("F32", [1], 8, 12) }, 12),
+      "4 bytes after tensor a belong to no tensor (the header length or data_offsets are wrong)"],
+    ["a hole before the first tensor", (dir) => rawShard(dir, { a: entry("F32", [1], 4, 8) }, 8),
+      "4 bytes at the start of the data section belong to no tensor (the header length or data_offsets are wrong)"],
+    ["a header length 4 bytes short (the header ends in padding spaces, so it still parses)", (dir) => {
+      const path = rawShard(dir, { a: entry("F32", [3], 0, 12), b: entry("BF16", [4], 12, 20) }, 20, "s.safetensors", 4);
+      const bytes = readFileSync(path);
+      bytes.writeBigUInt64LE(bytes.readBigUInt64LE(0) - 4n);
+      writeFileSync(path, bytes);
+      return path;
+    }, "4 bytes after the last tensor (b) belong to no tensor (the header length or data_offsets are wrong)"],
+    ["an f32 tensor not 4-byte aligned (an unpadded header)", (dir) => {
+      const path = join(dir, "s.safetensors");
+      const text = Buffer.from(JSON.stringify({ w: entry("F32", [2], 0, 8) }));
+      const prefix = Buffer.alloc(8);
+      prefix.writeBigUInt64LE(BigInt(text.length));
+      writeFileSync(path, Buffer.concat([prefix, text, Buffer.alloc(8)]));
+      return path;
+    }, "tensor w starts at byte 62 of the file, not a multiple of its 4-byte F32 elements (the data section starts at byte 62; k3 reads elements aligned)"],
+    ["a tensor named twice", (dir) => {
+      const path = join(dir, "s.safetensors");
+      const text = Buffer.from('{"a": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}, "\\u0061": {"dtype": "U8", "shape": [4], "data_offsets": [4, 8]}}');
+      const prefix = Buffer.alloc(8);
+      prefix.writeBigUInt64LE(BigInt(text.length));
+      writeFileSync(path, Buffer.concat([prefix, text, Buffer.alloc(8)]));
+      return path;
+    }, 'header 1:62: the key "a" appears twice in one object'],
+    ["a directory named like a shard", (dir) => {
+      const path = join(dir, "s.safetensors");
+      mkdirSync(path);
+      return path;
+    }, "it is a directory, not a file"],
+  ];
+  for (const [name, make, detail] of inexact) {
+    test(`refuses ${name}`, () => {
+      const path = make(tempDir("inexact"));
+      expect(refusal(() => readShardHeader(path, 0))).toBe(`${path}: not a valid safetensors shard: ${detail}`);
+    });
+  }
+
+  test("each tensor needs only its own elements' alignment: U8 and BF16 after an odd data start are read", () => {
+    /** A shard whose data section starts at byte 1 mod 4 (the header padded to get there). */
+    const oddShard = (header: Record<string, unknown>, dataBytes: number) => {
+      let text = JSON.stringify(header);
+      while ((8 + text.length) % 4 !== 1) text += " ";
+      const path = join(tempDir("align"), "s.safetensors");
+      const prefix = Buffer.alloc(8);
+      prefix.writeBigUInt64LE(BigInt(text.length));
+      writeFileSync(path, Buffer.concat([prefix, Buffer.from(text), Buffer.alloc(dataBytes)]));
+      return path;
+    };
+    const ok = readShardHeader(oddShard({ u: entry("U8", [1], 0, 1), h: entry("BF16", [2], 1, 5) }, 5), 0);
+    expect(ok.tensors.map((t) => t.offset % 4)).toEqual([1, 2]);
+    const path = oddShard({ u: entry("U8", [1], 0, 1), h: entry("BF16", [2], 1, 5), f: entry("F32", [1], 5, 9) }, 9);
+    expect(refusal(() => readShardHeader(path, 0))).toMatch(/^.*: not a valid safetensors shard: tensor f starts at byte \d+ of the file, not a multiple of its 4-byte F32 elements/);
   });
 
   test("escaped names are decoded exactly", () => {

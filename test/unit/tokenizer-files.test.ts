@@ -112,7 +112,7 @@ describe("tokenizer_config.json", () => {
   const entry = (content: unknown, special: unknown = true) => ({ content, lstrip: false, special });
 
   const cases: [string, string, string][] = [
-    ["invalid JSON", "{\n  \"added_tokens_decoder\": {\n    \"300\": {\"content\": \"[BOS]\",}\n  }\n}", ":3:32: not valid JSON (JSON Parse error: "],
+    ["invalid JSON", "{\n  \"added_tokens_decoder\": {\n    \"300\": {\"content\": \"[BOS]\",}\n  }\n}", ":3:32: not valid JSON (expected a string key, found \"}\")"],
     ["a top-level array", "[1, 2]", ":1: expected a JSON object at the top level"],
     ["no added_tokens_decoder", JSON.stringify({ eos_token: "[EOS]" }), ": no \"added_tokens_decoder\" object (the special tokens and their ids are read from it)"],
     ["added_tokens_decoder not an object", config([1]), ":2: \"added_tokens_decoder\" is not an object"],
@@ -124,7 +124,9 @@ describe("tokenizer_config.json", () => {
     ["no special flag", config({ "300": { content: "[BOS]" } }), ":3: added token 300 has no boolean \"special\" flag"],
     ["two ids with one content", config({ "300": entry("[BOS]"), "301": entry("[BOS]") }), ":8: added tokens 300 and 301 have the same content \"[BOS]\""],
     ["a listed name equal to a reserved name", config({ "300": entry("<|reserved_token_301|>") }), ":3: added tokens 300 and 301 have the same content \"<|reserved_token_301|>\""],
-    ["a repeated key", "{\"added_tokens_decoder\": {\n\"300\": {\"content\": \"a\", \"special\": true},\n\"300\": {\"content\": \"b\", \"special\": true}}}", ":2: added token id \"300\" is given twice"],
+    ["a repeated key", "{\"added_tokens_decoder\": {\n\"300\": {\"content\": \"a\", \"special\": true},\n\"300\": {\"content\": \"b\", \"special\": true}}}", ":3:1: the key \"300\" appears twice in one object"],
+    ["a repeated key spelled with escapes", "{\"added_tokens_decoder\": {\n\"300\": {\"content\": \"a\", \"special\": true},\n\"\\u0033\\u0030\\u0030\": {\"content\": \"b\", \"special\": true}}}", ":3:1: the key \"300\" appears twice in one object"],
+    ["a repeated key inside an entry", config({ "300": { content: "a", special: true } }).replace('"special": true', '"special": true, "special": false'), ":5:24: the key \"special\" appears twice in one object"],
   ];
   for (const [what, text, reason] of cases) {
     test(`refused: ${what}`, () => {

@@ -1,0 +1,30 @@
+/**
+ * Every fuzz target, one line each: a parser k3 gains joins the harness by a file in this folder
+ * and a line here.
+ */
+import type { FuzzTarget, Seed } from "../harness.ts";
+import { argvTarget } from "./argv.ts";
+import { chatRequestTarget } from "./chat-request.ts";
+import { completionRequestTarget } from "./completion-request.ts";
+import { configTarget } from "./config.ts";
+import { expertTraceTarget } from "./expert-trace.ts";
+import { idsTextTarget } from "./ids-text.ts";
+import { safetensorsTarget } from "./safetensors.ts";
+import { tiktokenTarget } from "./tiktoken.ts";
+import { tokenizerConfigTarget } from "./tokenizer-config.ts";
+import { trunkBinTarget } from "./trunk-bin.ts";
+import { trunkJsonTarget } from "./trunk-json.ts";
+
+export const targets: readonly FuzzTarget<Seed>[] = [
+  safetensorsTarget,
+  configTarget,
+  tiktokenTarget,
+  tokenizerConfigTarget,
+  trunkJsonTarget,
+  trunkBinTarget,
+  argvTarget,
+  chatRequestTarget,
+  completionRequestTarget,
+  idsTextTarget,
+  expertTraceTarget,
+];
