@@ -9,7 +9,8 @@
  */
 import { ExitCode, K3Error } from "../errors.ts";
 import { mayCarryToken, repoPageUrl, type HubEndpoint } from "./hub-endpoint.ts";
-import { HubResponseError, parseRetryAfterSeconds } from "./hub-response.ts";
+import { inputLimits } from "../input-limits.ts";
+import { HubResponseError, parseJsonText, parseRetryAfterSeconds } from "./hub-response.ts";
 
 export interface RetryPolicy {
   /** Tries per request, the first included. */
@@ -24,7 +25,7 @@ export const defaultRetryPolicy: RetryPolicy = { attempts: 6, baseDelayMs: 500, 
 const maxRetryAfterSeconds = 60;
 const maxRedirects = 10;
 /** API answers (revision info, a listing page) are small; larger is a broken or hostile server. */
-export const maxJsonBytes = 64 * 1024 * 1024;
+export const maxJsonBytes = inputLimits.hubAnswerBytes;
 const apiTimeoutMs = 60_000;
 
 /** Trouble worth another try: the server or the network, not the request. */
@@ -123,13 +124,7 @@ export class HubClient {
       const response = await this.get(url, { signal: AbortSignal.timeout(apiTimeoutMs) });
       if (!response.ok) throw this.statusError(response, context);
       const text = await readTextCapped(response, maxJsonBytes, context.what);
-      let body: unknown;
-      try {
-        body = JSON.parse(text);
-      } catch {
-        throw new HubResponseError(`${context.what}: the Hub's answer is not valid JSON`);
-      }
-      return { body, headers: response.headers };
+      return { body: parseJsonText(text, context.what), headers: response.headers };
     });
   }
 

@@ -15,7 +15,9 @@
  *       "path", "size", "oid": "<git blob sha1>", "lfs"?: { "oid": "<sha256>", "size",
  *       "pointerSize" } }, ... ], continued by `Link: <url>; rel="next"`
  */
-import { ExitCode, K3Error } from "../errors.ts";
+import { ExitCode, K3Error, excerpt } from "../errors.ts";
+import { inputLimits } from "../input-limits.ts";
+import { JsonSyntaxError, jsonRefusal, parseJsonData } from "../json.ts";
 
 export class HubResponseError extends K3Error {
   constructor(message: string) {
@@ -45,22 +47,27 @@ export const maxFileBytes = 1e15;
 const hex40 = /^[0-9a-f]{40}$/;
 const hex64 = /^[0-9a-f]{64}$/;
 
+/** A value from the answer as a message quotes it: short, escaped, one line. */
 const describe = (value: unknown): string => {
-  const text = JSON.stringify(value);
-  if (text === undefined) return typeof value;
-  return text.length > 60 ? `${text.slice(0, 57)}...` : text;
+  if (typeof value === "string") return excerpt(value);
+  if (value === null || typeof value === "number" || typeof value === "boolean") return String(value);
+  return Array.isArray(value) ? "an array" : typeof value === "object" ? "an object" : typeof value;
 };
 
 function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value);
 }
 
-/** Parses a response body as JSON; `what` names the request for the message. */
+/**
+ * Parses a response body with k3's strict JSON reader (duplicate keys refused, depth bounded);
+ * `what` names the request for the message.
+ */
 export function parseJsonText(text: string, what: string): unknown {
   try {
-    return JSON.parse(text);
-  } catch {
-    throw new HubResponseError(`${what}: the Hub's answer is not valid JSON`);
+    return parseJsonData(text, { maxChars: inputLimits.hubAnswerBytes });
+  } catch (error) {
+    if (error instanceof JsonSyntaxError) throw new HubResponseError(`${what}: the Hub's answer is ${jsonRefusal(error)}`);
+    throw error;
   }
 }
 

@@ -9,9 +9,11 @@
  * It is a file on the user's disk, so it is parsed as strictly as anything from the network
  * (`parseDownloadRecord` is pure and a fuzz target).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { errnoCode, writeAtomically } from "../fs.ts";
+import { readCapped, writeAtomically } from "../fs.ts";
+import { inputLimits } from "../input-limits.ts";
+import { JsonSyntaxError, jsonRefusal, parseJsonData } from "../json.ts";
 import { ExitCode, K3Error } from "../errors.ts";
 import { unsafePathReason } from "../hub/hub-response.ts";
 
@@ -84,13 +86,14 @@ function parseFile(raw: unknown, i: number, path: string): RecordedFile {
 export function parseDownloadRecord(text: string, path: string): DownloadRecord {
   let raw: unknown;
   try {
-    raw = JSON.parse(text);
-  } catch {
-    throw bad(path, "not JSON");
+    raw = parseJsonData(text, { maxChars: inputLimits.downloadRecordBytes });
+  } catch (error) {
+    if (error instanceof JsonSyntaxError) throw bad(path, jsonRefusal(error));
+    throw error;
   }
   if (!isRecord(raw)) throw bad(path, "not a JSON object");
   if (raw.format !== "k3-download") throw bad(path, "format is not k3-download");
-  if (raw.version !== downloadRecordVersion) throw bad(path, `version ${JSON.stringify(raw.version)} is not ${downloadRecordVersion}`);
+  if (raw.version !== downloadRecordVersion) throw bad(path, `version is not ${downloadRecordVersion}`);
   for (const key of ["repo", "revision", "endpoint", "updated_at"] as const) {
     if (typeof raw[key] !== "string") throw bad(path, `${key} is not a string`);
   }
@@ -119,12 +122,7 @@ export function parseDownloadRecord(text: string, path: string): DownloadRecord 
 export function readDownloadRecord(dir: string): DownloadRecord | undefined {
   const path = join(dir, downloadRecordName);
   if (!existsSync(path)) return undefined;
-  let text: string;
-  try {
-    text = readFileSync(path, "utf8");
-  } catch (error) {
-    throw new K3Error(ExitCode.runtime, `${path}: cannot read the download record (${errnoCode(error)})`);
-  }
+  const text = readCapped(path, inputLimits.downloadRecordBytes, "the download record").toString("utf8");
   return parseDownloadRecord(text, path);
 }
 

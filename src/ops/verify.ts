@@ -13,12 +13,15 @@
  * directory is another repository; then the record's listing is the table. Shards the download
  * left out on purpose (--exclude) are reported as left out, not as missing.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { existsSync, readdirSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { loadConfig } from "../checkpoint/config.ts";
 import { readShardHeader, type TensorEntry } from "../checkpoint/safetensors.ts";
 import { allTensors } from "../checkpoint/tensor-names.ts";
-import { K3Error } from "../errors.ts";
+import { K3Error, displayName } from "../errors.ts";
+import { readCapped } from "../fs.ts";
+import { inputLimits } from "../input-limits.ts";
+import { JsonSyntaxError, jsonRefusal, parseJsonData } from "../json.ts";
 import { releaseRepo } from "../hub/hub-endpoint.ts";
 import { downloadRecordName, readDownloadRecord, type DownloadRecord } from "./download-record.ts";
 import { hashFile } from "./file-hash.ts";
@@ -148,17 +151,18 @@ function checkIndexJson(dir: string, tensors: Map<string, { shard: string }>, ta
   }
   let map: Record<string, unknown>;
   try {
-    const raw = JSON.parse(readFileSync(path, "utf8")) as { weight_map?: unknown };
-    if (typeof raw.weight_map !== "object" || raw.weight_map === null || Array.isArray(raw.weight_map)) throw new Error("no weight_map object");
+    const raw = parseJsonData(readCapped(path, inputLimits.indexJsonBytes, "the index").toString("utf8")) as { weight_map?: unknown } | null;
+    if (typeof raw?.weight_map !== "object" || raw.weight_map === null || Array.isArray(raw.weight_map)) throw new Error("it has no weight_map object");
     map = raw.weight_map as Record<string, unknown>;
   } catch (error) {
-    bad(`BAD ${indexJsonName}: not a safetensors index (${(error as Error).message})`);
+    const why = error instanceof JsonSyntaxError ? jsonRefusal(error) : (error as Error).message.replace(`${path}: `, "");
+    bad(`BAD ${indexJsonName}: not a safetensors index: ${why}`);
     return;
   }
   const problems: string[] = [];
   let skipped = 0;
   for (const [name, shard] of Object.entries(map)) {
-    if (typeof shard !== "string") problems.push(`${name} maps to ${JSON.stringify(shard)}`);
+    if (typeof shard !== "string") problems.push(`${displayName(name)} maps to something that is not a file name`);
     else if (table.leftOut.has(shard)) skipped++;
     else if (!tensors.has(name)) problems.push(`${name} -> ${shard}, but no shard holds it`);
     else if (tensors.get(name)?.shard !== shard) problems.push(`${name} -> ${shard}, but it is in ${tensors.get(name)?.shard}`);

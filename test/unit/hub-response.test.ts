@@ -173,7 +173,7 @@ describe("the download record", () => {
     for (const [value, message] of variants) {
       expect(() => parseDownloadRecord(JSON.stringify(value), "/d/.k3-download.json")).toThrow(message);
     }
-    expect(() => parseDownloadRecord("{", "/d/.k3-download.json")).toThrow("not JSON (delete it to start the download over)");
+    expect(() => parseDownloadRecord("{", "/d/.k3-download.json")).toThrow(/not valid JSON \(1:1: .*\) \(delete it to start the download over\)/);
   });
 });
 

@@ -7,7 +7,9 @@ import { argvTarget } from "./argv.ts";
 import { chatRequestTarget } from "./chat-request.ts";
 import { completionRequestTarget } from "./completion-request.ts";
 import { configTarget } from "./config.ts";
+import { downloadRecordTarget } from "./download-record.ts";
 import { expertTraceTarget } from "./expert-trace.ts";
+import { hubAnswersTarget } from "./hub-answers.ts";
 import { idsTextTarget } from "./ids-text.ts";
 import { safetensorsTarget } from "./safetensors.ts";
 import { tiktokenTarget } from "./tiktoken.ts";
@@ -27,4 +29,6 @@ export const targets: readonly FuzzTarget<Seed>[] = [
   completionRequestTarget,
   idsTextTarget,
   expertTraceTarget,
+  hubAnswersTarget,
+  downloadRecordTarget,
 ];
