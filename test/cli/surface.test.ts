@@ -56,7 +56,7 @@ describe("usage errors exit 2 with a one-line message naming the flag", () => {
     ["no arguments", [], "k3: missing <model_dir>"],
     ["an option before the model dir", ["--ids", "1"], "k3: the first argument must be the model directory, got --ids"],
     ["an unknown option", ["m", "--ids", "1", "--bogus"], "k3: unknown option --bogus"],
-    ["a flag not in this build", ["m", "--ids", "1", "--draft-topk", "4"], "k3: unknown option --draft-topk"],
+    ["--spec 0", ["m", "--ids", "1", "--spec", "0"], "k3: --spec must be from 1 to 1000000, got 0"],
     ["a malformed budget", ["m", "--ids", "1", "--trunk-gb", "x"], "k3: --trunk-gb expects a size in GB (a number such as 16 or 0.5), got 'x'"],
     ["--gen abc", ["m", "--ids", "1", "--gen", "abc"], "k3: --gen expects a whole number from 0 to 4096, got 'abc'"],
     ["--gen -1", ["m", "--ids", "1", "--gen", "-1"], "k3: --gen must be from 0 to 4096, got -1"],
