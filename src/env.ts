@@ -5,11 +5,13 @@
 export const environment = {
   K3_THREADS: { audience: "users", effect: "compute threads (output does not change with it)" },
   OMP_NUM_THREADS: { audience: "users", effect: "compute threads when K3_THREADS is not set" },
+  K3_ISA: { audience: "users", effect: "scalar|v3|v4: forces that kernel variant (else the widest the CPU runs); output does not change with it" },
   K3_NOHUGE: { audience: "users", effect: "turns off the huge-page advice for weight buffers" },
   XDG_CACHE_HOME: { audience: "users", effect: "where k3 demo unpacks its model (else $HOME/.cache)" },
   HOME: { audience: "users", effect: "the home directory, for the demo's cache" },
   K3_API_KEY: { audience: "users", effect: "the key k3 serve requires, when --api-key is not given" },
   K3_INJECT_EXPERT_FAULT: { audience: "tests", effect: "layer:expert[,...]: those expert reads fail (the dropped-expert path)" },
+  K3_INJECT_MISSING_ISA: { audience: "tests", effect: "v4[,...]: k3 treats those kernel variants as missing from the CPU (the refusal path)" },
   K3_PACK_KILL_AFTER_LAYERS: { audience: "tests", effect: "kills pack-trunk after N layers" },
   K3_KIMI_TOKENIZER: { audience: "tests", effect: "the released Kimi rank table for the tokenizer tests" },
   K3_TOK_FILES: { audience: "tests", effect: "the directory holding tiktoken.model, as the original's tools name it" },

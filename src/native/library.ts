@@ -9,6 +9,7 @@ import libraryPath from "../../zig-out/lib/libk3.so" with { type: "file" };
 import { runtimeError } from "../errors.ts";
 import { missingCpuFlags, requiredCpuFlags } from "./cpu.ts";
 import { abiVersion, symbols } from "./abi.ts";
+import { selectIsaAtLoad } from "./isa.ts";
 
 export type Native = ConvertFns<typeof symbols>;
 
@@ -33,7 +34,7 @@ function checkCpu(): void {
   }
 }
 
-/** The libk3 symbols, loaded on first use. */
+/** The libk3 symbols, loaded on first use; the kernel variant is chosen then (K3_ISA or the CPU). */
 export function native(): Native {
   if (loaded) return loaded;
   checkCpu();
@@ -42,6 +43,7 @@ export function native(): Native {
   if (version !== abiVersion) {
     throw runtimeError(`libk3 ABI version ${version} does not match the binding (${abiVersion}); rebuild with 'bun run build'`);
   }
+  selectIsaAtLoad(lib.symbols);
   loaded = lib.symbols;
   return loaded;
 }

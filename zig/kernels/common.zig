@@ -8,10 +8,11 @@ pub const Error = error{
     OutOfMemory,
 };
 
-/// Which implementation the kernels with a separate scalar reference run.
+/// Which implementation the kernels with a separate scalar reference run, in this compilation.
 /// `.simd` is the default and the fast path; `.scalar` is the plain-loop reference that exists
-/// to prove the SIMD path reproduces the canonical order bit for bit (model.md §8.4). Both are
-/// always compiled; the switch is process-wide (set through `k3_kernel_path`).
+/// to prove every variant reproduces the canonical order bit for bit (model.md §8.4). Both are
+/// always compiled; the switch is process-wide, set by zig/isa/dispatch.zig when the scalar
+/// variant is selected (`k3_isa_select`), and by the Zig tests directly.
 pub const Path = enum(u32) { simd = 0, scalar = 1 };
 
 var path_setting = std.atomic.Value(u32).init(@intFromEnum(Path.simd));

@@ -4,7 +4,7 @@
 //! the matmul kernels are built from. Not part of the forward pass.
 const std = @import("std");
 const common = @import("common.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 /// Independent accumulator chains: an FMA's latency (4 cycles on current x86-64) times the two
 /// FMA pipes needs at least 8 in flight; 12 leaves margin and still fits the 16 registers.

@@ -26,7 +26,7 @@ const std = @import("std");
 const common = @import("common.zig");
 const num = @import("numerics.zig");
 const norm = @import("norm.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 pub const Error = common.Error;
 

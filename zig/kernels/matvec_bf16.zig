@@ -25,7 +25,7 @@
 //! Threads split output rows, never the reduction.
 const std = @import("std");
 const common = @import("common.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 pub const Error = common.Error;
 

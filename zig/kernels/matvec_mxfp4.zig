@@ -30,7 +30,7 @@
 const std = @import("std");
 const common = @import("common.zig");
 const matvec = @import("matvec_bf16.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 pub const Error = common.Error;
 

@@ -52,14 +52,14 @@
 const std = @import("std");
 const common = @import("common.zig");
 const num = @import("numerics.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 pub const Error = common.Error;
 
 /// kv_b_proj element type codes of `k3_mla_latent_attention` (bf16 bit patterns or f32).
 pub const Dtype = enum(u32) { bf16 = 0, f32 = 1 };
 
-pub const Shape = struct {
+pub const Shape = extern struct {
     heads: usize,
     dn: usize,
     dr: usize,

@@ -12,7 +12,7 @@ const std = @import("std");
 const common = @import("common.zig");
 const mx = @import("matvec_mxfp4.zig");
 const situ = @import("situ.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 pub const Error = common.Error;
 
@@ -26,7 +26,7 @@ pub const ExpertPtrs = extern struct {
     w2_scale: [*]const u8,
 };
 
-pub const Params = struct {
+pub const Params = extern struct {
     tokens: usize,
     k: usize,
     /// Λ, the latent width (input of w1/w3, output of w2); a multiple of 32.

@@ -17,7 +17,7 @@ const std = @import("std");
 const common = @import("common.zig");
 const num = @import("numerics.zig");
 const matvec = @import("matvec_bf16.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 pub const Error = common.Error;
 
@@ -70,7 +70,7 @@ fn LogitJob(comptime W: type) type {
     };
 }
 
-pub const Params = struct {
+pub const Params = extern struct {
     experts: usize,
     e: usize,
     k: usize,
