@@ -6,7 +6,12 @@
 //! `offset - window.lo` inside the caller's aligned buffer. The last window of a file may run
 //! past end-of-file: that short read is fine as long as the payload itself was covered.
 const std = @import("std");
+const builtin = @import("builtin");
 const c = std.c;
+
+/// O_DIRECT is Linux's; elsewhere (macOS) files are read through the page cache, with
+/// F_NOCACHE asking the kernel not to keep what was read.
+const has_direct = builtin.os.tag == .linux;
 
 pub const alignment: u64 = 4096;
 
@@ -51,6 +56,15 @@ pub const File = struct {
     /// filesystem refuses it (tmpfs answers EINVAL). Returns the positive errno on failure.
     pub fn open(path: [*:0]const u8, errno_out: *c_int) ?File {
         var flags: c.O = .{ .ACCMODE = .RDONLY, .CLOEXEC = true };
+        if (!has_direct) {
+            const fd = c.open(path, flags);
+            if (fd < 0) {
+                errno_out.* = c._errno().*;
+                return null;
+            }
+            if (builtin.os.tag.isDarwin()) _ = c.fcntl(fd, c.F.NOCACHE, @as(c_int, 1));
+            return .{ .fd = fd, .direct = false };
+        }
         flags.DIRECT = true;
         const direct_fd = c.open(path, flags);
         if (direct_fd >= 0) return .{ .fd = direct_fd, .direct = true };
@@ -91,6 +105,7 @@ pub const File = struct {
     }
 
     fn dropDirectFlag(self: *File) bool {
+        if (!has_direct) return true;
         const current = c.fcntl(self.fd, c.F.GETFL);
         if (current < 0) return false;
         var flags: c.O = @bitCast(@as(u32, @intCast(current)));

@@ -28,6 +28,7 @@
 //!     per quad) costs more than the multiply-adds it feeds, so it is amortised over the most
 //!     tokens.
 const std = @import("std");
+const builtin = @import("builtin");
 const common = @import("common.zig");
 const matvec = @import("matvec_bf16.zig");
 const pool = @import("pool");
@@ -98,12 +99,43 @@ pub fn dotScalar(packed_row: []const u8, scales_row: []const u8, x: []const f32,
 }
 
 extern fn @"llvm.x86.avx2.pshuf.b"(table: @Vector(32, u8), index: @Vector(32, u8)) @Vector(32, u8);
+extern fn @"llvm.aarch64.neon.tbl1.v16i8"(table: @Vector(16, u8), index: @Vector(16, u8)) @Vector(16, u8);
 
 const lut: @Vector(32, u8) = blk: {
     var t: [32]u8 = undefined;
     for (0..32) |i| t[i] = @bitCast(e2m1_doubled[i % 16]);
     break :blk t;
 };
+
+/// Doubled E2M1 values of 32 codes (each < 16): one table permute per 16 codes, the vector
+/// byte lookup of the target (vpshufb on x86-64, tbl on aarch64).
+inline fn lookupDoubled(codes: @Vector(32, u8)) @Vector(32, i8) {
+    return @bitCast(switch (builtin.cpu.arch) {
+        .x86_64 => @"llvm.x86.avx2.pshuf.b"(lut, codes),
+        .aarch64 => blk: {
+            const t: @Vector(16, u8) = @shuffle(u8, lut, undefined, octets(0, 16));
+            const lo = @"llvm.aarch64.neon.tbl1.v16i8"(t, @shuffle(u8, codes, undefined, octets(0, 16)));
+            const hi = @"llvm.aarch64.neon.tbl1.v16i8"(t, @shuffle(u8, codes, undefined, octets(16, 16)));
+            break :blk @shuffle(u8, lo, hi, join16());
+        },
+        else => @compileError("no vector byte lookup for this architecture"),
+    });
+}
+
+fn octets(comptime first: i32, comptime n: usize) [n]i32 {
+    var m: [n]i32 = undefined;
+    for (0..n) |j| m[j] = first + @as(i32, @intCast(j));
+    return m;
+}
+
+fn join16() [32]i32 {
+    var m: [32]i32 = undefined;
+    for (0..16) |j| {
+        m[j] = @intCast(j);
+        m[16 + j] = ~@as(i32, @intCast(j));
+    }
+    return m;
+}
 
 const V4 = @Vector(4, f64);
 const mask_lo: @Vector(32, u8) = @splat(0x0F);
@@ -120,8 +152,8 @@ inline fn pairWeights(bytes: *const [32]u8) [2][8]V4 {
     // n1 = {g0 elements 16-31 | g1 elements 16-31}.
     const n0 = @shuffle(u8, lo, hi, interleave(0));
     const n1 = @shuffle(u8, lo, hi, interleave(8));
-    const v0: @Vector(32, i8) = @bitCast(@"llvm.x86.avx2.pshuf.b"(lut, n0));
-    const v1: @Vector(32, i8) = @bitCast(@"llvm.x86.avx2.pshuf.b"(lut, n1));
+    const v0 = lookupDoubled(n0);
+    const v1 = lookupDoubled(n1);
     var out: [2][8]V4 = undefined;
     inline for (0..2) |g| {
         inline for (0..2) |k| {
