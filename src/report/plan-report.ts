@@ -2,6 +2,7 @@
  * What is printed before anything large is allocated (runtime.md 2.2, 3.1, 5.4): the preset
  * listing, the budgets, the index, the memory plan and the trunk streaming banner.
  */
+import type { KernelVariant } from "../engine/kernels.ts";
 import type { EnginePlan } from "../engine/result.ts";
 import type { MemoryPlan } from "../plan/memory-plan.ts";
 import { autoPresetNote, presetFooter, presets } from "../plan/presets.ts";
@@ -42,6 +43,16 @@ export function trunkBanner(plan: TrunkPlan, packedBytes: number, layerCount: nu
   return lines.join("\n");
 }
 
+/** The kernel variant and threads: `kernels: v4 (x86-64-v4: AVX-512), 2 threads`. */
+export function kernelsLine(kernels: KernelVariant): string {
+  return `kernels: ${kernels.isa} (${kernels.description}), ${kernels.threads} thread${kernels.threads === 1 ? "" : "s"}`;
+}
+
+/** `k3 --version`'s second line: the variant in use and every one this machine runs. */
+export function kernelsVersionLine(kernels: KernelVariant): string {
+  return `kernels: ${kernels.isa} (${kernels.description}); this machine runs ${kernels.runnable.join(", ")} (K3_ISA forces one)`;
+}
+
 /** What the run will do, as the caller described it (the engine does not know the prompt's source). */
 export interface RunIntent {
   promptTokens: number;
@@ -64,6 +75,7 @@ export function openingLines(plan: EnginePlan, intent: RunIntent): string[] {
       (budgets.preset ? `; preset ${budgets.preset} (trunk ${budgetGb(budgets.trunkBytes)} GB / expert cache ${budgetGb(budgets.cacheBytes)} GB)` : ""),
   );
   lines.push(`indexed ${plan.tensorCount} tensors from ${plan.shardCount} shard(s) in ${plan.indexSeconds.toFixed(3)} s (config: ${intent.configShape})`);
+  lines.push(kernelsLine(plan.kernels));
   return lines;
 }
 
