@@ -12,6 +12,7 @@ export const environment = {
   K3_API_KEY: { audience: "users", effect: "the key k3 serve requires, when --api-key is not given" },
   K3_INJECT_EXPERT_FAULT: { audience: "tests", effect: "layer:expert[,...]: those expert reads fail (the dropped-expert path)" },
   K3_INJECT_MISSING_ISA: { audience: "tests", effect: "v4[,...]: k3 treats those kernel variants as missing from the CPU (the refusal path)" },
+  K3_SAFE_NATIVE: { audience: "tests", effect: "1: from source, load libk3-safe (Zig safety checks on); bun test sets it for its own process, the executable ignores it" },
   K3_PACK_KILL_AFTER_LAYERS: { audience: "tests", effect: "kills pack-trunk after N layers" },
   K3_KIMI_TOKENIZER: { audience: "tests", effect: "the released Kimi rank table for the tokenizer tests" },
   K3_TOK_FILES: { audience: "tests", effect: "the directory holding tiktoken.model, as the original's tools name it" },

@@ -1,9 +1,13 @@
-// Runs before the tests: a fresh clone gets libk3 and dist/k3 built here, and temporary
-// directories of earlier test runs are removed.
+// Runs before the tests: a fresh clone gets libk3, libk3-safe and dist/k3 built here, and
+// temporary directories of earlier test runs are removed. The tests' own process loads
+// libk3-safe (K3_SAFE_NATIVE=1): every kernel the unit tests call runs with Zig's safety checks,
+// so a broken invariant fails the run instead of corrupting memory. dist/k3, which the CLI
+// tests spawn, ignores the variable and runs the ReleaseFast library it embeds.
 import { existsSync } from "node:fs";
 import { ensureBuilt } from "../tools/build.ts";
 import { removeStaleTestRoots } from "./support/tmp.ts";
 
 ensureBuilt();
+process.env.K3_SAFE_NATIVE = "1";
 removeStaleTestRoots();
 for (const parent of ["/var/tmp", "/dev/shm"]) if (existsSync(parent)) removeStaleTestRoots(parent);

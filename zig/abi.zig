@@ -390,6 +390,21 @@ export fn k3_mem_read_sum(ptr: ?[*]const u8, bytes: u64) u64 {
     return kernels.bandwidth.readSum(ptr orelse return 0, bytes) catch 0;
 }
 
+/// 1 when this library was built with Zig's safety checks (libk3-safe, `zig build -Dsafe=true`:
+/// bounds, overflow and the kernels' assertions), 0 for the shipped ReleaseFast build.
+export fn k3_build_safe() u32 {
+    return @intFromBool(std.debug.runtime_safety);
+}
+
+/// Test only, for proving that a failed check stops the process: asserts `index` < 4, the way
+/// the kernels assert their invariants. In libk3-safe a violation panics (the process aborts
+/// with the message); the shipped build refuses it with bad_argument before asserting.
+export fn k3_safety_probe(index: u32) i32 {
+    if (!std.debug.runtime_safety and index >= 4) return code(.bad_argument);
+    std.debug.assert(index < 4);
+    return code(.ok);
+}
+
 /// FMA-peak probe: on every pool thread, `steps` rounds of 12 independent 4-wide f64 fused
 /// multiply-adds (fma_peak.zig); returns the f64 operations done (time the call for FLOP/s),
 /// or 0 when `steps` is not a positive multiple of 16.

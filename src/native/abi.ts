@@ -53,6 +53,8 @@ export const symbols = {
   k3_moe_routed: { args: [ptr, ptr, ptr, ptr, u32, u32, u32, u32, f32, f32, ptr], returns: i32 },
   // Bench and test only: machine probes (zig/abi.zig, last section).
   k3_mem_read_sum: { args: [ptr, u64], returns: u64 },
+  k3_build_safe: { args: [], returns: u32 },
+  k3_safety_probe: { args: [u32], returns: i32 },
   k3_fma_peak: { args: [u64], returns: u64 },
 } as const;
 

@@ -319,6 +319,7 @@ fn Job(comptime W: type) type {
 
         /// Rows o … o+nb−1 against tokens t0 … t0+R−1.
         fn tokenGroup(self: *const @This(), comptime R: usize, o: usize, nb: usize, t0: usize) void {
+            std.debug.assert(nb >= 1 and nb <= multi_block_rows and o + nb <= self.rows and t0 + R <= self.tokens);
             const n = self.cols;
             const body = n - n % lanes;
             var acc: [multi_block_rows][1][R][4]V4 = undefined;
@@ -342,6 +343,7 @@ fn Job(comptime W: type) type {
 pub fn widenShared(x: [*]const f32, count: usize) Error![*]const f64 {
     const bytes = try common.mulSize(count, @sizeOf(f64));
     const buf = pool.reserveShared(bytes) catch return error.OutOfMemory;
+    std.debug.assert(buf.len >= bytes);
     const x64: [*]f64 = @ptrCast(buf.ptr);
     widen(x, x64, count);
     return x64;
@@ -351,6 +353,7 @@ pub fn widenShared(x: [*]const f32, count: usize) Error![*]const f64 {
 fn widenSharedPermuted(x: [*]const f32, count: usize) Error![*]const f64 {
     const bytes = try common.mulSize(count, @sizeOf(f64));
     const buf = pool.reserveShared(bytes) catch return error.OutOfMemory;
+    std.debug.assert(buf.len >= bytes);
     const x64: [*]f64 = @ptrCast(buf.ptr);
     widenPermuted(x, x64, count);
     return x64;

@@ -570,6 +570,7 @@ const Job = struct {
 
     /// Rows o … o+nb−1 against tokens t0 … t0+tn−1 on the panel path.
     fn panelBlock(self: *const Job, o: usize, nb: usize, t0: usize, tn: usize) void {
+        std.debug.assert(nb >= 1 and nb <= panel_rows and tn >= 1 and tn <= panel_tokens and o + nb <= self.rows and t0 + tn <= self.tokens);
         const groups = self.cols / group;
         var panel: [panel_rows][panel_groups][8]V4 = undefined;
         var totals: [panel_rows][panel_tokens]f64 = undefined;

@@ -44,7 +44,9 @@ pub fn routed(z: [*]const f32, experts: [*]const ExpertPtrs, weights: [*]const f
     if (p.lam % mx.group != 0 or p.inter % mx.group != 0) return error.BadArgument;
     const floats = try common.mulSize(3 * p.inter + p.lam, 1);
     pool.reserveScratch(try common.mulSize(floats, @sizeOf(f32))) catch return error.OutOfMemory;
-    const buf: [*]f32 = @ptrCast(@alignCast(pool.scratchFor(0).ptr));
+    const raw = pool.scratchFor(0);
+    std.debug.assert(raw.len >= floats * @sizeOf(f32));
+    const buf: [*]f32 = @ptrCast(@alignCast(raw.ptr));
     const g = buf;
     const u = buf + p.inter;
     const t = buf + 2 * p.inter;

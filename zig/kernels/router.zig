@@ -80,6 +80,7 @@ pub const Params = extern struct {
 
 /// Selection and weights for one token from its logits (overwritten with the scores s).
 fn select(scores: []f32, bias: []const f32, k: usize, renormalize: bool, rho: f32, idx: []u32, weights: []f32) void {
+    std.debug.assert(k >= 1 and k <= scores.len and k <= max_k and bias.len == scores.len and idx.len == k and weights.len == k);
     for (scores) |*v| v.* = num.sigmoidS(v.*);
     // Which experts are taken: a stack bitmap up to 4096 experts (released: 896); beyond that
     // the already-selected list is searched (k is small).
