@@ -71,7 +71,8 @@ function runInvalidReport(drops: readonly ExpertDrop[]): string {
 export function loadLines(plan: EnginePlan, loadSeconds: number, peakRssAfterLoadBytes: number): string[] {
   const lines: string[] = [];
   if (plan.trunk.mode === "resident") {
-    lines.push(`resident trunk: ${formatBytes(plan.trunkPayloadBytes)} for ${plan.layerCount} layers, loaded in ${loadSeconds.toFixed(2)} s`);
+    const rate = loadSeconds > 0 ? `, ${(plan.trunkPayloadBytes / 1e9 / loadSeconds).toFixed(2)} GB/s` : "";
+    lines.push(`resident trunk: ${formatBytes(plan.trunkPayloadBytes)} for ${plan.layerCount} layers, loaded in ${loadSeconds.toFixed(2)} s${rate}`);
   }
   lines.push(`peak RSS after loading weights: ${formatBytes(peakRssAfterLoadBytes)}  (the plan above is a forecast, this is measured)`);
   lines.push(expertCacheLine(plan.expertCache));

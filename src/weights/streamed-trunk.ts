@@ -131,9 +131,9 @@ export class StreamedTrunk implements Trunk {
   }
 
   /** Waits for a read, checks the layer's hash the first time, and accounts for it. */
-  #land(layer: number, read: PendingRead, buffer: NativeBuffer): void {
+  #land(layer: number, read: PendingRead | (() => { seconds: number }), buffer: NativeBuffer): void {
     const waitStarted = performance.now();
-    const { seconds } = read.wait();
+    const { seconds } = typeof read === "function" ? read() : read.wait();
     this.stats.waitSeconds += (performance.now() - waitStarted) / 1000;
     this.stats.reads++;
     this.stats.readSeconds += seconds;
@@ -167,7 +167,8 @@ export class StreamedTrunk implements Trunk {
     const packed = this.#layers[layer]!;
     const buffer = NativeBuffer.allocate(readCapacity(packed.nbytes), `pinned trunk layer ${layer}`, "read-target");
     const arena = new VectorArena(vectorBytes(this.#layouts[layer]!), `pinned layer ${layer} vectors`);
-    this.#land(layer, this.#submit(layer, buffer), buffer);
+    // Read once into fresh memory: in chunks, so it runs at the disk's speed (DirectFile.readInto).
+    this.#land(layer, () => this.#file.readInto(packed.file_off, packed.nbytes, buffer), buffer);
     const weights = this.#bind(layer, buffer, arena);
     this.#pinned.set(layer, { buffer, arena, weights });
     return weights;
