@@ -32,12 +32,13 @@ export function planText(plan: MemoryPlan, availableBytes: number | undefined): 
 
 export function trunkBanner(plan: TrunkPlan, packedBytes: number, layerCount: number, direct: boolean): string {
   const lines = [
-    `trunk stream: ${formatBytes(packedBytes)} packed, ${plan.pinned}/${layerCount} layers PINNED (${formatBytes(plan.pinnedBytes)}), ring ${plan.ringSlots} x ${formatBytes(plan.slotBytes)}`,
+    `trunk stream: ${formatBytes(packedBytes)} packed, ${plan.pinned}/${layerCount} layers PINNED (${formatBytes(plan.pinnedBytes)}), ring ${plan.ringSlots} x ${formatBytes(plan.slotBytes)}` +
+      (plan.ringSlots === 1 && plan.ringBytes > plan.slotBytes ? ` + ${formatBytes(plan.ringBytes - plan.slotBytes)} to read ahead` : ""),
     `              ${direct ? "reads use O_DIRECT (page cache bypassed)" : "buffered I/O (the filesystem refuses O_DIRECT)"}`,
   ];
   if (plan.raised) lines.push(`              the budget was below one ring slot and was raised to ${formatBytes(plan.bytes)}; tokens are unchanged`);
   if (plan.ringSlots === 1 && plan.twoSlotBudget !== undefined) {
-    lines.push(`              ring held at 1 slot: no read-ahead. Raise --trunk-gb to at least ${bytesToGb(plan.twoSlotBudget).toFixed(6)} to enable it.`);
+    lines.push(`              one slot: each layer is read ahead only as far as it fits beside the one in use. --trunk-gb ${bytesToGb(plan.twoSlotBudget).toFixed(6)} or more reads every layer ahead whole.`);
   }
   lines.push(`              deterministic hit rate ${pct(plan.pinned, layerCount)}% (a cyclic scan defeats LRU, so a pinned prefix is used instead)`);
   return lines.join("\n");

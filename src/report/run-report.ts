@@ -51,7 +51,7 @@ function trunkReport(plan: TrunkPlan, stats: TrunkStats, layerCount: number): st
     "trunk [final]",
     `  pinned ${plan.pinned}/${layerCount} layers, ring ${plan.ringSlots} slots`,
     `  binds ${stats.binds}, hits ${stats.hits} (${pct(stats.hits, stats.binds)}%), reads ${stats.reads}`,
-    `  read ${formatBytes(stats.bytesRead)} in ${stats.readSeconds.toFixed(2)} s (${rate} MB/s)`,
+    `  read ${formatBytes(stats.bytesRead)} in ${stats.readSeconds.toFixed(2)} s (${rate} MB/s), ${formatBytes(stats.aheadBytes)} of it ahead of need`,
     `  waited ${stats.waitSeconds.toFixed(2)} s for reads; ${overlapped.toFixed(2)} s of device time overlapped compute on the reader thread`,
   ].join("\n");
 }
