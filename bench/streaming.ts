@@ -254,13 +254,14 @@ interface ResultJson {
     trunk: { mode: "resident"; bytes: number } | { mode: "streamed"; packed_bytes: number; plan: RingFigures };
     trunk_payload_bytes: number;
   };
-  trunk_stats: { bytes_read: number; read_seconds: number; wait_seconds: number; reads: number; hits: number } | null;
+  trunk_stats: { bytes_read: number; ahead_bytes: number; read_seconds: number; wait_seconds: number; reads: number; hits: number } | null;
 }
 
 interface RingFigures {
   pinned: number;
   ring_slots: number;
   slot_bytes: number;
+  ring_bytes: number;
   raised: boolean;
   two_slot_budget: number | null;
 }
@@ -633,13 +634,14 @@ export function streamingReport(b: StreamingBench): string {
     if (trunk.mode === "streamed") {
       const ring = trunk.plan;
       out.push(`    trunk stream: ${ring.pinned} layers pinned, ring ${ring.ring_slots} x ${gb(ring.slot_bytes)}` +
+        (ring.ring_slots === 1 && ring.ring_bytes > ring.slot_bytes ? ` + ${gb(ring.ring_bytes - ring.slot_bytes)} to read ahead` : "") +
         (ring.raised ? " (budget raised to one slot)" : "") +
-        (ring.two_slot_budget !== null && ring.ring_slots === 1 ? `; read-ahead needs --trunk-gb ${(ring.two_slot_budget / 1e9).toFixed(2)}` : ""));
+        (ring.two_slot_budget !== null && ring.ring_slots === 1 ? `; every layer read ahead whole from --trunk-gb ${(ring.two_slot_budget / 1e9).toFixed(2)}` : ""));
     }
     out.push(`    I/O share of the decode wall clock: ${(100 * result.io_share).toFixed(1)}%`);
     const stats = result.trunk_stats;
     if (stats) {
-      out.push(`    trunk: ${stats.reads} reads, ${stats.hits} hits, ${gb(stats.bytes_read)} in ${stats.read_seconds.toFixed(2)} s of device time, waited ${stats.wait_seconds.toFixed(2)} s`);
+      out.push(`    trunk: ${stats.reads} reads, ${stats.hits} hits, ${gb(stats.bytes_read)} (${gb(stats.ahead_bytes)} read ahead) in ${stats.read_seconds.toFixed(2)} s of device time, waited ${stats.wait_seconds.toFixed(2)} s`);
     }
   }
   if (b.memory) {
