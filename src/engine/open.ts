@@ -15,6 +15,7 @@ import { badScaleBytes, threadsFromEnv } from "../native/kernels.ts";
 import { readMemory, resolveBudgets, type BudgetAction, type Budgets } from "../plan/budget.ts";
 import { checkKvFits, checkPlanFits, memoryPlan, type MemoryPlan } from "../plan/memory-plan.ts";
 import { planTrunk, type TrunkPlan } from "../plan/trunk-plan.ts";
+import { kernelsInUse, type KernelVariant } from "./kernels.ts";
 import { checkBindable, vectorBytes } from "../weights/bind.ts";
 import { ExpertCache, planExpertCache, type ExpertCachePlan, type ExpertDrop } from "../weights/expert-cache.ts";
 import { loadModelTables } from "../weights/model-tables.ts";
@@ -70,6 +71,8 @@ export interface EnginePlan {
   positions: number;
   /** Ids per forward call when a prompt is fed. */
   prefillChunk: number;
+  /** The kernel variant and compute threads the run uses. */
+  kernels: KernelVariant;
 }
 
 export interface EngineEvents {
@@ -130,6 +133,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   const openedAt = performance.now();
   const { config, layerCount } = request;
   threadsFromEnv(); // a bad K3_THREADS is a usage error before anything is loaded
+  const kernels = kernelsInUse(); // and a K3_ISA this CPU lacks is refused before anything is read
   setBufferedFallbackReporter(events.onBufferedFallback ?? (() => {}));
   const warn = events.onWarning ?? (() => {});
   if (!request.trunkDir && request.budgets.some((b) => b.kind !== "cache")) {
@@ -152,7 +156,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   const plan: EnginePlan = {
     modelDir: request.modelDir, layerCount, modelLayers: config.numLayers, tensorCount: index.tensorCount,
     shardCount: index.shards.length, indexSeconds, budgets, trunk, expertCache, positions: request.positions,
-    prefillChunk: request.prefillChunk,
+    prefillChunk: request.prefillChunk, kernels,
     trunkPayloadBytes: layouts.reduce((sum, l) => sum + l.bytes, 0),
     availableBytes: memory?.availableBytes,
     memory: memoryPlan({
