@@ -34,14 +34,21 @@ pub fn build(b: *std.Build) void {
 
     // Zig unit tests: the ABI/IO/dispatch root, the kernels (with the real pool), the pool.
     const test_step = b.step("test", "Run the Zig unit tests");
-    const pool = poolModule(b, target, optimize);
-    const test_roots = [_]*std.Build.Module{ libraryModule(b, target, optimize), kernelsModule(b, target, optimize, pool), poolModule(b, target, optimize) };
+    const pool = poolModule(b, target, optimize, platformModule(b, target, optimize, false));
+    const test_roots = [_]*std.Build.Module{ libraryModule(b, target, optimize), kernelsModule(b, target, optimize, pool), poolModule(b, target, optimize, platformModule(b, target, optimize, false)) };
     for (test_roots) |m| test_step.dependOn(&b.addRunArtifact(b.addTest(.{ .root_module = m })).step);
 }
 
-fn poolModule(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.builtin.OptimizeMode) *std.Build.Module {
+/// zig/platform.zig as a module of its own: the root and the pool both use it, and a file may belong to one module only.
+fn platformModule(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.builtin.OptimizeMode, pic: bool) *std.Build.Module {
+    return b.createModule(.{ .root_source_file = b.path("zig/platform.zig"), .target = target, .optimize = optimize, .link_libc = true, .pic = if (pic) true else null });
+}
+
+fn poolModule(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.builtin.OptimizeMode, platform: *std.Build.Module) *std.Build.Module {
     // link_libc: threads started inside the Bun process must be pthreads.
-    return b.createModule(.{ .root_source_file = b.path("zig/pool.zig"), .target = target, .optimize = optimize, .link_libc = true });
+    const m = b.createModule(.{ .root_source_file = b.path("zig/pool.zig"), .target = target, .optimize = optimize, .link_libc = true });
+    m.addImport("platform", platform);
+    return m;
 }
 
 fn kernelsModule(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.builtin.OptimizeMode, pool: *std.Build.Module) *std.Build.Module {
@@ -52,8 +59,10 @@ fn kernelsModule(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.
 
 /// The root module of libk3 with its kernel variants linked in.
 fn libraryModule(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.builtin.OptimizeMode) *std.Build.Module {
-    const pool = poolModule(b, target, optimize);
+    const platform = platformModule(b, target, optimize, false);
+    const pool = poolModule(b, target, optimize, platform);
     const root = b.createModule(.{ .root_source_file = b.path("zig/abi.zig"), .target = target, .optimize = optimize, .link_libc = true });
+    root.addImport("platform", platform);
     root.addImport("pool", pool);
     root.addImport("kernels", kernelsModule(b, target, optimize, pool));
     if (target.result.cpu.arch == .x86_64) root.addObject(variantObject(b, target, optimize, "x86_64_v4", &std.Target.x86.cpu.x86_64_v4));
@@ -70,6 +79,7 @@ fn variantObject(b: *std.Build, target: std.Build.ResolvedTarget, optimize: std.
         .cpu_model = .{ .explicit = model },
     });
     const decls = b.createModule(.{ .root_source_file = b.path("zig/pool.zig"), .target = t, .optimize = optimize, .pic = true });
+    decls.addImport("platform", platformModule(b, t, optimize, true));
     const proxy = b.createModule(.{ .root_source_file = b.path("zig/isa/pool_proxy.zig"), .target = t, .optimize = optimize, .pic = true });
     proxy.addImport("pool_decls", decls);
     const kernels = b.createModule(.{ .root_source_file = b.path("zig/kernels/table.zig"), .target = t, .optimize = optimize, .pic = true });

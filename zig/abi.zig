@@ -14,7 +14,7 @@ const aligned_read = @import("io/aligned_read.zig");
 const reader_pool = @import("io/reader_pool.zig");
 const signals = @import("signals.zig");
 const status = @import("status.zig");
-const platform = @import("platform.zig");
+const platform = @import("platform");
 
 pub const abi_version: u32 = 8;
 

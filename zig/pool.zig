@@ -15,7 +15,7 @@
 //! `K3_THREADS` environment variable in TypeScript (src/native/kernels.ts) and passes it to
 //! `k3_pool_init`; a kernel called before any init starts the pool at the default size.
 const std = @import("std");
-const platform = @import("platform.zig");
+const platform = @import("platform");
 const Atomic = std.atomic.Value;
 const Futex = std.Thread.Futex;
 

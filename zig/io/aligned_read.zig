@@ -11,7 +11,7 @@
 const std = @import("std");
 const builtin = @import("builtin");
 const c = std.c;
-const platform = @import("../platform.zig");
+const platform = @import("platform");
 
 /// O_DIRECT is Linux's; elsewhere (macOS) files are read through the page cache, with
 /// F_NOCACHE asking the kernel not to keep what was read.
