@@ -5,6 +5,7 @@
 export const environment = {
   K3_THREADS: { audience: "users", effect: "compute threads (output does not change with it)" },
   OMP_NUM_THREADS: { audience: "users", effect: "compute threads when K3_THREADS is not set" },
+  K3_ISA: { audience: "users", effect: "scalar|v3|v4: forces that kernel variant (else the widest the CPU runs); output does not change with it" },
   K3_NOHUGE: { audience: "users", effect: "turns off the huge-page advice for weight buffers" },
   XDG_CACHE_HOME: { audience: "users", effect: "where k3 demo unpacks its model (else $HOME/.cache)" },
   HOME: { audience: "users", effect: "the home directory, for the demo's cache" },
@@ -14,6 +15,8 @@ export const environment = {
   K3_MODEL_DIR: { audience: "users", effect: "the model directory k3 budget reads when none is given" },
   K3_INJECT_EXPERT_FAULT: { audience: "tests", effect: "layer:expert[,...]: those expert reads fail (the dropped-expert path)" },
   K3_INJECT_TRUNK_READ_FAULT: { audience: "tests", effect: "layer:read[,...]: that read of that packed-trunk layer fails with EIO (a failing disk mid-token)" },
+  K3_INJECT_MISSING_ISA: { audience: "tests", effect: "v4[,...]: k3 treats those kernel variants as missing from the CPU (the refusal path)" },
+  K3_SAFE_NATIVE: { audience: "tests", effect: "1: from source, load libk3-safe (Zig safety checks on); bun test sets it for its own process, the executable ignores it" },
   K3_PACK_KILL_AFTER_LAYERS: { audience: "tests", effect: "N[:SIGINT|SIGTERM]: pack-trunk sends itself SIGKILL (or that signal) after N layers" },
   K3_KIMI_TOKENIZER: { audience: "tests", effect: "the released Kimi rank table for the tokenizer tests" },
   K3_TOK_FILES: { audience: "tests", effect: "the directory holding tiktoken.model, as the original's tools name it" },

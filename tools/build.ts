@@ -1,13 +1,16 @@
 /**
- * `bun run build`: compiles libk3 (Zig, ReleaseFast, x86-64-v3) and then the self-contained
- * `dist/k3` with the library embedded. `ensureBuilt()` rebuilds only what is missing or older
- * than its sources; the test preload calls it so `bun test` works on a fresh clone.
+ * `bun run build`: compiles libk3 (Zig, ReleaseFast; the x86-64-v3 baseline with the AVX-512
+ * variant linked in) and then the self-contained `dist/k3` with the library embedded.
+ * `ensureBuilt()` rebuilds only what is missing or older than its sources, and also
+ * libk3-safe (the same library with Zig's safety checks, which the unit tests load); the test
+ * preload calls it so `bun test` works on a fresh clone.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 export const root = resolve(import.meta.dir, "..");
 export const libraryPath = join(root, "zig-out/lib/libk3.so");
+export const safeLibraryPath = join(root, "zig-out/lib/libk3-safe.so");
 export const executablePath = join(root, "dist/k3");
 
 /** Toolchain pins from toolchain.env, the one place they are set. */
@@ -68,6 +71,11 @@ export function buildLibrary(): void {
   run([...zigCommand(), "build", "-Doptimize=ReleaseFast"], "libk3 (zig build -Doptimize=ReleaseFast)");
 }
 
+/** libk3-safe: ReleaseSafe, for the unit tests (never shipped). */
+export function buildSafeLibrary(): void {
+  run([...zigCommand(), "build", "-Dsafe=true"], "libk3-safe (zig build -Dsafe=true)");
+}
+
 export function buildExecutable(): void {
   run([process.execPath, "build", "--compile", "src/main.ts", "--outfile", "dist/k3"], "dist/k3 (bun build --compile)");
 }
@@ -79,6 +87,10 @@ export function libraryStale(): boolean {
   return mtime(libraryPath) < newestMtime(librarySources);
 }
 
+export function safeLibraryStale(): boolean {
+  return mtime(safeLibraryPath) < newestMtime(librarySources);
+}
+
 export function executableStale(): boolean {
   return mtime(executablePath) < newestMtime(executableSources);
 }
@@ -86,6 +98,7 @@ export function executableStale(): boolean {
 /** Builds whatever is missing or older than its sources. */
 export function ensureBuilt(): void {
   if (libraryStale()) buildLibrary();
+  if (safeLibraryStale()) buildSafeLibrary();
   if (executableStale()) buildExecutable();
 }
 

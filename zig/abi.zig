@@ -14,9 +14,9 @@ const aligned_read = @import("io/aligned_read.zig");
 const reader_pool = @import("io/reader_pool.zig");
 const signals = @import("signals.zig");
 const status = @import("status.zig");
-const platform = @import("platform.zig");
+const platform = @import("platform");
 
-pub const abi_version: u32 = 7;
+pub const abi_version: u32 = 9;
 
 pub const Status = status.Status;
 const code = status.code;
@@ -156,36 +156,42 @@ test {
 // =============================================================================================
 
 // `pub` only so Zig-side experiments (e.g. a bench harness built with -M) can reach the kernels.
-pub const pool = @import("pool.zig");
-pub const kcommon = @import("kernels/common.zig");
-pub const numerics = @import("kernels/numerics.zig");
-pub const matvec_bf16 = @import("kernels/matvec_bf16.zig");
-pub const matvec_mxfp4 = @import("kernels/matvec_mxfp4.zig");
-pub const norm = @import("kernels/norm.zig");
-pub const situ = @import("kernels/situ.zig");
-pub const conv = @import("kernels/conv.zig");
-pub const kda = @import("kernels/kda.zig");
-pub const mla = @import("kernels/mla.zig");
-pub const attnres = @import("kernels/attnres.zig");
-pub const router = @import("kernels/router.zig");
-pub const moe = @import("kernels/moe.zig");
-pub const bandwidth = @import("kernels/bandwidth.zig");
-pub const fma_peak = @import("kernels/fma_peak.zig");
-pub const matvec_i8r = @import("kernels/matvec_i8r.zig");
+pub const pool = @import("pool");
+pub const kernels = @import("kernels");
+pub const dispatch = @import("isa/dispatch.zig");
+const kcommon = kernels.common;
+const matvec_mxfp4 = kernels.matvec_mxfp4;
+const situ = kernels.situ;
+const mla = kernels.mla;
+const attnres = kernels.attnres;
+const router = kernels.router;
+const moe = kernels.moe;
 
-fn kstatus(result: kcommon.Error!void) i32 {
-    result catch |err| return switch (err) {
-        error.BadArgument => code(.bad_argument),
-        error.OutOfMemory => code(.out_of_memory),
+// The one pool, as the kernel variants compiled for other CPUs reach it (zig/isa/pool_proxy.zig):
+// a hidden symbol, resolved when libk3 is linked and invisible outside it.
+comptime {
+    @export(&pool.api, .{ .name = "k3_pool_api", .visibility = .hidden });
+}
+
+fn kstatus(result: kernels.Result) i32 {
+    return switch (result) {
+        .ok => code(.ok),
+        .bad_argument => code(.bad_argument),
+        .out_of_memory => code(.out_of_memory),
     };
-    return code(.ok);
 }
 
 /// Maps a count result (MXFP4 bad-scale tallies) to a status and stores the count.
-fn kcount(result: kcommon.Error!u64, out: ?*u64) i32 {
-    const n = result catch |err| return kstatus(err);
-    if (out) |o| o.* = n;
-    return code(.ok);
+fn kcount(result: kernels.Result, n: u64, out: ?*u64) i32 {
+    if (result == .ok) if (out) |o| {
+        o.* = n;
+    };
+    return kstatus(result);
+}
+
+/// The variant every kernel below runs (zig/isa/dispatch.zig).
+inline fn variant() *const dispatch.Table {
+    return dispatch.active();
 }
 
 /// Starts (or resizes) the compute pool: `threads` workers including the calling thread;
@@ -212,24 +218,43 @@ export fn k3_pool_fine_grain(on: u32) void {
     pool.setFineGrain(on != 0);
 }
 
-/// Selects the kernel implementation process-wide: 0 = SIMD (default), 1 = scalar reference.
-/// Exists so tests can prove the two give the same bits; never needed in normal runs.
-export fn k3_kernel_path(path: u32) i32 {
-    if (path > 1) return code(.bad_argument);
-    kcommon.setPath(@enumFromInt(path));
+/// Kernel variants (`Isa` codes, zig/isa/dispatch.zig): 0 scalar reference, 1 x86-64-v3
+/// (AVX2 + FMA, the portable baseline on x86-64), 2 x86-64-v4 (AVX-512), 3 aarch64 NEON.
+/// Every variant gives the same bits (model.md §8.3 orders); they differ only in speed.
+pub const Isa = dispatch.Isa;
+
+/// Switches every later kernel call to variant `isa` (process-wide; not while a kernel runs).
+/// `unsupported` when this library was built without it or this CPU lacks its instructions.
+export fn k3_isa_select(isa: u32) i32 {
+    const v = std.meta.intToEnum(Isa, isa) catch return code(.bad_argument);
+    dispatch.select(v) catch return code(.unsupported);
     return code(.ok);
 }
+
+/// The variant the kernels run now (the widest supported one until `k3_isa_select`).
+export fn k3_isa_current() u32 {
+    return @intFromEnum(dispatch.current());
+}
+
+/// Whether variant `isa` can run here (`Support`): 0 not built into this library, 1 built in
+/// but this CPU lacks its instructions, 2 runnable. An unknown code answers 0.
+export fn k3_isa_support(isa: u32) u32 {
+    const v = std.meta.intToEnum(Isa, isa) catch return @intFromEnum(dispatch.Support.absent);
+    return @intFromEnum(dispatch.support(v));
+}
+
+pub const Support = dispatch.Support;
 
 /// y[T][rows] = x[T][cols] · Wᵀ for bf16 W[rows][cols] (u16 bit patterns). f64 products and
 /// 16-lane accumulation, one f32 rounding (matvec_bf16.zig). Bit-identical to k3_matmul_f32
 /// on the widened weights, and to T separate calls with T = 1.
 export fn k3_matmul_bf16(w: ?[*]const u16, rows: u32, cols: u32, x: ?[*]const f32, y: ?[*]f32, tokens: u32) i32 {
-    return kstatus(matvec_bf16.matmul(u16, w orelse return code(.bad_argument), rows, cols, x orelse return code(.bad_argument), y orelse return code(.bad_argument), tokens));
+    return kstatus(variant().matmul_bf16(w orelse return code(.bad_argument), rows, cols, x orelse return code(.bad_argument), y orelse return code(.bad_argument), tokens));
 }
 
 /// As k3_matmul_bf16 with f32 weights W[rows][cols].
 export fn k3_matmul_f32(w: ?[*]const f32, rows: u32, cols: u32, x: ?[*]const f32, y: ?[*]f32, tokens: u32) i32 {
-    return kstatus(matvec_bf16.matmul(f32, w orelse return code(.bad_argument), rows, cols, x orelse return code(.bad_argument), y orelse return code(.bad_argument), tokens));
+    return kstatus(variant().matmul_f32(w orelse return code(.bad_argument), rows, cols, x orelse return code(.bad_argument), y orelse return code(.bad_argument), tokens));
 }
 
 /// y[T][rows] = x[T][cols] · Wᵀ straight from MXFP4: packed [rows][cols/2] (low nibble = even
@@ -237,7 +262,8 @@ export fn k3_matmul_f32(w: ?[*]const f32, rows: u32, cols: u32, x: ?[*]const f32
 /// its group contribute zero; `bad_scales_out` (nullable) receives how many such bytes the
 /// matrix has (counted once, not per token).
 export fn k3_matmul_mxfp4(packed_w: ?[*]const u8, scales: ?[*]const u8, rows: u32, cols: u32, x: ?[*]const f32, y: ?[*]f32, tokens: u32, bad_scales_out: ?*u64) i32 {
-    return kcount(matvec_mxfp4.matmul(packed_w orelse return code(.bad_argument), scales orelse return code(.bad_argument), rows, cols, x orelse return code(.bad_argument), y orelse return code(.bad_argument), tokens), bad_scales_out);
+    var bad: u64 = 0;
+    return kcount(variant().matmul_mxfp4(packed_w orelse return code(.bad_argument), scales orelse return code(.bad_argument), rows, cols, x orelse return code(.bad_argument), y orelse return code(.bad_argument), tokens, &bad), bad, bad_scales_out);
 }
 
 /// Decodes one MXFP4 row of `cols` elements exactly into out[cols] (E2M1 × 2^(s−127) as f32;
@@ -255,13 +281,13 @@ export fn k3_mxfp4_decode_row(packed_row: ?[*]const u8, scales_row: ?[*]const u8
 /// RMSNorm of `rows` rows of n: y = f32(f32(w·x)·r), r = f32(1/sqrt(Σx²/n + eps)) with Σ in
 /// f64. `w` [n] is nullable (no gain: y = f32(x·r)). In place allowed (y = x).
 export fn k3_rmsnorm(x: ?[*]const f32, w: ?[*]const f32, y: ?[*]f32, rows: u32, n: u32, eps: f32) i32 {
-    return kstatus(norm.rmsnorm(x orelse return code(.bad_argument), w, y orelse return code(.bad_argument), rows, n, eps));
+    return kstatus(variant().rmsnorm(x orelse return code(.bad_argument), w, y orelse return code(.bad_argument), rows, n, eps));
 }
 
 /// L2Norm of `rows` rows of n: y = f32(x·r), r = f32(1/sqrt(Σx² + 1e-6)) (SUM of squares).
 /// In place allowed.
 export fn k3_l2norm(x: ?[*]const f32, y: ?[*]f32, rows: u32, n: u32) i32 {
-    return kstatus(norm.l2norm(x orelse return code(.bad_argument), y orelse return code(.bad_argument), rows, n));
+    return kstatus(variant().l2norm(x orelse return code(.bad_argument), y orelse return code(.bad_argument), rows, n));
 }
 
 /// y[i] = op(x[i], g[i]) for i < count; in place allowed (y = x or y = g). Ops (situ.zig `Op`):
@@ -271,7 +297,7 @@ export fn k3_l2norm(x: ?[*]const f32, y: ?[*]f32, rows: u32, n: u32) i32 {
 /// Unused scalars a, b are ignored.
 export fn k3_elementwise(op: u32, x: ?[*]const f32, g: ?[*]const f32, y: ?[*]f32, count: u32, a: f32, b: f32) i32 {
     const o = std.meta.intToEnum(situ.Op, op) catch return code(.bad_argument);
-    return kstatus(situ.elementwise(o, x orelse return code(.bad_argument), g, y orelse return code(.bad_argument), count, a, b));
+    return kstatus(variant().elementwise(o, x orelse return code(.bad_argument), g, y orelse return code(.bad_argument), count, a, b));
 }
 
 /// dst[i] = f32(src[i]) for bf16 bit patterns (exact 16-bit shift). Embedding rows, vectors.
@@ -285,7 +311,7 @@ export fn k3_widen_bf16(src: ?[*]const u16, dst: ?[*]f32, count: u32) i32 {
 /// taps [C][kc] (the [C, 1, kc] tensor); hist [C][kc−1] previous raw inputs, oldest first,
 /// updated in place (nullable only when kc = 1). In place allowed (y = x). kc ≤ 16.
 export fn k3_shortconv(x: ?[*]const f32, taps: ?[*]const f32, hist: ?[*]f32, y: ?[*]f32, tokens: u32, channels: u32, kc: u32) i32 {
-    return kstatus(conv.shortconv(x orelse return code(.bad_argument), taps orelse return code(.bad_argument), hist, y orelse return code(.bad_argument), tokens, channels, kc));
+    return kstatus(variant().shortconv(x orelse return code(.bad_argument), taps orelse return code(.bad_argument), hist, y orelse return code(.bad_argument), tokens, channels, kc));
 }
 
 /// KDA decay chain for T tokens: z [T][P] (W_fb·W_fa·x, before dt_bias), a_log [heads] (the
@@ -293,7 +319,7 @@ export fn k3_shortconv(x: ?[*]const f32, taps: ?[*]const f32, hist: ?[*]f32, y: 
 /// dt_bias))) and, if g_out is non-null, the log-decay g [T][P]. P = heads·head_dim,
 /// head-major. In place allowed.
 export fn k3_kda_decay(z: ?[*]const f32, a_log: ?[*]const f32, dt_bias: ?[*]const f32, alpha: ?[*]f32, g_out: ?[*]f32, tokens: u32, heads: u32, head_dim: u32, gmin: f32) i32 {
-    return kstatus(kda.decay(z orelse return code(.bad_argument), a_log orelse return code(.bad_argument), dt_bias orelse return code(.bad_argument), alpha orelse return code(.bad_argument), g_out, tokens, heads, head_dim, gmin));
+    return kstatus(variant().kda_decay(z orelse return code(.bad_argument), a_log orelse return code(.bad_argument), dt_bias orelse return code(.bad_argument), alpha orelse return code(.bad_argument), g_out, tokens, heads, head_dim, gmin));
 }
 
 /// KDA delta-rule recurrence for T tokens in order: q, k [T][P] L2-normalised, v [T][P],
@@ -302,13 +328,13 @@ export fn k3_kda_decay(z: ?[*]const f32, a_log: ?[*]const f32, dt_bias: ?[*]cons
 /// already scaled). Per token: decay, read u from the decayed state, write, output from the
 /// updated state (kda.zig). head_dim ≤ 512.
 export fn k3_kda_recurrence(q: ?[*]const f32, k: ?[*]const f32, v: ?[*]const f32, alpha: ?[*]const f32, beta: ?[*]const f32, state: ?[*]f32, o: ?[*]f32, tokens: u32, heads: u32, head_dim: u32, q_scale: f32) i32 {
-    return kstatus(kda.recurrence(q orelse return code(.bad_argument), k orelse return code(.bad_argument), v orelse return code(.bad_argument), alpha orelse return code(.bad_argument), beta orelse return code(.bad_argument), state orelse return code(.bad_argument), o orelse return code(.bad_argument), tokens, heads, head_dim, q_scale));
+    return kstatus(variant().kda_recurrence(q orelse return code(.bad_argument), k orelse return code(.bad_argument), v orelse return code(.bad_argument), alpha orelse return code(.bad_argument), beta orelse return code(.bad_argument), state orelse return code(.bad_argument), o orelse return code(.bad_argument), tokens, heads, head_dim, q_scale));
 }
 
 /// KDA output: y = RMSNorm per head (gain w [D] shared by all heads, eps) of o, then ⊙ σ(gate);
 /// o, gate, y [T][P]. Norm first, then gate. In place allowed.
 export fn k3_kda_gated_norm(o: ?[*]const f32, w: ?[*]const f32, gate: ?[*]const f32, y: ?[*]f32, tokens: u32, heads: u32, head_dim: u32, eps: f32) i32 {
-    return kstatus(kda.gatedNorm(o orelse return code(.bad_argument), w orelse return code(.bad_argument), gate orelse return code(.bad_argument), y orelse return code(.bad_argument), tokens, heads, head_dim, eps));
+    return kstatus(variant().kda_gated_norm(o orelse return code(.bad_argument), w orelse return code(.bad_argument), gate orelse return code(.bad_argument), y orelse return code(.bad_argument), tokens, heads, head_dim, eps));
 }
 
 /// Gated-MLA attention core (NoPE) over the latent cache, kv_b_proj absorbed (mla.zig has the
@@ -329,10 +355,8 @@ export fn k3_mla_latent_attention(q: ?[*]const f32, w: ?*const anyopaque, w_dtyp
     var none: [1]f32 = undefined;
     const krp = kr orelse &none;
     const shape = mla.Shape{ .heads = heads, .dn = dn, .dr = dr, .dv = dv, .rank = rank };
-    return switch (std.meta.intToEnum(mla.Dtype, w_dtype) catch return code(.bad_argument)) {
-        .bf16 => kstatus(mla.attention(u16, qp, @ptrCast(@alignCast(wp)), cp, krp, op, tokens, pos0, shape)),
-        .f32 => kstatus(mla.attention(f32, qp, @ptrCast(@alignCast(wp)), cp, krp, op, tokens, pos0, shape)),
-    };
+    const dtype = std.meta.intToEnum(mla.Dtype, w_dtype) catch return code(.bad_argument);
+    return kstatus(variant().mla_attention(qp, wp, dtype, cp, krp, op, tokens, pos0, &shape));
 }
 
 /// Attention-Residuals aggregation for T tokens: `sources` is an array of n addresses, each of
@@ -342,7 +366,7 @@ export fn k3_attnres(sources: ?[*]const ?[*]const f32, n: u32, phi: ?[*]const f3
     const list = sources orelse return code(.bad_argument);
     if (n == 0 or n > attnres.max_sources) return code(.bad_argument);
     for (list[0..n]) |s| if (s == null) return code(.bad_argument);
-    return kstatus(attnres.aggregate(@ptrCast(list), n, phi orelse return code(.bad_argument), out orelse return code(.bad_argument), probs, tokens, e, eps));
+    return kstatus(variant().attnres(@ptrCast(list), n, phi orelse return code(.bad_argument), out orelse return code(.bad_argument), probs, tokens, e, eps));
 }
 
 /// MoE router for T tokens: w [experts][e] with w_dtype 0 = bf16 bits, 1 = f32; bias [experts];
@@ -357,10 +381,8 @@ export fn k3_router(w: ?*const anyopaque, w_dtype: u32, bias: ?[*]const f32, x: 
     const ip = idx orelse return code(.bad_argument);
     const wo = weights orelse return code(.bad_argument);
     const params = router.Params{ .experts = experts, .e = e, .k = k, .renormalize = renormalize != 0, .rho = rho };
-    return switch (std.meta.intToEnum(router.Dtype, w_dtype) catch return code(.bad_argument)) {
-        .bf16 => kstatus(router.route(u16, @ptrCast(@alignCast(wp)), b, xp, tokens, params, ip, wo, scores)),
-        .f32 => kstatus(router.route(f32, @ptrCast(@alignCast(wp)), b, xp, tokens, params, ip, wo, scores)),
-    };
+    const dtype = std.meta.intToEnum(router.Dtype, w_dtype) catch return code(.bad_argument);
+    return kstatus(variant().router(wp, dtype, b, xp, tokens, &params, ip, wo, scores));
 }
 
 /// Routed experts of a LatentMoE block for T tokens: z [T][lam] (routed_expert_down_proj
@@ -371,28 +393,30 @@ export fn k3_router(w: ?*const anyopaque, w_dtype: u32, bias: ?[*]const f32, x: 
 export fn k3_moe_routed(z: ?[*]const f32, experts: ?[*]const moe.ExpertPtrs, weights: ?[*]const f32, acc: ?[*]f32, tokens: u32, k: u32, lam: u32, inter: u32, beta1: f32, beta2: f32, bad_scales_out: ?*u64) i32 {
     const list = experts orelse return code(.bad_argument);
     const params = moe.Params{ .tokens = tokens, .k = k, .lam = lam, .inter = inter, .beta1 = beta1, .beta2 = beta2 };
-    return kcount(moe.routed(z orelse return code(.bad_argument), list, weights orelse return code(.bad_argument), acc orelse return code(.bad_argument), params), bad_scales_out);
+    var bad: u64 = 0;
+    return kcount(variant().moe_routed(z orelse return code(.bad_argument), list, weights orelse return code(.bad_argument), acc orelse return code(.bad_argument), &params, &bad), bad, bad_scales_out);
 }
 
-/// The int8 draft container I8R (matvec_i8r.zig): W[rows][cols] as rows of [f32 scale][int8 ×
-/// cols], `rowBytes = 4 + cols`, unaligned. y[T][rows] = x[T][cols] · Wᵀ with weights
-/// f32(scale·q), in the canonical order of k3_matmul_bf16: bit-identical to k3_matmul_f32 on
-/// the k3_dequant_i8r output, and to T separate calls with T = 1.
+/// The int8 draft container I8R (zig/kernels/matvec_i8r.zig): W[rows][cols] as rows of
+/// [f32 scale][int8 × cols], `4 + cols` bytes a row, unaligned. y[T][rows] = x[T][cols] · Wᵀ with
+/// the weights f32(scale·q), in the canonical order of k3_matmul_bf16: bit-identical to
+/// k3_matmul_f32 on the k3_dequant_i8r output, and to T separate calls with T = 1.
 export fn k3_matmul_i8r(w: ?[*]const u8, rows: u32, cols: u32, x: ?[*]const f32, y: ?[*]f32, tokens: u32) i32 {
-    return kstatus(matvec_i8r.matmul(w orelse return code(.bad_argument), rows, cols, x orelse return code(.bad_argument), y orelse return code(.bad_argument), tokens));
+    return kstatus(variant().matmul_i8r(w orelse return code(.bad_argument), rows, cols, x orelse return code(.bad_argument), y orelse return code(.bad_argument), tokens));
 }
 
 /// dst[rows][cols] = f32(scale·q) of I8R rows: the weights k3_matmul_i8r multiplies by (for
 /// the kernels that read a matrix in bf16 or f32 only: the router, kv_b_proj).
 export fn k3_dequant_i8r(src: ?[*]const u8, rows: u32, cols: u32, dst: ?[*]f32) i32 {
-    return kstatus(matvec_i8r.dequant(src orelse return code(.bad_argument), rows, cols, dst orelse return code(.bad_argument)));
+    return kstatus(variant().dequant_i8r(src orelse return code(.bad_argument), rows, cols, dst orelse return code(.bad_argument)));
 }
 
 /// bf16 W[rows][cols] → I8R rows (rows · (4 + cols) bytes at dst): per-row absmax / 127 scale,
-/// round half to even, clipped to [−127, 127]. `nonfinite_out` receives how many weights were
-/// NaN or infinite (stored as 0; k3 refuses such a tensor).
+/// round half to even, clipped to [−127, 127]. `nonfinite_out` (nullable) receives how many
+/// weights were NaN or infinite (stored as 0; k3 refuses such a tensor).
 export fn k3_quantize_i8r(src: ?[*]const u16, rows: u32, cols: u32, dst: ?[*]u8, nonfinite_out: ?*u64) i32 {
-    return kcount(matvec_i8r.quantize(src orelse return code(.bad_argument), rows, cols, dst orelse return code(.bad_argument)), nonfinite_out);
+    var bad: u64 = 0;
+    return kcount(variant().quantize_i8r(src orelse return code(.bad_argument), rows, cols, dst orelse return code(.bad_argument), &bad), bad, nonfinite_out);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -402,32 +426,35 @@ export fn k3_quantize_i8r(src: ?[*]const u16, rows: u32, cols: u32, dst: ?[*]u8,
 /// Bandwidth probe: wrapping sum of the bytes/8 u64 words at `ptr` (8-byte aligned), read
 /// once by all pool threads. Returns 0 on a bad argument.
 export fn k3_mem_read_sum(ptr: ?[*]const u8, bytes: u64) u64 {
-    return bandwidth.readSum(ptr orelse return 0, bytes) catch 0;
+    return kernels.bandwidth.readSum(ptr orelse return 0, bytes) catch 0;
+}
+
+/// 1 when this library was built with Zig's safety checks (libk3-safe, `zig build -Dsafe=true`:
+/// bounds, overflow and the kernels' assertions), 0 for the shipped ReleaseFast build.
+export fn k3_build_safe() u32 {
+    return @intFromBool(std.debug.runtime_safety);
+}
+
+/// Test only, for proving that a failed check stops the process: asserts `index` < 4, the way
+/// the kernels assert their invariants. In libk3-safe a violation panics (the process aborts
+/// with the message); the shipped build refuses it with bad_argument before asserting.
+export fn k3_safety_probe(index: u32) i32 {
+    if (!std.debug.runtime_safety and index >= 4) return code(.bad_argument);
+    std.debug.assert(index < 4);
+    return code(.ok);
 }
 
 /// FMA-peak probe: on every pool thread, `steps` rounds of 12 independent 4-wide f64 fused
 /// multiply-adds (fma_peak.zig); returns the f64 operations done (time the call for FLOP/s),
 /// or 0 when `steps` is not a positive multiple of 16.
 export fn k3_fma_peak(steps: u64) u64 {
-    return fma_peak.fmaPeak(steps) catch 0;
+    var flops: u64 = 0;
+    return if (variant().fma_peak(steps, &flops) == .ok) flops else 0;
 }
 
 test {
     _ = aligned_read;
     _ = reader_pool;
-    _ = pool;
-    _ = numerics;
-    _ = matvec_bf16;
-    _ = matvec_mxfp4;
-    _ = norm;
-    _ = situ;
-    _ = conv;
-    _ = kda;
-    _ = mla;
-    _ = attnres;
-    _ = router;
-    _ = moe;
-    _ = bandwidth;
-    _ = fma_peak;
-    _ = matvec_i8r;
+    _ = dispatch;
+    if (@import("builtin").cpu.arch == .x86_64) _ = @import("isa/cpu_x86.zig");
 }

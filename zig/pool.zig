@@ -15,7 +15,7 @@
 //! `K3_THREADS` environment variable in TypeScript (src/native/kernels.ts) and passes it to
 //! `k3_pool_init`; a kernel called before any init starts the pool at the default size.
 const std = @import("std");
-const platform = @import("platform.zig");
+const platform = @import("platform");
 const Atomic = std.atomic.Value;
 const Futex = std.Thread.Futex;
 
@@ -26,7 +26,9 @@ const spin_ns: u64 = 200_000;
 /// Alignment of per-worker scratch memory.
 pub const scratch_alignment: usize = 64;
 
-const TaskFn = *const fn (ctx: *const anyopaque, begin: usize, end: usize, worker: usize) void;
+/// A parallel job's body. C calling convention: kernel variants compiled for other CPUs
+/// (zig/isa/) hand their bodies to this pool through `Api`.
+pub const TaskFn = *const fn (ctx: *const anyopaque, begin: usize, end: usize, worker: usize) callconv(.c) void;
 
 const Task = struct {
     run: TaskFn,
@@ -170,28 +172,33 @@ pub fn parallelFor(
 ) void {
     const Ctx = @TypeOf(ctx);
     const Wrap = struct {
-        fn run(raw: *const anyopaque, begin: usize, end: usize, worker: usize) void {
+        fn run(raw: *const anyopaque, begin: usize, end: usize, worker: usize) callconv(.c) void {
             const typed: Ctx = @ptrCast(@alignCast(raw));
             body(typed, begin, end, worker);
         }
     };
+    parallelForRaw(items, grain, @ptrCast(ctx), Wrap.run);
+}
+
+/// `parallelFor` with a type-erased body (what `Api.parallel_for` forwards to).
+pub fn parallelForRaw(items: usize, grain: usize, ctx: *const anyopaque, run: TaskFn) void {
     if (items == 0) return;
     const fine = fine_grain.load(.monotonic);
     const g: usize = if (fine) 1 else @max(grain, 1);
     if (inside_task or items < 2 * g) {
-        body(ctx, 0, items, 0);
+        run(ctx, 0, items, 0);
         return;
     }
     lock.lock();
     defer lock.unlock();
     if (threads == 0) initLocked(0) catch {};
     if (threads <= 1) {
-        body(ctx, 0, items, 0);
+        run(ctx, 0, items, 0);
         return;
     }
     // About four chunks per thread, never below the grain.
     const chunk: usize = if (fine) 1 else @max(g, (items + threads * 4 - 1) / (threads * 4));
-    task = .{ .run = Wrap.run, .ctx = @ptrCast(ctx), .items = items, .chunk = chunk };
+    task = .{ .run = run, .ctx = ctx, .items = items, .chunk = chunk };
     next_item.store(0, .seq_cst);
     pending.store(threads - 1, .seq_cst);
     done.store(0, .seq_cst);
@@ -257,6 +264,54 @@ fn workerMain(id: u32, start_generation: u32) void {
         }
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// The pool as seen from a kernel variant (zig/isa/): each variant is a separate compilation for
+// its own CPU, so it cannot share this file's state; it reaches the one pool through this table
+// of C-callable entry points instead (zig/isa/pool_proxy.zig wraps them in this file's API).
+
+pub const Api = extern struct {
+    parallel_for: *const fn (items: usize, grain: usize, ctx: *const anyopaque, run: TaskFn) callconv(.c) void,
+    /// Returns false when the memory could not be grown.
+    reserve_scratch: *const fn (bytes: usize) callconv(.c) bool,
+    /// Sets `out` to the shared buffer; returns false when it could not be grown.
+    reserve_shared: *const fn (bytes: usize, out: *[*]align(scratch_alignment) u8) callconv(.c) bool,
+    /// The worker's scratch; its length goes to `len`.
+    scratch_for: *const fn (worker: usize, len: *usize) callconv(.c) [*]align(scratch_alignment) u8,
+    thread_count: *const fn () callconv(.c) u32,
+};
+
+pub const api = Api{
+    .parallel_for = struct {
+        fn f(items: usize, grain: usize, ctx: *const anyopaque, run: TaskFn) callconv(.c) void {
+            parallelForRaw(items, grain, ctx, run);
+        }
+    }.f,
+    .reserve_scratch = struct {
+        fn f(bytes: usize) callconv(.c) bool {
+            reserveScratch(bytes) catch return false;
+            return true;
+        }
+    }.f,
+    .reserve_shared = struct {
+        fn f(bytes: usize, out: *[*]align(scratch_alignment) u8) callconv(.c) bool {
+            out.* = (reserveShared(bytes) catch return false).ptr;
+            return true;
+        }
+    }.f,
+    .scratch_for = struct {
+        fn f(worker: usize, len: *usize) callconv(.c) [*]align(scratch_alignment) u8 {
+            const s = scratchFor(worker);
+            len.* = s.len;
+            return s.ptr;
+        }
+    }.f,
+    .thread_count = struct {
+        fn f() callconv(.c) u32 {
+            return threadCount();
+        }
+    }.f,
+};
 
 // ---------------------------------------------------------------------------------------------
 // Tests

@@ -16,6 +16,8 @@ pub const Status = enum(i32) {
     out_of_memory = -10004,
     /// The background reader's job table is full.
     queue_full = -10005,
+    /// The kernel variant asked for is not in this library or not supported by this CPU.
+    unsupported = -10006,
 };
 
 pub fn code(status: Status) i32 {

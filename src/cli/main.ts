@@ -4,7 +4,7 @@
  */
 import { ExitCode, K3Error, usageError } from "../errors.ts";
 import { emit } from "../report/log.ts";
-import { presetListing } from "../report/plan-report.ts";
+import { kernelsVersionLine, presetListing } from "../report/plan-report.ts";
 import { findInfoFlag } from "./args.ts";
 import { findSubcommand, subcommands } from "./commands.ts";
 import { runCommand } from "./run-options.ts";
@@ -17,11 +17,17 @@ function printError(error: K3Error): void {
 
 const runUsage = () => usageText(runCommand, subcommands);
 
+/** The version, and the kernel variant libk3 chose on this machine (loading it to ask). */
+async function versionText(): Promise<string> {
+  const { kernelsInUse } = await import("../engine/kernels.ts");
+  return `k3 ${version}\n${kernelsVersionLine(kernelsInUse())}\n`;
+}
+
 /** `k3 <model_dir> ...`: the info flags are answered before anything else is checked. */
 async function runOrInfo(argv: readonly string[]): Promise<number> {
   const info = findInfoFlag(argv, runCommand.options, ["help", "version", "list-presets"]);
   if (info === "help") emit(await runUsage());
-  if (info === "version") emit(`k3 ${version}\n`);
+  if (info === "version") emit(await versionText());
   if (info === "list-presets") emit(presetListing());
   if (info) return ExitCode.ok;
   if (argv.length === 0) throw usageError("missing <model_dir>", await runUsage());

@@ -17,6 +17,7 @@ import { usageError } from "../errors.ts";
 import { readMemory, resolveBudgets, ultraRequested, type BudgetAction, type Budgets } from "../plan/budget.ts";
 import { checkKvFits, checkPlanFits, memoryPlan, recurrentSlotBytes, type MemoryPlan } from "../plan/memory-plan.ts";
 import { planTrunk, type TrunkPlan } from "../plan/trunk-plan.ts";
+import { kernelsInUse, type KernelVariant } from "./kernels.ts";
 import { checkBindable, vectorBytes } from "../weights/bind.ts";
 import { CacheOnlyExperts } from "../weights/cache-only-experts.ts";
 import { openDraftTrunk } from "../weights/draft-trunk.ts";
@@ -105,6 +106,8 @@ export interface EnginePlan {
   ultra: UltraPlan | undefined;
   /** The model's hidden width (E). */
   hiddenSize: number;
+  /** The kernel variant and compute threads the run uses. */
+  kernels: KernelVariant;
 }
 
 export interface EngineEvents {
@@ -179,6 +182,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   const openedAt = performance.now();
   const { config, layerCount } = request;
   threadsFromEnv(); // a bad K3_THREADS is a usage error before anything is loaded
+  const kernels = kernelsInUse(); // and a K3_ISA this CPU lacks is refused before anything is read
   setBufferedFallbackReporter(events.onBufferedFallback ?? (() => {}));
   const warn = events.onWarning ?? (() => {});
   if (ultraRequested(request.budgets) && !request.trunkDir) {
@@ -214,7 +218,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   const plan: EnginePlan = {
     modelDir: request.modelDir, layerCount, modelLayers: config.numLayers, tensorCount: index.tensorCount,
     shardCount: index.shards.length, indexSeconds, budgets, trunk, expertCache, positions: request.positions,
-    prefillChunk: request.prefillChunk, draft, ultra, hiddenSize: config.hiddenSize,
+    prefillChunk: request.prefillChunk, draft, ultra, hiddenSize: config.hiddenSize, kernels,
     trunkPayloadBytes: layouts.reduce((sum, l) => sum + l.bytes, 0),
     availableBytes: memory?.availableBytes,
     memory: memoryPlan({

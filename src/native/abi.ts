@@ -34,7 +34,9 @@ export const symbols = {
   k3_pool_init: { args: [u32], returns: i32 },
   k3_pool_threads: { args: [], returns: u32 },
   k3_pool_fine_grain: { args: [u32], returns: none },
-  k3_kernel_path: { args: [u32], returns: i32 },
+  k3_isa_select: { args: [u32], returns: i32 },
+  k3_isa_current: { args: [], returns: u32 },
+  k3_isa_support: { args: [u32], returns: u32 },
   k3_matmul_bf16: { args: [ptr, u32, u32, ptr, ptr, u32], returns: i32 },
   k3_matmul_f32: { args: [ptr, u32, u32, ptr, ptr, u32], returns: i32 },
   k3_matmul_mxfp4: { args: [ptr, ptr, u32, u32, ptr, ptr, u32, ptr], returns: i32 },
@@ -56,11 +58,13 @@ export const symbols = {
   k3_quantize_i8r: { args: [ptr, u32, u32, ptr, ptr], returns: i32 },
   // Bench and test only: machine probes (zig/abi.zig, last section).
   k3_mem_read_sum: { args: [ptr, u64], returns: u64 },
+  k3_build_safe: { args: [], returns: u32 },
+  k3_safety_probe: { args: [u32], returns: i32 },
   k3_fma_peak: { args: [u64], returns: u64 },
 } as const;
 
 /** Mirrors zig/abi.zig `abi_version`: what `k3_abi_version` must return for this binding. */
-export const abiVersion = 7;
+export const abiVersion = 9;
 
 /** Mirrors zig/status.zig `Status`: k3's own status codes; -1 .. -4095 are negated errno values. */
 export const Status = {
@@ -70,6 +74,7 @@ export const Status = {
   badArgument: -10003,
   outOfMemory: -10004,
   queueFull: -10005,
+  unsupported: -10006,
 } as const;
 
 /** Mirrors zig/abi.zig `alloc_zero`: a `k3_alloc` flag, zero-fill the memory. */
@@ -78,10 +83,15 @@ export const allocZero = 1;
 /** Mirrors zig/abi.zig `alloc_huge`: a `k3_alloc` flag, advise transparent huge pages. */
 export const allocHuge = 2;
 
-/** Mirrors zig/kernels/common.zig `Path`: the implementations `k3_kernel_path` selects. */
-export const KernelPathCode = {
-  simd: 0,
-  scalar: 1,
+/**
+ * Mirrors zig/isa/dispatch.zig `Isa`: the kernel variants `k3_isa_select` switches between
+ * (scalar reference, x86-64-v3, x86-64-v4 / AVX-512, aarch64 NEON).
+ */
+export const IsaCode = {
+  scalar: 0,
+  v3: 1,
+  v4: 2,
+  neon: 3,
 } as const;
 
 /** Mirrors zig/kernels/situ.zig `Op`: the operator codes of `k3_elementwise`. */
@@ -108,6 +118,13 @@ export const RouterDtype = {
  * `k3_moe_routed` takes, in memory order.
  */
 export const expertRecordFields = ["w1Packed", "w1Scale", "w3Packed", "w3Scale", "w2Packed", "w2Scale"] as const;
+
+/** Mirrors zig/isa/dispatch.zig `Support`: what `k3_isa_support` answers for a variant. */
+export const IsaSupport = {
+  absent: 0,
+  cpuLacks: 1,
+  runnable: 2,
+} as const;
 
 /** Mirrors zig/pool.zig `max_threads`: the largest compute thread count `k3_pool_init` accepts. */
 export const maxThreads = 256;

@@ -4,7 +4,7 @@
  */
 import { K3Error, ExitCode } from "../errors.ts";
 import { native } from "./library.ts";
-import { allocAlignment, NativeBuffer, offsetPointer } from "./memory.ts";
+import { allocAlignment, NativeBuffer, offsetPointer, type Pointer } from "./memory.ts";
 import { Status } from "./abi.ts";
 import { constants as os } from "node:os";
 
@@ -79,6 +79,10 @@ export class PendingRead {
   }
 }
 
+/** `readInto`: bytes per chunk (a multiple of the alignment) and chunks in flight. */
+const loadChunkBytes = 64 << 20;
+const loadDepth = 4;
+
 export class DirectFile {
   readonly path: string;
   #fd: number;
@@ -130,10 +134,56 @@ export class DirectFile {
     if (bufferOffset + capacity > buffer.bytes || bufferOffset % allocAlignment() !== 0) {
       throw new Error(`${this.path}: read target too small or misaligned for ${length} bytes`);
     }
-    const target = offsetPointer(buffer.ptr, bufferOffset);
+    return this.#submitAt(offset, length, offsetPointer(buffer.ptr, bufferOffset), capacity, label);
+  }
+
+  #submitAt(offset: number, length: number, target: Pointer, capacity: number, label: string): PendingRead {
     const handle = native().k3_io_submit(this.#fd, this.#direct[0] as number, offset, length, target, capacity);
     if (handle < 0) throw new K3Error(ExitCode.runtime, describeStatus(handle, label));
     return new PendingRead(this, handle, offset, length, label);
+  }
+
+  /**
+   * Reads [offset, offset + length) into `buffer` at `bufferOffset` and waits for it, as
+   * `submit(...).wait()` does, but as aligned chunks of `loadChunkBytes` with `loadDepth` in
+   * flight on the I/O threads. Into freshly allocated memory a single large O_DIRECT read runs
+   * far below the disk's speed (the kernel faults the destination in page by page before the
+   * transfer; measured 0.3-0.4 GB/s against 2.6 GB/s into memory already touched), while
+   * chunks in flight together fault and transfer in parallel (2.5 GB/s): what loading a
+   * resident trunk, the pinned prefix and the model tables uses. Returns the payload's offset
+   * in the region and the seconds from the first chunk's submission to the last one's end (the
+   * chunks overlap, so their device times would add up to more than the read took).
+   */
+  readInto(offset: number, length: number, buffer: NativeBuffer, bufferOffset = 0, chunkBytes = loadChunkBytes, label = this.path): { payload: number; seconds: number } {
+    const A = allocAlignment();
+    if (chunkBytes % A !== 0 || chunkBytes <= 0) throw new Error(`readInto: chunk of ${chunkBytes} bytes is not a positive multiple of ${A}`);
+    const lo = Math.floor(offset / A) * A;
+    const end = offset + length;
+    if (end - lo <= chunkBytes) return this.submit(offset, length, buffer, bufferOffset, label).wait();
+    if (bufferOffset + readCapacity(length) > buffer.bytes || bufferOffset % A !== 0) {
+      throw new Error(`${this.path}: read target too small or misaligned for ${length} bytes`);
+    }
+    const inFlight: PendingRead[] = [];
+    const started = performance.now();
+    try {
+      for (let at = lo; at < end; at += chunkBytes) {
+        if (inFlight.length === loadDepth) (inFlight.shift() as PendingRead).wait();
+        // `at` is aligned, so the chunk's window is exactly its bytes rounded up to the alignment
+        const n = Math.min(chunkBytes, end - at);
+        inFlight.push(this.#submitAt(at, n, offsetPointer(buffer.ptr, bufferOffset + (at - lo)), Math.ceil(n / A) * A, label));
+      }
+      while (inFlight.length > 0) (inFlight.shift() as PendingRead).wait();
+    } finally {
+      // A failed chunk: collect the others before the caller may free the buffer.
+      for (const read of inFlight) {
+        try {
+          read.wait();
+        } catch {
+          // the first failure is the one reported
+        }
+      }
+    }
+    return { payload: offset - lo, seconds: (performance.now() - started) / 1000 };
   }
 
   /** Frees the buffer synchronous reads go through (it is as large as the largest read). */

@@ -19,10 +19,11 @@
 import type { Pointer } from "bun:ffi";
 import { envValue, type Environment } from "../env.ts";
 import { K3Error, ExitCode, quoteArgument, usageError } from "../errors.ts";
+import { currentIsa, isaDescription, runnableIsas, selectIsa, type IsaName } from "./isa.ts";
 import { native, type Native } from "./library.ts";
 import { NativeBuffer } from "./memory.ts";
 import {
-  ElementwiseOp, expertRecordFields, i8rScaleBytes, KernelPathCode, maxAttnResSources, maxConvTaps, maxKdaHeadDim, maxRouterK, maxThreads,
+  ElementwiseOp, expertRecordFields, i8rScaleBytes, maxAttnResSources, maxConvTaps, maxKdaHeadDim, maxRouterK, maxThreads,
   MlaWeightDtype, mxfp4Group, RouterDtype, Status,
 } from "./abi.ts";
 
@@ -82,9 +83,6 @@ export interface Routing {
   /** Optional [tokens][experts]: σ of every logit. */
   readonly scores?: F32Ref;
 }
-
-/** Implementation switch: "simd" (default) or the plain-loop "scalar" reference. */
-export type KernelPath = "simd" | "scalar";
 
 export type ElementwiseOpName = keyof typeof ElementwiseOp;
 
@@ -146,9 +144,38 @@ export function setFineGrain(on: boolean): void {
   lib().k3_pool_fine_grain(on ? 1 : 0);
 }
 
-/** Selects the SIMD kernels (default) or the scalar reference, process-wide (tests, benches). */
-export function setKernelPath(path: KernelPath): void {
-  check(lib().k3_kernel_path(KernelPathCode[path]), "k3_kernel_path");
+/** The kernel variant in use and the compute threads: what the run report and --version say. */
+export interface KernelVariant {
+  isa: IsaName;
+  /** e.g. "x86-64-v4: AVX-512" */
+  description: string;
+  /** Every variant this library has and this CPU runs. */
+  runnable: IsaName[];
+  threads: number;
+}
+
+export function kernelVariant(): KernelVariant {
+  const l = lib();
+  const isa = currentIsa(l);
+  return { isa, description: isaDescription[isa], runnable: runnableIsas(l), threads: l.k3_pool_threads() };
+}
+
+/** The variants this library has and this CPU runs (tests and benches sweep them). */
+export function availableIsas(): IsaName[] {
+  return runnableIsas(lib());
+}
+
+/**
+ * Switches every later kernel call to another variant, process-wide (tests, benches; a run
+ * chooses once, at load). Refuses one this library or CPU lacks.
+ */
+export function setIsa(name: IsaName): void {
+  selectIsa(lib(), name, `kernel variant ${name}`);
+}
+
+/** The variant the kernels run now. */
+export function isaInUse(): IsaName {
+  return currentIsa(lib());
 }
 
 // ---------------------------------------------------------------------------------------------

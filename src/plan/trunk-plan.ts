@@ -1,6 +1,12 @@
 /**
  * How a trunk budget is spent (runtime.md 5.1): a pinned prefix of whole layers, read once and
- * kept, plus R ring slots for the rest, each as large as the largest unpinned layer. Pinning
+ * kept, plus a ring for the rest: one arena that the unpinned layers cycle through, placed at
+ * alternate ends, so the next layer is read ahead into whatever the current one leaves free.
+ * With two slots (an arena of twice the largest unpinned layer) every layer is read ahead
+ * whole; with one, the arena is the largest layer plus what the budget has left (up to a
+ * second slot), and each layer is read ahead as far as it fits beside the current one, the
+ * rest once that layer is done (the way the original engine let layer 0 use the whole arena
+ * and then split it into two slots for the smaller layers, generalised to any sizes). Pinning
  * layer 0 (the largest) shrinks the slot, which frees budget to pin more, so every prefix length
  * is tried with its own slot size. A cyclic scan defeats LRU; a pinned prefix gives a
  * deterministic hit rate of P/L.
@@ -10,6 +16,8 @@ export interface TrunkPlan {
   ringSlots: number;
   slotBytes: number;
   pinnedBytes: number;
+  /** The ring's arena: ringSlots × slotBytes with two slots; with one, at least one slot. */
+  ringBytes: number;
   /** Total bytes the plan allocates (pinned + ring). */
   bytes: number;
   /** The budget could not hold one ring slot and was raised to it. */
@@ -38,8 +46,10 @@ export function planTrunk(layerBytes: readonly number[], budgetBytes: number): T
   const ringSlots = pinned === L ? 0 : withTwo >= 0 ? 2 : 1;
   const slotBytes = pinned === L ? 0 : (largestFrom[pinned] as number);
   const pinnedBytes = prefix[pinned] as number;
+  // One slot: the rest of the budget (never more than a second slot) is room to read ahead.
+  const ringBytes = ringSlots === 1 ? Math.min(2 * slotBytes, Math.max(slotBytes, budgetBytes - pinnedBytes)) : ringSlots * slotBytes;
   return {
-    pinned, ringSlots, slotBytes, pinnedBytes, bytes: pinnedBytes + ringSlots * slotBytes,
+    pinned, ringSlots, slotBytes, pinnedBytes, ringBytes, bytes: pinnedBytes + ringBytes,
     raised: withOne < 0, twoSlotBudget: ringSlots === 1 ? pinnedBytes + 2 * slotBytes : undefined,
   };
 }

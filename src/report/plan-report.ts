@@ -2,6 +2,7 @@
  * What is printed before anything large is allocated (runtime.md 2.2, 3.1, 5.4): the preset
  * listing, the budgets, the index, the memory plan and the trunk streaming banner.
  */
+import type { KernelVariant } from "../engine/kernels.ts";
 import type { EnginePlan } from "../engine/result.ts";
 import type { MemoryPlan } from "../plan/memory-plan.ts";
 import { autoPresetNote, presetFooter, presets } from "../plan/presets.ts";
@@ -35,15 +36,26 @@ export function trunkBanner(
   plan: TrunkPlan, packedBytes: number, layerCount: number, direct: boolean, which = { label: "trunk stream:", flag: "--trunk-gb" },
 ): string {
   const lines = [
-    `${which.label} ${formatBytes(packedBytes)} packed, ${plan.pinned}/${layerCount} layers PINNED (${formatBytes(plan.pinnedBytes)}), ring ${plan.ringSlots} x ${formatBytes(plan.slotBytes)}`,
+    `${which.label} ${formatBytes(packedBytes)} packed, ${plan.pinned}/${layerCount} layers PINNED (${formatBytes(plan.pinnedBytes)}), ring ${plan.ringSlots} x ${formatBytes(plan.slotBytes)}` +
+      (plan.ringSlots === 1 && plan.ringBytes > plan.slotBytes ? ` + ${formatBytes(plan.ringBytes - plan.slotBytes)} to read ahead` : ""),
     `              ${direct ? "reads use O_DIRECT (page cache bypassed)" : "buffered I/O (the filesystem refuses O_DIRECT)"}`,
   ];
   if (plan.raised) lines.push(`              the budget was below one ring slot and was raised to ${formatBytes(plan.bytes)}; tokens are unchanged`);
   if (plan.ringSlots === 1 && plan.twoSlotBudget !== undefined) {
-    lines.push(`              ring held at 1 slot: no read-ahead. Raise ${which.flag} to at least ${bytesToGb(plan.twoSlotBudget).toFixed(6)} to enable it.`);
+    lines.push(`              one slot: each layer is read ahead only as far as it fits beside the one in use. ${which.flag} ${bytesToGb(plan.twoSlotBudget).toFixed(6)} or more reads every layer ahead whole.`);
   }
   lines.push(`              deterministic hit rate ${pct(plan.pinned, layerCount)}% (a cyclic scan defeats LRU, so a pinned prefix is used instead)`);
   return lines.join("\n");
+}
+
+/** The kernel variant and threads: `kernels: v4 (x86-64-v4: AVX-512), 2 threads`. */
+export function kernelsLine(kernels: KernelVariant): string {
+  return `kernels: ${kernels.isa} (${kernels.description}), ${kernels.threads} thread${kernels.threads === 1 ? "" : "s"}`;
+}
+
+/** `k3 --version`'s second line: the variant in use and every one this machine runs. */
+export function kernelsVersionLine(kernels: KernelVariant): string {
+  return `kernels: ${kernels.isa} (${kernels.description}); this machine runs ${kernels.runnable.join(", ")} (K3_ISA forces one)`;
 }
 
 /** What the run will do, as the caller described it (the engine does not know the prompt's source). */
@@ -68,6 +80,7 @@ export function openingLines(plan: EnginePlan, intent: RunIntent): string[] {
       (budgets.preset ? `; preset ${budgets.preset} (trunk ${budgetGb(budgets.trunkBytes)} GB / expert cache ${budgetGb(budgets.cacheBytes)} GB)` : ""),
   );
   lines.push(`indexed ${plan.tensorCount} tensors from ${plan.shardCount} shard(s) in ${plan.indexSeconds.toFixed(3)} s (config: ${intent.configShape})`);
+  lines.push(kernelsLine(plan.kernels));
   return lines;
 }
 

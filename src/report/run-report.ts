@@ -52,7 +52,7 @@ function trunkReport(plan: TrunkPlan, stats: TrunkStats, layerCount: number): st
     "trunk [final]",
     `  pinned ${plan.pinned}/${layerCount} layers, ring ${plan.ringSlots} slots`,
     `  binds ${stats.binds}, hits ${stats.hits} (${pct(stats.hits, stats.binds)}%), reads ${stats.reads}`,
-    `  read ${formatBytes(stats.bytesRead)} in ${stats.readSeconds.toFixed(2)} s (${rate} MB/s)`,
+    `  read ${formatBytes(stats.bytesRead)} in ${stats.readSeconds.toFixed(2)} s (${rate} MB/s), ${formatBytes(stats.aheadBytes)} of it ahead of need`,
     `  waited ${stats.waitSeconds.toFixed(2)} s for reads; ${overlapped.toFixed(2)} s of device time overlapped compute on the reader thread`,
   ].join("\n");
 }
@@ -72,7 +72,8 @@ function runInvalidReport(drops: readonly ExpertDrop[]): string {
 export function loadLines(plan: EnginePlan, loadSeconds: number, peakRssAfterLoadBytes: number): string[] {
   const lines: string[] = [];
   if (plan.trunk.mode === "resident") {
-    lines.push(`resident trunk: ${formatBytes(plan.trunkPayloadBytes)} for ${plan.layerCount} layers, loaded in ${loadSeconds.toFixed(2)} s`);
+    const rate = loadSeconds > 0 ? `, ${(plan.trunkPayloadBytes / 1e9 / loadSeconds).toFixed(2)} GB/s` : "";
+    lines.push(`resident trunk: ${formatBytes(plan.trunkPayloadBytes)} for ${plan.layerCount} layers, loaded in ${loadSeconds.toFixed(2)} s${rate}`);
   }
   const u = plan.ultra;
   if (u) {

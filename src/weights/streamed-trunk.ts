@@ -1,16 +1,18 @@
 /**
- * The streamed trunk (runtime.md section 5): layers come from a packed trunk.bin, one read
- * each. A pinned prefix is read once on first use and kept; the other layers cycle through
- * ring slots. With two slots the background reader fetches the next layer while this one
- * computes; with one slot every read is synchronous, because reading ahead would overwrite
- * the layer in use. Each layer's content hash is checked the first time it is read.
+ * The streamed trunk (runtime.md section 5): layers come from a packed trunk.bin. A pinned
+ * prefix is read once on first use and kept; the other layers cycle through the ring, one
+ * arena in which consecutive layers are placed at opposite ends. While a layer computes, the
+ * background reader fetches the part of the next layer that does not overlap it (all of it
+ * when the arena holds both, as with two slots), and the rest as soon as the layer is done; so
+ * the disk keeps reading whatever the budget allows. Each layer's content hash is checked the
+ * first time it is read.
  */
 import { join } from "node:path";
 import type { ModelConfig } from "../checkpoint/config.ts";
 import { K3Error, ExitCode } from "../errors.ts";
 import { constants as os } from "node:os";
 import { describeStatus, DirectFile, readCapacity, type PendingRead } from "../native/file.ts";
-import { NativeBuffer } from "../native/memory.ts";
+import { allocAlignment, NativeBuffer, offsetPointer } from "../native/memory.ts";
 import { bindLayer, vectorBytes } from "./bind.ts";
 import type { Trunk } from "./trunk.ts";
 import type { TensorReader } from "./tensor-reader.ts";
@@ -24,17 +26,32 @@ export interface TrunkStats {
   hits: number;
   reads: number;
   bytesRead: number;
+  /** Of `bytesRead`, what was read ahead while the previous layer computed. */
+  aheadBytes: number;
   /** Device seconds of the reads, on whichever thread did them. */
   readSeconds: number;
   /** Seconds the forward pass spent waiting for reads. */
   waitSeconds: number;
 }
 
-interface Slot {
+/** The ring: its arena of `bytes` (plus slack for the reads' windows) and two vector arenas. */
+interface Ring {
   buffer: NativeBuffer;
-  arena: VectorArena;
+  bytes: number;
+  vectors: [VectorArena, VectorArena];
+}
+
+/** A layer's place in the ring arena, and the reads bringing it there. */
+interface Placed {
   layer: number;
-  pending: PendingRead | undefined;
+  /** Byte offset in the arena (aligned) and the layer's bytes. */
+  offset: number;
+  bytes: number;
+  /** The part read ahead, [aheadFrom, aheadTo) of the layer; empty when nothing fitted. */
+  aheadFrom: number;
+  aheadTo: number;
+  ahead: PendingRead | undefined;
+  vectors: VectorArena;
   weights: LayerWeights | undefined;
 }
 
@@ -51,8 +68,10 @@ function checkMatches(packed: PackedLayer, layout: LayerLayout, dir: string): vo
 export interface RingPlan {
   /** Layers 0 … pinned−1 are read once and kept. */
   pinned: number;
-  /** Slots the other layers cycle through; two or more allow read-ahead. */
+  /** Slots the other layers cycle through (0: every layer is pinned). */
   ringSlots: number;
+  /** The ring's memory (arena and vectors); at least one slot of the largest unpinned layer. */
+  ringBytes: number;
 }
 
 /** A packed trunk checked against the checkpoint, with what each layer costs in memory. */
@@ -104,14 +123,18 @@ export function openPackedTrunk(dir: string, layouts: readonly LayerLayout[], re
 export class StreamedTrunk implements Trunk {
   readonly layerCount: number;
   readonly plan: RingPlan;
-  readonly stats: TrunkStats = { binds: 0, hits: 0, reads: 0, bytesRead: 0, readSeconds: 0, waitSeconds: 0 };
+  readonly stats: TrunkStats = { binds: 0, hits: 0, reads: 0, bytesRead: 0, aheadBytes: 0, readSeconds: 0, waitSeconds: 0 };
   readonly #config: ModelConfig;
   readonly #dir: string;
   readonly #layers: PackedLayer[];
   readonly #layouts: LayerLayout[];
   readonly #file: DirectFile;
   readonly #pinned = new Map<number, { buffer: NativeBuffer; arena: VectorArena; weights: LayerWeights }>();
-  readonly #ring: Slot[] = [];
+  /** The ring: its arena and the two vector arenas the current and the next layer use. */
+  #ring: Ring | undefined;
+  /** The layer last handed out (in use until the next call), and the one being read ahead. */
+  #current: Placed | undefined;
+  #next: Placed | undefined;
   readonly #verified = new Set<number>();
   readonly #warnings: string[];
   /** Fault injection for tests: layer -> the read of it (1 = first) that fails with EIO. */
@@ -131,52 +154,25 @@ export class StreamedTrunk implements Trunk {
     this.#file = new DirectFile(join(packed.dir, trunkBinName));
   }
 
-  /** The ring slots, allocated on first use so that opening plans without allocating. */
-  #ringSlots(): Slot[] {
-    if (this.#ring.length === this.plan.ringSlots) return this.#ring;
-    const slotData = Math.max(0, ...this.#layers.slice(this.plan.pinned).map((l) => l.nbytes));
-    const slotVectors = Math.max(0, ...this.#layouts.slice(this.plan.pinned).map((layout) => vectorBytes(layout)));
-    for (let s = 0; s < this.plan.ringSlots; s++) {
-      this.#ring.push({
-        buffer: NativeBuffer.allocate(readCapacity(slotData), `trunk ring slot ${s}`, "read-target"),
-        arena: new VectorArena(slotVectors, `trunk ring slot ${s} vectors`), layer: -1, pending: undefined, weights: undefined,
-      });
-    }
+  /** The ring, allocated on first use so that opening plans without allocating. */
+  #ringArena(): Ring {
+    if (this.#ring) return this.#ring;
+    const A = allocAlignment();
+    const unpinned = this.#layers.slice(this.plan.pinned);
+    const largest = Math.max(0, ...unpinned.map((l) => l.nbytes));
+    const vectors = Math.max(0, ...this.#layouts.slice(this.plan.pinned).map((layout) => vectorBytes(layout)));
+    // The plan's bytes less the two vector arenas, whole alignment units, never under one layer.
+    const bytes = Math.max(largest, Math.floor((this.plan.ringBytes - 2 * vectors) / A) * A);
+    this.#ring = {
+      // slack beyond `bytes` for the reads' aligned windows (DirectFile checks each read's capacity)
+      buffer: NativeBuffer.allocate(bytes + 4 * A, "the trunk ring", "read-target"), bytes,
+      vectors: [new VectorArena(vectors, "trunk ring vectors 0"), new VectorArena(vectors, "trunk ring vectors 1")],
+    };
     return this.#ring;
   }
 
   #label(layer: number): string {
     return `${this.#file.path}: layer ${layer}`;
-  }
-
-  #submit(layer: number, buffer: NativeBuffer): PendingRead {
-    const packed = this.#layers[layer]!;
-    return this.#file.submit(packed.file_off, packed.nbytes, buffer, 0, this.#label(layer));
-  }
-
-  /** Waits for a read, checks the layer's hash the first time, and accounts for it. */
-  #land(layer: number, read: PendingRead, buffer: NativeBuffer): void {
-    const waitStarted = performance.now();
-    const { seconds } = read.wait();
-    const readNumber = (this.#readsOfLayer.get(layer) ?? 0) + 1;
-    this.#readsOfLayer.set(layer, readNumber);
-    if (this.#readFaults.get(layer) === readNumber) {
-      // Injected after the real read was collected, so its buffer is free; from here on the path is a real failure's.
-      throw new K3Error(ExitCode.runtime, describeStatus(-os.errno.EIO, this.#label(layer)));
-    }
-    this.stats.waitSeconds += (performance.now() - waitStarted) / 1000;
-    this.stats.reads++;
-    this.stats.readSeconds += seconds;
-    const packed = this.#layers[layer]!;
-    this.stats.bytesRead += packed.nbytes;
-    if (!this.#verified.has(layer)) {
-      checkLayerBytes(join(this.#dir, trunkBinName), packed, buffer.u8(0, packed.payload_bytes));
-      this.#verified.add(layer);
-    }
-  }
-
-  #bind(layer: number, buffer: NativeBuffer, arena: VectorArena): LayerWeights {
-    return bindLayer(this.#config, { layout: this.#layouts[layer]!, base: buffer.ptr }, arena, this.#warnings);
   }
 
   layer(layer: number): LayerWeights {
@@ -195,65 +191,127 @@ export class StreamedTrunk implements Trunk {
     const packed = this.#layers[layer]!;
     const buffer = NativeBuffer.allocate(readCapacity(packed.nbytes), `pinned trunk layer ${layer}`, "read-target");
     const arena = new VectorArena(vectorBytes(this.#layouts[layer]!), `pinned layer ${layer} vectors`);
-    this.#land(layer, this.#submit(layer, buffer), buffer);
-    const weights = this.#bind(layer, buffer, arena);
+    // Read once into fresh memory: in chunks, so it runs at the disk's speed (DirectFile.readInto).
+    const started = performance.now();
+    const { seconds } = this.#file.readInto(packed.file_off, packed.nbytes, buffer, 0, undefined, this.#label(layer));
+    this.#account(layer, performance.now() - started, seconds, buffer.u8(0, packed.payload_bytes));
+    const weights = bindLayer(this.#config, { layout: this.#layouts[layer]!, base: buffer.ptr }, arena, this.#warnings);
     this.#pinned.set(layer, { buffer, arena, weights });
     return weights;
   }
 
   #ringLayer(layer: number): LayerWeights {
-    const ring = this.#ringSlots();
-    let slot = ring.find((s) => s.layer === layer);
-    if (slot && !slot.pending && slot.weights) {
+    const ring = this.#ringArena();
+    if (this.#current?.layer === layer && this.#current.weights) {
       this.stats.hits++;
-      return slot.weights;
+      return this.#current.weights;
     }
-    if (!slot) {
-      // Any slot may be reused: the previous layer's computation has finished.
-      slot = ring.find((s) => !s.pending) ?? (ring[0] as Slot);
-      this.#settle(slot);
-      slot.layer = layer;
-      slot.pending = this.#submit(layer, slot.buffer);
+    let placed = this.#next?.layer === layer ? this.#next : undefined;
+    if (placed) {
+      this.#next = undefined;
+    } else {
+      // Not the layer read ahead (a first call, or an order the cycle did not predict): the
+      // layer in use before is done, so the whole arena is free.
+      this.#abandon();
+      placed = this.#place(layer, ring, undefined);
     }
-    this.#land(layer, slot.pending as PendingRead, slot.buffer);
-    slot.pending = undefined;
-    slot.weights = this.#bind(layer, slot.buffer, slot.arena);
-    return slot.weights;
+    // The layer in use before this one is done: what was not read ahead can be read now.
+    const packed = this.#layers[layer]!;
+    const started = performance.now();
+    let seconds = 0;
+    if (placed.ahead) {
+      seconds += placed.ahead.wait().seconds;
+    } else {
+      placed.aheadFrom = placed.aheadTo = 0; // nothing was read ahead: all of it now
+    }
+    placed.ahead = undefined;
+    for (const [from, to] of [[0, placed.aheadFrom], [placed.aheadTo, placed.bytes]] as const) {
+      if (to > from) seconds += this.#file.readInto(packed.file_off + from, to - from, ring.buffer, placed.offset + from, undefined, this.#label(layer)).seconds;
+    }
+    this.#account(layer, performance.now() - started, seconds, ring.buffer.u8(placed.offset, packed.payload_bytes));
+    placed.weights = bindLayer(this.#config, { layout: this.#layouts[layer]!, base: offsetPointer(ring.buffer.ptr, placed.offset) }, placed.vectors, this.#warnings);
+    this.#current = placed;
+    return placed.weights;
   }
 
-  /** Collects a read still in flight in `slot` before the slot is reused. */
-  #settle(slot: Slot): void {
-    if (slot.pending) {
+  /**
+   * Where `layer` goes in the arena and which part of it [aheadFrom, aheadTo) is free to read
+   * now. Beside the layer in use (`beside`) it goes to the opposite end, so that as much of it
+   * as possible lies outside that layer: at the start, everything before `beside`; at the end,
+   * everything after it. Without one (a pinned layer is in use, or none), all of it is free.
+   */
+  #place(layer: number, ring: Ring, beside: Placed | undefined): Placed {
+    const bytes = this.#layers[layer]!.nbytes;
+    const vectors = ring.vectors[beside?.vectors === ring.vectors[0] ? 1 : 0];
+    if (!beside) return { layer, offset: 0, bytes, aheadFrom: 0, aheadTo: bytes, ahead: undefined, vectors, weights: undefined };
+    const atStart = beside.offset > 0;
+    const offset = atStart ? 0 : ring.bytes - bytes;
+    const [aheadFrom, aheadTo] = atStart
+      ? [0, Math.min(bytes, beside.offset)]
+      : [Math.min(bytes, Math.max(0, beside.offset + beside.bytes - offset)), bytes];
+    return { layer, offset, bytes, aheadFrom, aheadTo, ahead: undefined, vectors, weights: undefined };
+  }
+
+  /** Waits out a read ahead that will not be used (its part of the arena is about to be reused). */
+  #abandon(): void {
+    const next = this.#next;
+    this.#next = undefined;
+    if (next?.ahead) {
       try {
-        slot.pending.wait();
+        next.ahead.wait();
       } catch {
         // That layer is read again when it is needed; its error surfaces then.
       }
     }
-    slot.pending = undefined;
-    slot.weights = undefined;
-    slot.layer = -1;
   }
 
-  /** With two or more slots, start reading the layer that comes next in the cycle. */
+  /** Accounting and the first-read hash check of a layer now whole in memory. */
+  #account(layer: number, waitedMs: number, seconds: number, payload: Uint8Array): void {
+    const packed = this.#layers[layer]!;
+    this.stats.waitSeconds += waitedMs / 1000;
+    this.stats.reads++;
+    this.stats.readSeconds += seconds;
+    this.stats.bytesRead += packed.nbytes;
+    const readNumber = (this.#readsOfLayer.get(layer) ?? 0) + 1;
+    this.#readsOfLayer.set(layer, readNumber);
+    if (this.#readFaults.get(layer) === readNumber) {
+      // Injected after the real read was collected, so its buffer is free; from here on the path is a real failure's.
+      throw new K3Error(ExitCode.runtime, describeStatus(-os.errno.EIO, this.#label(layer)));
+    }
+    if (!this.#verified.has(layer)) {
+      checkLayerBytes(join(this.#dir, trunkBinName), packed, payload);
+      this.#verified.add(layer);
+    }
+  }
+
+  /**
+   * Starts reading ahead the part of the layer after `current` that fits beside it in the ring
+   * (all of it when a pinned layer is in use: the ring is then idle).
+   */
   #prefetch(current: number): void {
-    if (this.plan.ringSlots < 2) return; // one slot: reading ahead would overwrite this layer
     const P = this.plan.pinned;
+    if (this.plan.ringSlots === 0) return;
     const next = current + 1 < this.layerCount ? current + 1 : P;
-    const ring = this.#ringSlots();
-    if (next < P || ring.some((s) => s.layer === next)) return;
-    const slot = ring.find((s) => s.layer !== current && !s.pending);
-    if (!slot) return;
-    this.#settle(slot);
-    slot.layer = next;
-    slot.pending = this.#submit(next, slot.buffer);
+    if (next < P || next === current || this.#next?.layer === next) return;
+    const beside = current < P ? undefined : this.#current;
+    if (beside && beside.layer !== current) return;
+    this.#abandon();
+    const placed = this.#place(next, this.#ringArena(), beside);
+    if (placed.aheadTo > placed.aheadFrom) {
+      const packed = this.#layers[next]!;
+      const length = placed.aheadTo - placed.aheadFrom;
+      placed.ahead = this.#file.submit(packed.file_off + placed.aheadFrom, length, this.#ringArena().buffer, placed.offset + placed.aheadFrom, this.#label(next));
+      this.stats.aheadBytes += length;
+    }
+    this.#next = placed;
   }
 
   close(): void {
-    for (const slot of this.#ring) {
-      this.#settle(slot);
-      slot.buffer.free();
-      slot.arena.free();
+    this.#abandon();
+    if (this.#ring) {
+      this.#ring.buffer.free();
+      for (const v of this.#ring.vectors) v.free();
+      this.#ring = undefined;
     }
     for (const { buffer, arena } of this.#pinned.values()) {
       buffer.free();

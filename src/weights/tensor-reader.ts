@@ -31,7 +31,7 @@ export class TensorReader {
   readRangeToNative(shard: number, offset: number, length: number, purpose: string): { buffer: NativeBuffer; ptr: Pointer } {
     const buffer = NativeBuffer.allocate(readCapacity(length), purpose, "read-target");
     try {
-      const { payload } = this.files.get(shard).submit(offset, length, buffer).wait();
+      const { payload } = this.files.get(shard).readInto(offset, length, buffer);
       return { buffer, ptr: offsetPointer(buffer.ptr, payload) };
     } catch (error) {
       buffer.free();

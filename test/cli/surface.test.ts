@@ -18,10 +18,11 @@ describe("dist/k3 alone in an empty directory", () => {
     expect(r.stderr).toBe("");
   });
 
-  test("--version prints the package version, exit 0", () => {
+  test("--version prints the package version and the kernel variant, exit 0", () => {
     const r = k3(["--version"], { isolated: true });
     expect(r.code).toBe(0);
-    expect(r.stdout).toBe(`k3 ${pkg.version}\n`);
+    expect(r.stdout).toMatch(new RegExp(`^k3 ${pkg.version.replace(/\./g, "\\.")}\nkernels: \\w+ \\([^)]+\\); this machine runs [\\w, ]+ \\(K3_ISA forces one\\)\n$`));
+    expect(r.stderr).toBe("");
   });
 
   test("--list-presets prints every preset with its budgets and note", () => {
@@ -41,7 +42,7 @@ describe("dist/k3 alone in an empty directory", () => {
 
   test("info flags are answered anywhere on the line, before other checks", () => {
     expect(k3(["/no/such/dir", "--gen", "abc", "--help"], { isolated: true }).code).toBe(0);
-    expect(k3(["/no/such/dir", "--version"], { isolated: true }).stdout).toBe(`k3 ${pkg.version}\n`);
+    expect(k3(["/no/such/dir", "--version"], { isolated: true }).stdout).toStartWith(`k3 ${pkg.version}\nkernels: `);
   });
 
   test("an info flag given as an option's value is the value, not a request", () => {

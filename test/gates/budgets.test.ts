@@ -1,7 +1,9 @@
 /**
  * Memory is a dial: the same ids at every budget. Through dist/k3, for both fixture models and
  * both decode modes: resident; streamed with every layer pinned; streamed with nothing pinned
- * and a single ring slot; and an expert cache of only top-k + 1 slots.
+ * and a single ring slot; one slot with room to read part of each next layer ahead (so reads
+ * ahead land beside a layer in use and the rest after it); two slots; and an expert cache of
+ * only top-k + 1 slots.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
@@ -12,12 +14,14 @@ import { tempDir } from "../support/tmp.ts";
 
 interface Placement {
   mode: "resident" | "streamed";
-  plan?: { pinned: number; ring_slots: number; raised: boolean };
+  plan?: { pinned: number; ring_slots: number; raised: boolean; slot_bytes: number; ring_bytes: number };
 }
 
 interface Budgeted {
   ids: number[];
   trunk: Placement;
+  /** Trunk bytes read ahead of need (streamed runs). */
+  ahead: number;
   cache: { slots: number; requested_slots: number; minimum_slots: number };
 }
 
@@ -25,7 +29,7 @@ function run(args: string[]): Budgeted {
   const r = k3([...args, "--out", "-"]);
   if (r.code !== 0) throw new Error(`k3 exited ${r.code}: ${r.stderr}`);
   const results = JSON.parse(r.stdout);
-  return { ids: results.generated_ids as number[], trunk: results.plan.trunk, cache: results.plan.expert_cache };
+  return { ids: results.generated_ids as number[], trunk: results.plan.trunk, cache: results.plan.expert_cache, ahead: results.trunk_stats?.ahead_bytes ?? 0 };
 }
 
 for (const name of oracleModels) {
@@ -34,6 +38,7 @@ for (const name of oracleModels) {
     const dir = modelDir(name);
     let trunk = "";
     let twoSlotsGb = "";
+    let partialGb = "";
     let layerCount = 0;
     beforeAll(() => {
       trunk = join(tempDir("trunk"), "packed");
@@ -43,6 +48,8 @@ for (const name of oracleModels) {
       const layers = (JSON.parse(readFileSync(join(trunk, "trunk.json"), "utf8")) as { layers: { nbytes: number }[] }).layers;
       layerCount = layers.length;
       twoSlotsGb = ((2.3 * Math.max(...layers.map((l) => l.nbytes))) / 1e9).toFixed(9);
+      // One slot and half another: the next layer fits only partly beside the one in use.
+      partialGb = ((1.5 * Math.max(...layers.map((l) => l.nbytes))) / 1e9).toFixed(9);
     });
     const base = () => [dir, "--ids", want.prompt_ids.join(","), "--gen", "12"];
     const streamed = (pinned: (p: number) => boolean, slots: number) => (r: Budgeted) =>
@@ -52,7 +59,10 @@ for (const name of oracleModels) {
       ["resident trunk", () => [], (r) => r.trunk.mode === "resident"],
       ["everything pinned", () => ["--trunk", trunk, "--trunk-gb", "100"], streamed((p) => p === layerCount, 0)],
       ["nothing pinned, a single ring slot", () => ["--trunk", trunk, "--trunk-gb", "0"], (r) => streamed((p) => p === 0, 1)(r) && r.trunk.plan!.raised],
-      ["a partial pin and two ring slots with read-ahead", () => ["--trunk", trunk, "--trunk-gb", twoSlotsGb], streamed((p) => p < layerCount, 2)],
+      ["a partial pin and two ring slots with read-ahead", () => ["--trunk", trunk, "--trunk-gb", twoSlotsGb], (r) => streamed((p) => p < layerCount, 2)(r) && r.ahead > 0],
+      ["one ring slot and room to read part of each next layer ahead", () => ["--trunk", trunk, "--trunk-gb", partialGb],
+        (r) => streamed((p) => p === 0, 1)(r) && r.trunk.plan!.ring_bytes > r.trunk.plan!.slot_bytes && r.ahead > 0]
+      ,
       ["an expert cache of top-k + 1 slots", () => ["--cache-gb", "0"], minimalCache],
       ["streamed, single slot, minimal cache", () => ["--trunk", trunk, "--trunk-gb", "0", "--cache-gb", "0"], (r) => streamed((p) => p === 0, 1)(r) && minimalCache(r)],
     ];

@@ -2,11 +2,13 @@
  * The oracle gates of issue 3: the engine against the independent numpy reference
  * (tools/reference) on two tiny models in the released layout. Token ids must be exact; the
  * reference chose prompts whose top-2 logit gaps are far above the engine-vs-reference error.
+ * Every kernel variant this machine runs (K3_ISA) and thread count gives the same bits.
  */
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { argmax } from "../../src/decode/sampler.ts";
+import { availableIsas } from "../../src/native/kernels.ts";
 import { expectation, fixturesDir, modelDir, openFixture, oracleModels, readF32 } from "../support/fixtures.ts";
 import { k3, type K3Result } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -75,16 +77,23 @@ for (const name of oracleModels) {
       }
     });
 
-    test("thread invariance: K3_THREADS=1 and the default give bit-identical logits", () => {
-      const dumps = ["1", "2", "3"].map((threads) => {
-        const path = join(tempDir("threads"), "logits.f32");
-        runIds(name, want.prompt_ids, 1, ["--dump-logits", path], { K3_THREADS: threads });
-        return readFileSync(path);
-      });
-      const path = join(tempDir("threads"), "logits.f32");
-      runIds(name, want.prompt_ids, 1, ["--dump-logits", path]);
-      const defaultDump = readFileSync(path);
-      for (const dump of dumps) expect(Buffer.compare(dump, defaultDump)).toBe(0);
+    test("kernel variant and thread invariance: every variant this machine runs, 1-3 threads, gives the default's ids and logits bit for bit", () => {
+      const run = (env: Record<string, string>) => {
+        const path = join(tempDir("variants"), "logits.f32");
+        const ids = runIds(name, want.prompt_ids, 3, ["--dump-logits", path], env);
+        return { ids, logits: readFileSync(path) };
+      };
+      const reference = run({});
+      expect(reference.ids).toEqual(want.generated_ids.slice(0, 3));
+      const variants = availableIsas();
+      expect(variants).toContain("scalar");
+      for (const isa of variants) {
+        for (const threads of ["1", "2", "3"]) {
+          const got = run({ K3_ISA: isa, K3_THREADS: threads });
+          expect(`${isa}/${threads}: ${got.ids.join(",")}`).toBe(`${isa}/${threads}: ${reference.ids.join(",")}`);
+          expect(`${isa}/${threads}: ${Buffer.compare(got.logits, reference.logits)}`).toBe(`${isa}/${threads}: 0`);
+        }
+      }
     }, 60_000);
   });
 }

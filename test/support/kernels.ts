@@ -5,7 +5,7 @@
  */
 import { expect } from "bun:test";
 import { f32View, NativeBuffer, u16View, u8View, type Pointer } from "../../src/native/memory.ts";
-import { initPool, setFineGrain, setKernelPath, type F32Ref } from "../../src/native/kernels.ts";
+import { availableIsas, initPool, isaInUse, setFineGrain, setIsa, type F32Ref } from "../../src/native/kernels.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Native memory and random inputs
@@ -109,28 +109,64 @@ export function expectBits(got: Float32Array, want: Float32Array, what: string):
   }
 }
 
+/** The variant the library chose at load: what every path returns to. */
+const loadedIsa = isaInUse();
+
+export interface ExecutionPath {
+  name: string;
+  enter: () => void;
+  leave: () => void;
+}
+
+function onThreads(isa: ReturnType<typeof isaInUse>, threads: number, fine: boolean): ExecutionPath {
+  return {
+    name: `${isa}, ${threads} thread${threads > 1 ? "s" : ""}${fine ? ", one-item chunks" : ""}`,
+    enter: () => {
+      setIsa(isa);
+      initPool(threads);
+      setFineGrain(fine);
+    },
+    leave: () => {
+      setFineGrain(false);
+      initPool();
+      setIsa(loadedIsa);
+    },
+  };
+}
+
+/**
+ * Every execution path of model.md §8.4 on this machine, the scalar reference on one thread
+ * first: each kernel variant the library has and this CPU runs (scalar, v3, v4, ...) at 1, 2
+ * and 3 threads, the pool splitting every job into one-item chunks at 2 and 3 (so even small
+ * inputs are spread over all threads), and the variant chosen at load with the default pool.
+ */
+export function executionPaths(): ExecutionPath[] {
+  const paths: ExecutionPath[] = [];
+  for (const isa of availableIsas()) for (const threads of [1, 2, 3]) paths.push(onThreads(isa, threads, threads > 1));
+  paths.push({ name: `${loadedIsa} (chosen at load), default pool`, enter: () => {}, leave: () => {} });
+  return paths;
+}
+
+export function onPath<T>(path: ExecutionPath, run: () => T): T {
+  path.enter();
+  try {
+    return run();
+  } finally {
+    path.leave();
+  }
+}
+
 /**
  * Runs `compute` (which must start from the same inputs and state each time and return its
- * outputs) under every execution path and asserts identical bits: SIMD with the default pool,
- * the scalar reference, and SIMD at 1, 2 and 3 threads with every job split into one-item
- * chunks (so even these small inputs are spread over all threads).
+ * outputs) on every execution path and asserts that each gives the bits of the first, the
+ * scalar reference on one thread. Returns those outputs.
  */
 export function expectPathIdentity(what: string, compute: () => Float32Array[]): Float32Array[] {
-  const base = compute().map((a) => a.slice());
-  const variants: [string, () => void, () => void][] = [
-    ["scalar path", () => setKernelPath("scalar"), () => setKernelPath("simd")],
-    ["1 thread", () => initPool(1), () => initPool()],
-    ["2 threads, one-item chunks", () => (initPool(2), setFineGrain(true)), () => (setFineGrain(false), initPool())],
-    ["3 threads, one-item chunks", () => (initPool(3), setFineGrain(true)), () => (setFineGrain(false), initPool())],
-  ];
-  for (const [name, enter, leave] of variants) {
-    enter();
-    try {
-      const got = compute();
-      got.forEach((a, i) => expectBits(a, base[i] as Float32Array, `${what}, ${name}, output ${i}`));
-    } finally {
-      leave();
-    }
+  const [reference, ...others] = executionPaths();
+  const base = onPath(reference as ExecutionPath, () => compute().map((a) => a.slice()));
+  for (const path of others) {
+    const got = onPath(path, compute);
+    got.forEach((a, i) => expectBits(a, base[i] as Float32Array, `${what}, ${path.name} vs ${reference?.name}, output ${i}`));
   }
   return base;
 }

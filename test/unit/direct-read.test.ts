@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { DirectFile, setBufferedFallbackReporter } from "../../src/native/file.ts";
+import { DirectFile, readCapacity, setBufferedFallbackReporter } from "../../src/native/file.ts";
+import { NativeBuffer } from "../../src/native/memory.ts";
 import { tempDir } from "../support/tmp.ts";
 
 /** A file whose byte i is a function of i, so any misplaced window shows. */
@@ -70,6 +71,39 @@ describe("O_DIRECT reader", () => {
     }
     expect(fallbacks.length).toBe(1);
     expect(fallbacks.length - before).toBeLessThanOrEqual(1);
+  });
+
+  test("readInto: a read in chunks with several in flight lands every byte where one read would", () => {
+    const bytes = 40 * 4096 + 777;
+    const { path, data } = patternFile(tempDir("chunks", "/var/tmp"), bytes);
+    const file = new DirectFile(path);
+    const buffer = NativeBuffer.allocate(readCapacity(bytes) + 8192, "chunked read test", "read-target");
+    try {
+      // unaligned starts and ends; chunks of one and three pages (more chunks than in flight),
+      // a read shorter than a chunk, and a region at an offset into the buffer
+      const cases: [number, number, number, number][] = [[5000, 30_000, 4096, 0], [0, bytes, 3 * 4096, 0], [123, bytes - 123, 4096, 8192], [4096, 100, 3 * 4096, 0]];
+      for (const [offset, length, chunk, at] of cases) {
+        buffer.u8().fill(0);
+        const { payload } = file.readInto(offset, length, buffer, at, chunk);
+        const got = buffer.u8(at + payload, length);
+        expect(`${offset}+${length}/${chunk}: ${Buffer.from(got).equals(Buffer.from(data.subarray(offset, offset + length)))}`).toBe(`${offset}+${length}/${chunk}: true`);
+      }
+      // a buffer of exactly readCapacity(length), as the loaders allocate, with an unaligned start
+      for (const [offset, length] of [[4095, bytes - 4095 - 1], [1, 20 * 4096], [4096 * 3 + 5, 17 * 4096 + 11]] as const) {
+        const exact = NativeBuffer.allocate(readCapacity(length), "exact chunked read test", "read-target");
+        try {
+          const { payload } = file.readInto(offset, length, exact, 0, 4096);
+          expect(Buffer.from(exact.u8(payload, length)).equals(Buffer.from(data.subarray(offset, offset + length)))).toBe(true);
+        } finally {
+          exact.free();
+        }
+      }
+      expect(() => file.readInto(bytes - 10, 8192, buffer, 0, 4096)).toThrow(/file ends before the requested bytes/);
+      expect(() => file.readInto(0, 100, buffer, 0, 1000)).toThrow(/not a positive multiple of 4096/);
+    } finally {
+      buffer.free();
+      file.close();
+    }
   });
 
   test("a missing file is a one-line error naming it", () => {

@@ -6,8 +6,8 @@
  * cols of every residue 1 … 15 mod 16, some across the 512-column blocks; MXFP4: rows across
  * the 32-row blocks, group counts across the 4-group blocks, 255 scales), one call equals:
  * - T calls with T = 1, which equal the TypeScript transcription of the canonical order;
- * - the scalar reference path;
- * - 1, 2 and 3 threads, the pool splitting jobs into one-item chunks at 2 and 3;
+ * - every kernel variant this machine runs (the scalar reference, v3, v4, ...) at 1, 2 and 3
+ *   threads, the pool splitting jobs into one-item chunks at 2 and 3;
  * - for bf16, the same call with the weights widened to f32.
  * The routed-expert kernel (matmuls with T = 1 inside) equals its kernels called one by one,
  * and those equal the multi-token matmuls over all the tokens that chose the expert.
@@ -15,9 +15,11 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { offsetPointer } from "../../src/native/memory.ts";
 import {
-  axpy, initPool, matmul, matmulMxfp4, moeRouted, setFineGrain, setKernelPath, situGlu, type ExpertRef, type F32Ref, type MatrixRef, type Mxfp4Ref,
+  axpy, initPool, matmul, matmulMxfp4, moeRouted, situGlu, type ExpertRef, type F32Ref, type MatrixRef, type Mxfp4Ref,
 } from "../../src/native/kernels.ts";
-import { bf16ToF32, bytes, dotCanonical, expectBits, f32, f32ToBf16Trunc, freeTestBuffers, mxfp4DotCanonical, rng, u16, type F32Buf } from "../support/kernels.ts";
+import {
+  bf16ToF32, bytes, dotCanonical, executionPaths, expectBits, f32, f32ToBf16Trunc, freeTestBuffers, mxfp4DotCanonical, onPath, rng, u16, type F32Buf,
+} from "../support/kernels.ts";
 
 afterAll(() => {
   freeTestBuffers();
@@ -27,23 +29,8 @@ afterAll(() => {
 const tokenCounts = [1, 2, 3, 4, 5, 7, 8, 9, 16, 33];
 const maxTokens = Math.max(...tokenCounts);
 
-/** The execution paths every multi-token result must be identical across. */
-const paths: [string, () => void, () => void][] = [
-  ["SIMD, default pool", () => {}, () => {}],
-  ["scalar path", () => setKernelPath("scalar"), () => setKernelPath("simd")],
-  ["1 thread", () => initPool(1), () => initPool()],
-  ["2 threads, one-item chunks", () => (initPool(2), setFineGrain(true)), () => (setFineGrain(false), initPool())],
-  ["3 threads, one-item chunks", () => (initPool(3), setFineGrain(true)), () => (setFineGrain(false), initPool())],
-];
-
-function onPath<T>(enter: () => void, leave: () => void, run: () => T): T {
-  enter();
-  try {
-    return run();
-  } finally {
-    leave();
-  }
-}
+/** The execution paths every multi-token result must be identical across (every variant, 1-3 threads). */
+const paths = executionPaths();
 
 /** Token t's row of a [T][n] activation buffer, as its own reference. */
 function tokenRow(x: F32Ref, t: number, n: number): F32Ref {
@@ -88,15 +75,15 @@ describe("bf16 / f32 matmul: T tokens in one call == T calls with T = 1, on ever
         for (let o = 0; o < rows; o++) canonical[t * rows + o] = dotCanonical(wf.a, o * cols, x.a, t * cols, cols);
       }
       expectBits(want, canonical, `${rows}x${cols}: T = 1 vs the canonical order`);
-      for (const [name, enter, leave] of paths) {
-        onPath(enter, leave, () => {
+      for (const path of paths) {
+        onPath(path, () => {
           for (const T of tokenCounts) {
             y.a.fill(NaN);
             matmul(W, x, y, T);
-            expectBits(y.a.subarray(0, T * rows), want.subarray(0, T * rows), `${rows}x${cols}, T = ${T}, ${name}`);
+            expectBits(y.a.subarray(0, T * rows), want.subarray(0, T * rows), `${rows}x${cols}, T = ${T}, ${path.name}`);
             y.a.fill(NaN);
             matmul(WF, x, y, T);
-            expectBits(y.a.subarray(0, T * rows), want.subarray(0, T * rows), `${rows}x${cols}, f32 weights, T = ${T}, ${name}`);
+            expectBits(y.a.subarray(0, T * rows), want.subarray(0, T * rows), `${rows}x${cols}, f32 weights, T = ${T}, ${path.name}`);
           }
         });
       }
@@ -141,10 +128,10 @@ describe("bf16 / f32 matmul: T tokens in one call == T calls with T = 1, on ever
     }
     // the inputs do depend on the order: a plain sequential f64 sum gives other bits
     expect(Array.from(sequential)).not.toEqual(Array.from(want));
-    for (const [name, enter, leave] of paths) {
-      onPath(enter, leave, () => {
+    for (const path of paths) {
+      onPath(path, () => {
         matmul(WF, x, y, T);
-        expectBits(y.a, want, `order-sensitive, ${name}`);
+        expectBits(y.a, want, `order-sensitive, ${path.name}`);
       });
     }
   });
@@ -187,12 +174,12 @@ describe("MXFP4 matmul: T tokens in one call == T calls with T = 1, on every pat
         for (let o = 0; o < rows; o++) canonical[t * rows + o] = mxfp4DotCanonical(mx.packed, mx.scales, cols, o, x.a, t * cols);
       }
       expectBits(want, canonical, `${rows}x${cols}: T = 1 vs the §8.3 order`);
-      for (const [name, enter, leave] of paths) {
-        onPath(enter, leave, () => {
+      for (const path of paths) {
+        onPath(path, () => {
           for (const T of counts) {
             y.a.fill(NaN);
             expect(matmulMxfp4(mx.M, x, y, T)).toBe(mx.bad); // once per matrix, not per token
-            expectBits(y.a.subarray(0, T * rows), want.subarray(0, T * rows), `${rows}x${cols}, T = ${T}, ${name}`);
+            expectBits(y.a.subarray(0, T * rows), want.subarray(0, T * rows), `${rows}x${cols}, T = ${T}, ${path.name}`);
           }
         });
       }

@@ -2,8 +2,9 @@
  * libk3 kernels through their TypeScript wrappers (src/native/kernels.ts):
  * - every kernel against a direct TypeScript transcription of its model.md equations (bit-exact
  *   where the documented order uses no transcendental; the §8.5 op tolerance otherwise);
- * - path bit-identity (model.md §8.4): SIMD vs scalar reference vs 1, 2 and 3 threads, T tokens
- *   in one call vs one at a time, bf16 vs f32 weights;
+ * - path bit-identity (model.md §8.4): every kernel variant this machine runs (scalar reference,
+ *   v3, v4, ...) at 1, 2 and 3 threads against the scalar reference, T tokens in one call vs one
+ *   at a time, bf16 vs f32 weights;
  * - the MXFP4 worked bytes of model.md §5.4, exactly, and the wrong column a reversed-nibble
  *   decoder gives.
  */
@@ -11,7 +12,7 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { offsetPointer } from "../../src/native/memory.ts";
 import {
   attnRes, badScaleBytes, elementwise, initPool, kdaDecay, kdaGatedNorm, kdaQueryScale, kdaRecurrence, l2norm, matmul, matmulMxfp4,
-  mlaLatentAttention, moeRouted, mxfp4DecodeRow, poolThreads, resetBadScaleBytes, rmsnorm, route, setFineGrain, setKernelPath, shortConv, situGlu, threadsFromEnv,
+  mlaLatentAttention, moeRouted, mxfp4DecodeRow, poolThreads, resetBadScaleBytes, rmsnorm, route, setFineGrain, setIsa, isaInUse, shortConv, situGlu, threadsFromEnv,
   widenBf16, type ExpertRef, type F32Ref, type MatrixRef, type Mxfp4Ref,
 } from "../../src/native/kernels.ts";
 import {
@@ -670,12 +671,13 @@ describe("MLA attention in the latent space (kv_b_proj absorbed)", () => {
       const want = latentReference(shape, s);
       mlaLatentAttention(s.q, s.W, s.ckv, s.kr, s.out, N, 0, shape);
       expectBits(s.out.a, want, "latent attention vs its documented order");
-      setKernelPath("scalar");
+      const loaded = isaInUse();
+      setIsa("scalar");
       try {
         mlaLatentAttention(s.q, s.W, s.ckv, s.kr, s.out, N, 0, shape);
         expectBits(s.out.a, want, "the scalar path vs its documented order");
       } finally {
-        setKernelPath("simd");
+        setIsa(loaded);
       }
       expectPathIdentity("latent attention", () => {
         mlaLatentAttention(s.q, s.W, s.ckv, s.kr, s.out, N, 0, shape);

@@ -62,6 +62,21 @@ describe("trunk plan (runtime.md 5.1)", () => {
     expect(planTrunk(k3Layers, 120e9)).toMatchObject({ pinned: 93, ringSlots: 0 });
   });
 
+  test("one slot: the rest of the budget, up to a second slot, is the ring's room to read ahead", () => {
+    const three = planTrunk(k3Layers, 3e9);
+    expect(three).toMatchObject({ pinned: 0, ringSlots: 1, slotBytes: 2.341e9, raised: false });
+    expect(three.ringBytes).toBe(3e9);
+    expect(three.bytes).toBe(3e9);
+    expect(planTrunk(k3Layers, 1e9).ringBytes).toBe(2.341e9); // raised: the slot alone
+    const two = planTrunk(k3Layers, 16e9);
+    expect(two.ringBytes).toBe(2 * two.slotBytes);
+    for (let budget = 2.4e9; budget < 4.68e9; budget += 0.11e9) {
+      const p = planTrunk(k3Layers, budget);
+      expect(p.ringBytes).toBeGreaterThanOrEqual(p.slotBytes);
+      expect(p.ringBytes).toBeLessThanOrEqual(2 * p.slotBytes);
+    }
+  });
+
   test("the plan never exceeds a budget that holds at least one slot", () => {
     for (let budget = 2.4e9; budget < 115e9; budget += 0.37e9) {
       const p = planTrunk(k3Layers, budget);

@@ -11,7 +11,11 @@
 const std = @import("std");
 const builtin = @import("builtin");
 const c = std.c;
-const platform = @import("../platform.zig");
+const platform = @import("platform");
+
+/// O_DIRECT is Linux's; elsewhere (macOS) files are read through the page cache, with
+/// F_NOCACHE asking the kernel not to keep what was read.
+const has_direct = builtin.os.tag == .linux;
 
 pub const alignment: u64 = 4096;
 
@@ -63,6 +67,15 @@ pub const File = struct {
         if (is_darwin) return openNoCache(path, errno_out);
         if (platform.is_windows) return openWindows(path, errno_out);
         var flags: c.O = .{ .ACCMODE = .RDONLY, .CLOEXEC = true };
+        if (!has_direct) {
+            const fd = c.open(path, flags);
+            if (fd < 0) {
+                errno_out.* = c._errno().*;
+                return null;
+            }
+            if (builtin.os.tag.isDarwin()) _ = c.fcntl(fd, c.F.NOCACHE, @as(c_int, 1));
+            return .{ .fd = fd, .direct = false };
+        }
         flags.DIRECT = true;
         const direct_fd = c.open(path, flags);
         if (direct_fd >= 0) return .{ .fd = direct_fd, .direct = true };
@@ -125,6 +138,7 @@ pub const File = struct {
     fn dropDirectFlag(self: *File) bool {
         if (platform.is_windows) return true;
         if (is_darwin) return c.fcntl(self.fd, c.F.NOCACHE, @as(c_int, 0)) == 0;
+        if (!has_direct) return true;
         const current = c.fcntl(self.fd, c.F.GETFL);
         if (current < 0) return false;
         var flags: c.O = @bitCast(@as(u32, @intCast(current)));

@@ -16,7 +16,7 @@
 const std = @import("std");
 const common = @import("common.zig");
 const num = @import("numerics.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 pub const Error = common.Error;
 
@@ -43,6 +43,7 @@ const Job = struct {
     fn token(self: *const Job, t: usize) void {
         const E = self.e;
         const n = self.n;
+        std.debug.assert(n >= 1 and n <= max_sources);
         var src: [max_sources][*]const f32 = undefined;
         for (0..n) |i| src[i] = self.sources[i] + t * E;
         // r_i: sums of squares, interleaved over sources

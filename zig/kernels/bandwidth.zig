@@ -3,7 +3,7 @@
 //! result is deterministic and the loads cannot be optimised away). Not part of the forward pass.
 const std = @import("std");
 const common = @import("common.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 /// Bytes per parallel chunk.
 const chunk_bytes: usize = 1 << 20;

@@ -8,10 +8,11 @@ pub const Error = error{
     OutOfMemory,
 };
 
-/// Which implementation the kernels with a separate scalar reference run.
+/// Which implementation the kernels with a separate scalar reference run, in this compilation.
 /// `.simd` is the default and the fast path; `.scalar` is the plain-loop reference that exists
-/// to prove the SIMD path reproduces the canonical order bit for bit (model.md §8.4). Both are
-/// always compiled; the switch is process-wide (set through `k3_kernel_path`).
+/// to prove every variant reproduces the canonical order bit for bit (model.md §8.4). Both are
+/// always compiled; the switch is process-wide, set by zig/isa/dispatch.zig when the scalar
+/// variant is selected (`k3_isa_select`), and by the Zig tests directly.
 pub const Path = enum(u32) { simd = 0, scalar = 1 };
 
 var path_setting = std.atomic.Value(u32).init(@intFromEnum(Path.simd));
@@ -31,8 +32,8 @@ pub inline fn bf16ToF32(bits: u16) f32 {
 
 /// The same widening on a vector of bf16 bits.
 pub inline fn bf16ToF32V(comptime N: comptime_int, bits: @Vector(N, u16)) @Vector(N, f32) {
-    const wide: @Vector(N, u32) = bits;
-    return @bitCast(wide << @as(@Vector(N, u5), @splat(16)));
+    const w: @Vector(N, u32) = bits;
+    return @bitCast(w << @as(@Vector(N, u5), @splat(16)));
 }
 
 /// Overflow-checked product of sizes (element counts) for argument checks.
@@ -46,3 +47,8 @@ pub fn widenBf16(src: [*]const u16, dst: [*]f32, count: usize) void {
     while (i + 8 <= count) : (i += 8) dst[i..][0..8].* = bf16ToF32V(8, src[i..][0..8].*);
     while (i < count) : (i += 1) dst[i] = bf16ToF32(src[i]);
 }
+
+/// True in the compilation of the AVX-512 variant (x86-64-v4: AVX512F, BW, DQ, VL; zig/isa/):
+/// kernels with code of their own for it select that code at compile time with this.
+pub const wide = @import("builtin").cpu.arch == .x86_64 and
+    std.Target.x86.featureSetHasAll(@import("builtin").cpu.features, .{ .avx512f, .avx512bw, .avx512dq, .avx512vl });

@@ -15,7 +15,7 @@
 const std = @import("std");
 const common = @import("common.zig");
 const num = @import("numerics.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 pub const Error = common.Error;
 

@@ -1,16 +1,18 @@
 //! FMA-peak probe for bench/kernels.ts: the compute ceiling the multi-token matmuls are
 //! compared with, measured in the same run as them (a shared or throttled machine moves both).
-//! Every pool thread runs independent chains of 4-wide f64 fused multiply-adds, the operation
-//! the matmul kernels are built from. Not part of the forward pass.
+//! Every pool thread runs independent chains of f64 fused multiply-adds, the operation the
+//! matmul kernels are built from, at the widest vectors of the compilation (4 lanes; 8 in the
+//! AVX-512 variant, where a CPU with two 512-bit FMA units doubles the peak and one that
+//! splits 512-bit operations in two does not). Not part of the forward pass.
 const std = @import("std");
 const common = @import("common.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 /// Independent accumulator chains: an FMA's latency (4 cycles on current x86-64) times the two
 /// FMA pipes needs at least 8 in flight; 12 leaves margin and still fits the 16 registers.
 const chains = 12;
-/// f64 lanes per AVX2 FMA.
-const width = 4;
+/// f64 lanes per FMA: AVX2, or AVX-512.
+const width = if (common.wide) 8 else 4;
 /// Chunks per thread: the pool hands chunks out dynamically, so a worker that wakes late
 /// takes fewer of them instead of leaving one thread's share to run alone at the end.
 const chunks_per_thread = 16;

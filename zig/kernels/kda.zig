@@ -26,7 +26,7 @@ const std = @import("std");
 const common = @import("common.zig");
 const num = @import("numerics.zig");
 const norm = @import("norm.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 pub const Error = common.Error;
 
@@ -92,6 +92,7 @@ pub const max_head_dim = 512;
 /// One token of one head. `s` is the head's D×D state; q, k, v, alpha are the head's D-slices.
 fn step(s: []f32, q: []const f32, k: []const f32, v: []const f32, alpha: []const f32, beta: f32, qscale: f32, o: []f32, scalar: bool) void {
     const D = q.len;
+    std.debug.assert(D <= max_head_dim and k.len == D and v.len == D and alpha.len == D and o.len == D and s.len == D * D);
     var u: [max_head_dim]f32 = undefined;
     var delta: [max_head_dim]f32 = undefined;
     @memset(u[0..D], 0);

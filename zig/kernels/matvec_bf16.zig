@@ -25,7 +25,7 @@
 //! Threads split output rows, never the reduction.
 const std = @import("std");
 const common = @import("common.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 pub const Error = common.Error;
 
@@ -154,6 +154,104 @@ inline fn dotRowsSimd(comptime W: type, comptime R: usize, w: [R][*]const W, x64
     return out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The AVX-512 one-token path (compiled only where `common.wide`): the 16 lanes in two 8-wide
+// f64 registers. Sixteen bf16 weights become f32 by interleaving zero halves below them within
+// each 128-bit half (two unpacks), which yields elements {0-3, 8-11} and {4-7, 12-15}; those
+// are widened to f64 as they are, and the activations are stored in the same order once per
+// call (`widenPermuted`), so position p of the two registers always holds the same canonical
+// lane: register 0 = lanes 0-3, 8-11, register 1 = lanes 4-7, 12-15. The lane tree is then
+// (r0 + r1) = (a_m + a_{m+4} | a_{m+8} + a_{m+12}), whose halves added give c_0 … c_3. The
+// tail beyond 16·⌊n/16⌋ keeps its natural order.
+
+const V8 = @Vector(8, f64);
+
+/// Element order of one 16-element block on the AVX-512 path.
+const wide_order = [16]usize{ 0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, 15 };
+
+/// x64[i] = x[i] in f64 with each full block of 16 stored in `wide_order`.
+pub fn widenPermuted(x: [*]const f32, x64: [*]f64, count: usize) void {
+    const body = count - count % lanes;
+    var i: usize = 0;
+    while (i < body) : (i += lanes) {
+        const v: @Vector(16, f32) = x[i..][0..16].*;
+        const p = @shuffle(f32, v, undefined, wideMask());
+        x64[i..][0..8].* = @as(V8, @floatCast(@as(@Vector(8, f32), @shuffle(f32, p, undefined, [8]i32{ 0, 1, 2, 3, 4, 5, 6, 7 }))));
+        x64[i + 8 ..][0..8].* = @as(V8, @floatCast(@as(@Vector(8, f32), @shuffle(f32, p, undefined, [8]i32{ 8, 9, 10, 11, 12, 13, 14, 15 }))));
+    }
+    while (i < count) : (i += 1) x64[i] = x[i];
+}
+
+fn wideMask() [16]i32 {
+    var m: [16]i32 = undefined;
+    for (0..16) |j| m[j] = @intCast(wide_order[j]);
+    return m;
+}
+
+/// Sixteen consecutive weights as two f64 vectors in `wide_order`.
+inline fn widen16Wide(comptime W: type, p: [*]const W) [2]V8 {
+    switch (W) {
+        u16 => {
+            const w: @Vector(16, u16) = p[0..16].*;
+            const z: @Vector(16, u16) = @splat(0);
+            const lo: @Vector(8, f32) = @bitCast(@shuffle(u16, z, w, [16]i32{ 0, ~@as(i32, 0), 0, ~@as(i32, 1), 0, ~@as(i32, 2), 0, ~@as(i32, 3), 0, ~@as(i32, 8), 0, ~@as(i32, 9), 0, ~@as(i32, 10), 0, ~@as(i32, 11) }));
+            const hi: @Vector(8, f32) = @bitCast(@shuffle(u16, z, w, [16]i32{ 0, ~@as(i32, 4), 0, ~@as(i32, 5), 0, ~@as(i32, 6), 0, ~@as(i32, 7), 0, ~@as(i32, 12), 0, ~@as(i32, 13), 0, ~@as(i32, 14), 0, ~@as(i32, 15) }));
+            return .{ @floatCast(lo), @floatCast(hi) };
+        },
+        f32 => {
+            const v: @Vector(16, f32) = p[0..16].*;
+            const q = @shuffle(f32, v, undefined, wideMask());
+            return .{
+                @floatCast(@as(@Vector(8, f32), @shuffle(f32, q, undefined, [8]i32{ 0, 1, 2, 3, 4, 5, 6, 7 }))),
+                @floatCast(@as(@Vector(8, f32), @shuffle(f32, q, undefined, [8]i32{ 8, 9, 10, 11, 12, 13, 14, 15 }))),
+            };
+        },
+        else => @compileError("weights are bf16 bits (u16) or f32"),
+    }
+}
+
+/// Rows computed together on the AVX-512 one-token path (two accumulators each).
+const wide_block_rows = 4;
+
+/// R rows against one activation vector in `wide_order` (`x64`, n elements).
+inline fn dotRowsWide(comptime W: type, comptime R: usize, w: [R][*]const W, x64: [*]const f64, n: usize) [R]f32 {
+    const body = n - n % lanes;
+    var acc: [R][2]V8 = @splat(.{ @splat(0), @splat(0) });
+    var i: usize = 0;
+    // Two blocks of 16 (one 64-byte line of bf16) per step: one prefetch per line.
+    while (i + 2 * lanes <= body) : (i += 2 * lanes) {
+        inline for (0..R) |r| @prefetch(w[r] + i + prefetch_elems, .{ .locality = 0 });
+        inline for (0..2) |h| {
+            const x0: V8 = x64[i + h * lanes ..][0..8].*;
+            const x1: V8 = x64[i + h * lanes + 8 ..][0..8].*;
+            inline for (0..R) |r| {
+                const wv = widen16Wide(W, w[r] + i + h * lanes);
+                acc[r][0] = @mulAdd(V8, wv[0], x0, acc[r][0]);
+                acc[r][1] = @mulAdd(V8, wv[1], x1, acc[r][1]);
+            }
+        }
+    }
+    if (i < body) {
+        const x0: V8 = x64[i..][0..8].*;
+        const x1: V8 = x64[i + 8 ..][0..8].*;
+        inline for (0..R) |r| {
+            const wv = widen16Wide(W, w[r] + i);
+            acc[r][0] = @mulAdd(V8, wv[0], x0, acc[r][0]);
+            acc[r][1] = @mulAdd(V8, wv[1], x1, acc[r][1]);
+        }
+    }
+    var out: [R]f32 = undefined;
+    inline for (0..R) |r| {
+        const p = acc[r][0] + acc[r][1];
+        const c = @shuffle(f64, p, undefined, [4]i32{ 0, 1, 2, 3 }) + @shuffle(f64, p, undefined, [4]i32{ 4, 5, 6, 7 });
+        var s = (c[0] + c[1]) + (c[2] + c[3]);
+        var j = body;
+        while (j < n) : (j += 1) s = @mulAdd(f64, Widen(W).scalar(w[r][j]), x64[j], s);
+        out[r] = @floatCast(s);
+    }
+    return out;
+}
+
 fn Job(comptime W: type) type {
     return struct {
         w: [*]const W,
@@ -178,6 +276,7 @@ fn Job(comptime W: type) type {
                 return;
             }
             if (self.tokens > 1) return self.multiToken(begin, end);
+            if (common.wide) return self.oneTokenWide(begin, end);
             var o = begin;
             while (o + block_rows <= end) : (o += block_rows) {
                 var ws: [block_rows][*]const W = undefined;
@@ -189,6 +288,18 @@ fn Job(comptime W: type) type {
                 const out = dotRowsSimd(W, 1, .{self.w + o * n}, self.x64, n);
                 self.y[o] = out[0];
             }
+        }
+
+        fn oneTokenWide(self: *const @This(), begin: usize, end: usize) void {
+            const n = self.cols;
+            var o = begin;
+            while (o + wide_block_rows <= end) : (o += wide_block_rows) {
+                var ws: [wide_block_rows][*]const W = undefined;
+                inline for (0..wide_block_rows) |r| ws[r] = self.w + (o + r) * n;
+                const out = dotRowsWide(W, wide_block_rows, ws, self.x64, n);
+                inline for (0..wide_block_rows) |r| self.y[o + r] = out[r];
+            }
+            while (o < end) : (o += 1) self.y[o] = dotRowsWide(W, 1, .{self.w + o * n}, self.x64, n)[0];
         }
 
         fn multiToken(self: *const @This(), begin: usize, end: usize) void {
@@ -208,6 +319,7 @@ fn Job(comptime W: type) type {
 
         /// Rows o … o+nb−1 against tokens t0 … t0+R−1.
         fn tokenGroup(self: *const @This(), comptime R: usize, o: usize, nb: usize, t0: usize) void {
+            std.debug.assert(nb >= 1 and nb <= multi_block_rows and o + nb <= self.rows and t0 + R <= self.tokens);
             const n = self.cols;
             const body = n - n % lanes;
             var acc: [multi_block_rows][1][R][4]V4 = undefined;
@@ -231,8 +343,19 @@ fn Job(comptime W: type) type {
 pub fn widenShared(x: [*]const f32, count: usize) Error![*]const f64 {
     const bytes = try common.mulSize(count, @sizeOf(f64));
     const buf = pool.reserveShared(bytes) catch return error.OutOfMemory;
+    std.debug.assert(buf.len >= bytes);
     const x64: [*]f64 = @ptrCast(buf.ptr);
     widen(x, x64, count);
+    return x64;
+}
+
+/// As `widenShared`, in the AVX-512 one-token path's order (`widenPermuted`).
+fn widenSharedPermuted(x: [*]const f32, count: usize) Error![*]const f64 {
+    const bytes = try common.mulSize(count, @sizeOf(f64));
+    const buf = pool.reserveShared(bytes) catch return error.OutOfMemory;
+    std.debug.assert(buf.len >= bytes);
+    const x64: [*]f64 = @ptrCast(buf.ptr);
+    widenPermuted(x, x64, count);
     return x64;
 }
 
@@ -256,7 +379,7 @@ pub fn matmul(comptime W: type, w: [*]const W, rows: usize, cols: usize, x: [*]c
     if (rows == 0 or cols == 0 or tokens == 0) return error.BadArgument;
     _ = try common.mulSize(rows, cols);
     const scalar = common.path() == .scalar;
-    const x64: [*]const f64 = if (scalar) undefined else try widenShared(x, try common.mulSize(tokens, cols));
+    const x64: [*]const f64 = if (scalar) undefined else if (common.wide and tokens == 1) try widenSharedPermuted(x, cols) else try widenShared(x, try common.mulSize(tokens, cols));
     const job = Job(W){ .w = w, .rows = rows, .cols = cols, .x = x, .x64 = x64, .y = y, .tokens = tokens, .scalar = scalar };
     pool.parallelFor(rows, grainRows(cols, tokens), &job, Job(W).run);
 }

@@ -16,7 +16,7 @@
 //! stored as 0.
 const std = @import("std");
 const common = @import("common.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 pub const Error = common.Error;
 

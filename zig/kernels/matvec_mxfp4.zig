@@ -28,9 +28,10 @@
 //!     per quad) costs more than the multiply-adds it feeds, so it is amortised over the most
 //!     tokens.
 const std = @import("std");
+const builtin = @import("builtin");
 const common = @import("common.zig");
 const matvec = @import("matvec_bf16.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 pub const Error = common.Error;
 
@@ -98,6 +99,7 @@ pub fn dotScalar(packed_row: []const u8, scales_row: []const u8, x: []const f32,
 }
 
 extern fn @"llvm.x86.avx2.pshuf.b"(table: @Vector(32, u8), index: @Vector(32, u8)) @Vector(32, u8);
+extern fn @"llvm.aarch64.neon.tbl1.v16i8"(table: @Vector(16, u8), index: @Vector(16, u8)) @Vector(16, u8);
 
 /// The table lookup of `pairWeights`: one vpshufb on x86-64 with AVX2; elsewhere (the arm64 and
 /// macOS release builds) the same lookup element by element. Indices are nibbles (< 16), so
@@ -120,6 +122,36 @@ const lut: @Vector(32, u8) = blk: {
     break :blk t;
 };
 
+/// Doubled E2M1 values of 32 codes (each < 16): one table permute per 16 codes, the vector
+/// byte lookup of the target (vpshufb on x86-64, tbl on aarch64).
+inline fn lookupDoubled(codes: @Vector(32, u8)) @Vector(32, i8) {
+    return @bitCast(switch (builtin.cpu.arch) {
+        .x86_64 => @"llvm.x86.avx2.pshuf.b"(lut, codes),
+        .aarch64 => blk: {
+            const t: @Vector(16, u8) = @shuffle(u8, lut, undefined, octets(0, 16));
+            const lo = @"llvm.aarch64.neon.tbl1.v16i8"(t, @shuffle(u8, codes, undefined, octets(0, 16)));
+            const hi = @"llvm.aarch64.neon.tbl1.v16i8"(t, @shuffle(u8, codes, undefined, octets(16, 16)));
+            break :blk @shuffle(u8, lo, hi, join16());
+        },
+        else => @compileError("no vector byte lookup for this architecture"),
+    });
+}
+
+fn octets(comptime first: i32, comptime n: usize) [n]i32 {
+    var m: [n]i32 = undefined;
+    for (0..n) |j| m[j] = first + @as(i32, @intCast(j));
+    return m;
+}
+
+fn join16() [32]i32 {
+    var m: [32]i32 = undefined;
+    for (0..16) |j| {
+        m[j] = @intCast(j);
+        m[16 + j] = ~@as(i32, @intCast(j));
+    }
+    return m;
+}
+
 const V4 = @Vector(4, f64);
 const mask_lo: @Vector(32, u8) = @splat(0x0F);
 
@@ -135,8 +167,8 @@ inline fn pairWeights(bytes: *const [32]u8) [2][8]V4 {
     // n1 = {g0 elements 16-31 | g1 elements 16-31}.
     const n0 = @shuffle(u8, lo, hi, interleave(0));
     const n1 = @shuffle(u8, lo, hi, interleave(8));
-    const v0: @Vector(32, i8) = @bitCast(lookupNibbles(n0));
-    const v1: @Vector(32, i8) = @bitCast(lookupNibbles(n1));
+    const v0 = lookupDoubled(n0);
+    const v1 = lookupDoubled(n1);
     var out: [2][8]V4 = undefined;
     inline for (0..2) |g| {
         inline for (0..2) |k| {
@@ -252,6 +284,149 @@ inline fn dotRowSimd(comptime TT: usize, packed_row: [*]const u8, scales_row: [*
     return out;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The AVX-512 few-token path (compiled only where `common.wide`): the 8 canonical lanes of a
+// group are the 8 f64 lanes of one register, in element order, so the four multiply-adds of a
+// group (elements 0-7, 8-15, 16-23, 24-31) run the canonical chains as they are. Decoding is a
+// table lookup straight to f64 with as few shuffles as possible (they are what bounds this
+// loop): 8 packed bytes read as one word are broadcast to all lanes, each lane shifts its own
+// nibble to the bottom, and `vpermi2pd` picks the E2M1 value from a 16-entry table by the low
+// four bits. The group sums (b0+b1)+(b2+b3) of eight groups come out of one transpose-and-add
+// tree as one vector, are scaled by 2^(s−127) together and added to the row total one by one
+// in group order.
+
+const V8 = @Vector(8, f64);
+
+extern fn @"llvm.x86.avx512.vpermi2var.pd.512"(a: V8, idx: @Vector(8, i64), b: V8) V8;
+
+/// E2M1 codes 0-7 and 8-15 as f64: the two halves of the `vpermi2pd` table.
+const e2m1_lo: V8 = e2m1[0..8].*;
+const e2m1_hi: V8 = e2m1[8..16].*;
+
+/// The E2M1 values of the 8 codes (nibbles) of `word` starting at nibble `first` (0 or 8):
+/// the word is broadcast to every lane, each lane shifts its own nibble to the bottom, and
+/// `vpermi2pd` reads the value from the table by the lane's low four bits.
+inline fn lookupWord(word: u64, comptime first: u6) V8 {
+    const shifts: @Vector(8, u64) = if (first == 0) .{ 0, 4, 8, 12, 16, 20, 24, 28 } else .{ 32, 36, 40, 44, 48, 52, 56, 60 };
+    const q: @Vector(8, u64) = @splat(word);
+    return @"llvm.x86.avx512.vpermi2var.pd.512"(e2m1_lo, @bitCast(q >> shifts), e2m1_hi);
+}
+
+/// The canonical lane accumulators of one group (8 lanes, +0 start, elements in order):
+/// elements 0-15 are the nibbles of the group's first 8 bytes read as one little-endian word
+/// (low nibble first, so nibble j is element j), elements 16-31 of the next 8 bytes. `xg` is
+/// the group's 32 activations, four vectors of 8.
+inline fn groupWide(packed_group: [*]const u8, xg: *const [4]V8) V8 {
+    const w0 = std.mem.readInt(u64, packed_group[0..8], .little);
+    const w1 = std.mem.readInt(u64, packed_group[8..16], .little);
+    var acc: V8 = @splat(0);
+    acc = @mulAdd(V8, lookupWord(w0, 0), xg[0], acc);
+    acc = @mulAdd(V8, lookupWord(w0, 8), xg[1], acc);
+    acc = @mulAdd(V8, lookupWord(w1, 0), xg[2], acc);
+    acc = @mulAdd(V8, lookupWord(w1, 8), xg[3], acc);
+    return acc;
+}
+
+inline fn loadGroupX(x64: [*]const f64) [4]V8 {
+    return .{ x64[0..8].*, x64[8..16].*, x64[16..24].*, x64[24..32].* };
+}
+
+/// (b0+b1)+(b2+b3) of eight groups' lane accumulators, b = (l0+l4, l1+l5, l2+l6, l3+l7), as one
+/// vector in group order.
+inline fn groupSums8(a: [8]V8) V8 {
+    // b of two groups per vector: [b(g) | b(g')] from the 256-bit halves.
+    var v: [4]V8 = undefined;
+    const pairs = [4][2]usize{ .{ 0, 2 }, .{ 1, 3 }, .{ 4, 6 }, .{ 5, 7 } };
+    inline for (0..4) |j| {
+        const p = a[pairs[j][0]];
+        const q = a[pairs[j][1]];
+        v[j] = @shuffle(f64, p, q, [8]i32{ 0, 1, 2, 3, ~@as(i32, 0), ~@as(i32, 1), ~@as(i32, 2), ~@as(i32, 3) }) +
+            @shuffle(f64, p, q, [8]i32{ 4, 5, 6, 7, ~@as(i32, 4), ~@as(i32, 5), ~@as(i32, 6), ~@as(i32, 7) });
+    }
+    // (b0+b1, b2+b3) of four groups per vector; per 128-bit chunk: [X01 Y01 | X23 Y23 | ...]
+    var w: [2]V8 = undefined;
+    inline for (0..2) |j| {
+        const p = v[2 * j];
+        const q = v[2 * j + 1];
+        w[j] = @shuffle(f64, p, q, [8]i32{ 0, ~@as(i32, 0), 2, ~@as(i32, 2), 4, ~@as(i32, 4), 6, ~@as(i32, 6) }) +
+            @shuffle(f64, p, q, [8]i32{ 1, ~@as(i32, 1), 3, ~@as(i32, 3), 5, ~@as(i32, 5), 7, ~@as(i32, 7) });
+    }
+    // w[0] = [g0.01 g1.01 g0.23 g1.23 g2.01 g3.01 g2.23 g3.23], w[1] the same for g4-g7.
+    return @shuffle(f64, w[0], w[1], [8]i32{ 0, 1, 4, 5, ~@as(i32, 0), ~@as(i32, 1), ~@as(i32, 4), ~@as(i32, 5) }) +
+        @shuffle(f64, w[0], w[1], [8]i32{ 2, 3, 6, 7, ~@as(i32, 2), ~@as(i32, 3), ~@as(i32, 6), ~@as(i32, 7) });
+}
+
+/// 2^(s−127) for eight scale bytes (none of them 255).
+inline fn scales8(s: *const [8]u8) V8 {
+    const wide: @Vector(8, u64) = @as(@Vector(8, u8), s.*);
+    return @bitCast((wide + @as(@Vector(8, u64), @splat(1023 - 127))) << @as(@Vector(8, u6), @splat(52)));
+}
+
+/// One group on its own on the wide path.
+inline fn singleGroupWide(packed_row: [*]const u8, s: u8, g: usize, x64: [*]const f64, total: *f64) void {
+    const xg = loadGroupX(x64 + g * group);
+    const a = groupWide(packed_row + g * 16, &xg);
+    const b = @shuffle(f64, a, undefined, [4]i32{ 0, 1, 2, 3 }) + @shuffle(f64, a, undefined, [4]i32{ 4, 5, 6, 7 });
+    const gsum = (b[0] + b[1]) + (b[2] + b[3]);
+    total.* = total.* + gsum * scaleMultiplier(s);
+}
+
+/// R rows against TT tokens on the wide path (R > 1 only with TT = 1: rows then share every
+/// activation load, which with one row is what bounds the loop). Each row's and token's
+/// arithmetic is the one-row, one-token sequence.
+inline fn dotRowsWide(comptime R: usize, comptime TT: usize, packed_rows: [R][*]const u8, scales_rows: [R][*]const u8, groups: usize, x64: [TT][*]const f64, bad: *usize) [R][TT]f32 {
+    var total: [R][TT]f64 = @splat([_]f64{0} ** TT);
+    var g: usize = 0;
+    while (g + 8 <= groups) : (g += 8) {
+        var any_bad = false;
+        inline for (0..R) |r| {
+            const sv: @Vector(8, u8) = scales_rows[r][g..][0..8].*;
+            any_bad = any_bad or @reduce(.Or, sv == @as(@Vector(8, u8), @splat(255)));
+        }
+        if (any_bad) {
+            inline for (0..R) |r| {
+                for (g..g + 8) |h| {
+                    if (scales_rows[r][h] == 255) {
+                        bad.* += 1;
+                    } else {
+                        inline for (0..TT) |t| singleGroupWide(packed_rows[r], scales_rows[r][h], h, x64[t], &total[r][t]);
+                    }
+                }
+            }
+            continue;
+        }
+        inline for (0..TT) |t| {
+            var acc: [R][8]V8 = undefined;
+            inline for (0..8) |k| {
+                const xg = loadGroupX(x64[t] + (g + k) * group);
+                inline for (0..R) |r| acc[r][k] = groupWide(packed_rows[r] + (g + k) * 16, &xg);
+            }
+            inline for (0..R) |r| {
+                // through memory: eight scalar adds with memory operands, no lane extractions
+                var scaled: [8]f64 align(64) = groupSums8(acc[r]) * scales8(scales_rows[r][g..][0..8]);
+                inline for (0..8) |k| total[r][t] = total[r][t] + @as(*volatile f64, &scaled[k]).*;
+            }
+        }
+    }
+    while (g < groups) : (g += 1) {
+        inline for (0..R) |r| {
+            if (scales_rows[r][g] == 255) {
+                bad.* += 1;
+            } else {
+                inline for (0..TT) |t| singleGroupWide(packed_rows[r], scales_rows[r][g], g, x64[t], &total[r][t]);
+            }
+        }
+    }
+    var out: [R][TT]f32 = undefined;
+    inline for (0..R) |r| {
+        inline for (0..TT) |t| out[r][t] = @floatCast(total[r][t]);
+    }
+    return out;
+}
+
+/// Rows computed together on the wide one-token path.
+const wide_rows = 2;
+
 /// Tokens decoded together per row on the register-decode path (few tokens).
 const block_tokens = 4;
 
@@ -327,7 +502,7 @@ fn rowTokens(comptime TT: usize, self: *const Job, r: usize, t0: usize, prow: [*
     var xs: [TT][*]const f64 = undefined;
     inline for (0..TT) |t| xs[t] = self.x64 + (t0 + t) * self.cols;
     var bad: usize = 0;
-    const out = dotRowSimd(TT, prow, srow, groups, xs, &bad);
+    const out = if (common.wide) dotRowsWide(1, TT, .{prow}, .{srow}, groups, xs, &bad)[0] else dotRowSimd(TT, prow, srow, groups, xs, &bad);
     inline for (0..TT) |t| self.y[(t0 + t) * self.rows + r] = out[t];
     return bad;
 }
@@ -366,7 +541,20 @@ const Job = struct {
             if (bad != 0) _ = self.bad.fetchAdd(bad, .monotonic);
             return;
         }
-        for (begin..end) |r| {
+        var first = begin;
+        if (common.wide and !self.scalar and self.tokens == 1) {
+            while (first + wide_rows <= end) : (first += wide_rows) {
+                var prows: [wide_rows][*]const u8 = undefined;
+                var srows: [wide_rows][*]const u8 = undefined;
+                inline for (0..wide_rows) |k| {
+                    prows[k] = self.packed_w + (first + k) * half;
+                    srows[k] = self.scales + (first + k) * groups;
+                }
+                const out = dotRowsWide(wide_rows, 1, prows, srows, groups, .{self.x64}, &bad);
+                inline for (0..wide_rows) |k| self.y[first + k] = out[k][0];
+            }
+        }
+        for (first..end) |r| {
             const prow = self.packed_w + r * half;
             const srow = self.scales + r * groups;
             if (self.scalar) {
@@ -397,6 +585,7 @@ const Job = struct {
 
     /// Rows o … o+nb−1 against tokens t0 … t0+tn−1 on the panel path.
     fn panelBlock(self: *const Job, o: usize, nb: usize, t0: usize, tn: usize) void {
+        std.debug.assert(nb >= 1 and nb <= panel_rows and tn >= 1 and tn <= panel_tokens and o + nb <= self.rows and t0 + tn <= self.tokens);
         const groups = self.cols / group;
         var panel: [panel_rows][panel_groups][8]V4 = undefined;
         var totals: [panel_rows][panel_tokens]f64 = undefined;

@@ -52,14 +52,14 @@
 const std = @import("std");
 const common = @import("common.zig");
 const num = @import("numerics.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 pub const Error = common.Error;
 
 /// kv_b_proj element type codes of `k3_mla_latent_attention` (bf16 bit patterns or f32).
 pub const Dtype = enum(u32) { bf16 = 0, f32 = 1 };
 
-pub const Shape = struct {
+pub const Shape = extern struct {
     heads: usize,
     dn: usize,
     dr: usize,
@@ -187,7 +187,8 @@ fn ScalarJob(comptime W: type) type {
             const a = self.a;
             const sh = a.shape;
             const R = sh.rank;
-            const scratch: [*]f32 = @ptrCast(@alignCast(pool.scratchFor(worker).ptr));
+            const raw = pool.scratchFor(worker);
+            const scratch: [*]f32 = @ptrCast(@alignCast(raw.ptr));
             const ql = scratch;
             const ol = scratch + R;
             const scores = scratch + 2 * R;
@@ -195,6 +196,8 @@ fn ScalarJob(comptime W: type) type {
                 const t = item / sh.heads;
                 const h = item % sh.heads;
                 const n = a.pos0 + t + 1;
+                // worker scratch as reserved by `attention`: ql, ol and every position's score
+                std.debug.assert(raw.len >= (2 * R + n) * @sizeOf(f32));
                 const qn = a.q + (t * sh.heads + h) * sh.dq();
                 const qr = qn + sh.dn;
                 const wk = a.w + h * sh.headRows() * R;
@@ -336,7 +339,10 @@ fn TokenJob(comptime W: type) type {
         fn valuePhase(self: *const Self, begin: usize, end: usize, worker: usize) void {
             const R = self.a.shape.rank;
             const heads = end - begin;
-            const scratch: [*]f64 = @ptrCast(@alignCast(pool.scratchFor(worker).ptr));
+            const raw = pool.scratchFor(worker);
+            // as reserved by `attention`: accumulators of every head, one widened block
+            std.debug.assert(raw.len >= (heads + value_block) * R * @sizeOf(f64));
+            const scratch: [*]f64 = @ptrCast(@alignCast(raw.ptr));
             const acc = scratch[0 .. heads * R];
             const block = scratch + heads * R;
             @memset(acc, 0);

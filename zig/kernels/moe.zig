@@ -12,7 +12,7 @@ const std = @import("std");
 const common = @import("common.zig");
 const mx = @import("matvec_mxfp4.zig");
 const situ = @import("situ.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 pub const Error = common.Error;
 
@@ -26,7 +26,7 @@ pub const ExpertPtrs = extern struct {
     w2_scale: [*]const u8,
 };
 
-pub const Params = struct {
+pub const Params = extern struct {
     tokens: usize,
     k: usize,
     /// Λ, the latent width (input of w1/w3, output of w2); a multiple of 32.
@@ -44,7 +44,9 @@ pub fn routed(z: [*]const f32, experts: [*]const ExpertPtrs, weights: [*]const f
     if (p.lam % mx.group != 0 or p.inter % mx.group != 0) return error.BadArgument;
     const floats = try common.mulSize(3 * p.inter + p.lam, 1);
     pool.reserveScratch(try common.mulSize(floats, @sizeOf(f32))) catch return error.OutOfMemory;
-    const buf: [*]f32 = @ptrCast(@alignCast(pool.scratchFor(0).ptr));
+    const raw = pool.scratchFor(0);
+    std.debug.assert(raw.len >= floats * @sizeOf(f32));
+    const buf: [*]f32 = @ptrCast(@alignCast(raw.ptr));
     const g = buf;
     const u = buf + p.inter;
     const t = buf + 2 * p.inter;

@@ -10,7 +10,7 @@
 //! split rows. y may alias x (in place).
 const std = @import("std");
 const common = @import("common.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 pub const Error = common.Error;
 

@@ -17,7 +17,7 @@ const std = @import("std");
 const common = @import("common.zig");
 const num = @import("numerics.zig");
 const matvec = @import("matvec_bf16.zig");
-const pool = @import("../pool.zig");
+const pool = @import("pool");
 
 pub const Error = common.Error;
 
@@ -70,7 +70,7 @@ fn LogitJob(comptime W: type) type {
     };
 }
 
-pub const Params = struct {
+pub const Params = extern struct {
     experts: usize,
     e: usize,
     k: usize,
@@ -80,6 +80,7 @@ pub const Params = struct {
 
 /// Selection and weights for one token from its logits (overwritten with the scores s).
 fn select(scores: []f32, bias: []const f32, k: usize, renormalize: bool, rho: f32, idx: []u32, weights: []f32) void {
+    std.debug.assert(k >= 1 and k <= scores.len and k <= max_k and bias.len == scores.len and idx.len == k and weights.len == k);
     for (scores) |*v| v.* = num.sigmoidS(v.*);
     // Which experts are taken: a stack bitmap up to 4096 experts (released: 896); beyond that
     // the already-selected list is searched (k is small).
