@@ -10,6 +10,7 @@ import { configTarget } from "./config.ts";
 import { expertTraceTarget } from "./expert-trace.ts";
 import { idsTextTarget } from "./ids-text.ts";
 import { safetensorsTarget } from "./safetensors.ts";
+import { stateFileTarget } from "./state-file.ts";
 import { tiktokenTarget } from "./tiktoken.ts";
 import { tokenizerConfigTarget } from "./tokenizer-config.ts";
 import { trunkBinTarget } from "./trunk-bin.ts";
@@ -27,4 +28,5 @@ export const targets: readonly FuzzTarget<Seed>[] = [
   completionRequestTarget,
   idsTextTarget,
   expertTraceTarget,
+  stateFileTarget,
 ];
