@@ -84,12 +84,8 @@ function main(): number {
   const parent = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
   removeStaleWork(parent);
   const work = mkdtempSync(join(parent, `k3-fuzz-${process.pid}-`));
-  const stop = () => {
-    rmSync(work, { recursive: true, force: true });
-    process.exit(130);
-  };
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
+  // No signal handlers: one would keep a signal from stopping the synchronous loop; the next run
+  // removes what a killed one left (removeStaleWork).
   const findings: Finding[] = [];
   const rows: TargetCounts[] = [];
   try {
