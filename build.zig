@@ -1,5 +1,6 @@
 //! Builds libk3, the native half of k3: every numeric kernel and the O_DIRECT reader.
-//! The shipped library targets x86-64-v3 (AVX2 + FMA); `-Dcpu=` overrides for experiments.
+//! The default target is x86-64-v3 (AVX2 + FMA); `-Dcpu=` overrides for experiments, and
+//! `-Dtarget=` cross-compiles (tools/release.ts builds aarch64-linux-gnu and aarch64-macos).
 const std = @import("std");
 
 pub fn build(b: *std.Build) void {

@@ -25,6 +25,12 @@ export const inputLimits = {
   requestBytes: 64 * MiB,
   /** An expert trace for `k3 sim-cache` (8 bytes a request: 134 million requests). */
   traceBytes: 1024 * MiB,
+  /** One answer of the Hub's API: revision info, a page of the tree listing (the release's: ~30 KB). */
+  hubAnswerBytes: 64 * MiB,
+  /** k3 download's record, .k3-download.json (the release's: ~40 KB). */
+  downloadRecordBytes: 64 * MiB,
+  /** model.safetensors.index.json, read by k3 verify (the release's: ~60 MB for 497,220 names). */
+  indexJsonBytes: 512 * MiB,
   /** Nesting levels of any JSON value (the released files use 3, tool schemas tens). */
   jsonDepth: 256,
   /** Characters of an input a message quotes: more is cut and marked with "...". */

@@ -21,7 +21,7 @@ export function toolchain(): { zig: string; bun: string } {
   return { zig: pin("ZIG_VERSION"), bun: pin("BUN_VERSION") };
 }
 
-function newestMtime(paths: string[]): number {
+export function newestMtime(paths: string[]): number {
   let newest = 0;
   const visit = (path: string) => {
     if (!existsSync(path)) return;
@@ -33,7 +33,7 @@ function newestMtime(paths: string[]): number {
   return newest;
 }
 
-function mtime(path: string): number {
+export function mtime(path: string): number {
   return existsSync(path) ? statSync(path).mtimeMs : -1;
 }
 
@@ -42,7 +42,7 @@ function mtime(path: string): number {
  * `bun test` sets NODE_ENV=test, and an executable built under it (by the test preload) would
  * log differently from one built by `bun run build` (consola picks its reporter from it).
  */
-function buildEnv(): Record<string, string> {
+export function buildEnv(): Record<string, string> {
   const env: Record<string, string> = {};
   for (const [key, value] of Object.entries(process.env)) if (value !== undefined && key !== "NODE_ENV") env[key] = value;
   return env;
@@ -55,7 +55,7 @@ function run(command: string[], what: string): void {
   process.stderr.write(`build: ${what} in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
 }
 
-function zigCommand(): string[] {
+export function zigCommand(): string[] {
   const want = toolchain().zig;
   const probe = Bun.spawnSync(["python3", "-m", "ziglang", "version"], { stderr: "pipe" });
   const have = probe.stdout.toString().trim();
@@ -72,8 +72,8 @@ export function buildExecutable(): void {
   run([process.execPath, "build", "--compile", "src/main.ts", "--outfile", "dist/k3"], "dist/k3 (bun build --compile)");
 }
 
-const librarySources = ["build.zig", "zig", "toolchain.env"];
-const executableSources = ["src", "assets", "presets", "package.json", "bun.lock", "zig-out/lib/libk3.so"];
+export const librarySources = ["build.zig", "zig", "toolchain.env"];
+export const executableSources = ["src", "assets", "presets", "package.json", "bun.lock", "zig-out/lib/libk3.so"];
 
 export function libraryStale(): boolean {
   return mtime(libraryPath) < newestMtime(librarySources);

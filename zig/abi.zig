@@ -14,6 +14,7 @@ const aligned_read = @import("io/aligned_read.zig");
 const reader_pool = @import("io/reader_pool.zig");
 const signals = @import("signals.zig");
 const status = @import("status.zig");
+const platform = @import("platform.zig");
 
 pub const abi_version: u32 = 7;
 
@@ -42,16 +43,15 @@ export fn k3_alloc(bytes: u64, flags: u32) ?[*]u8 {
     if (bytes == 0) return null;
     const huge = flags & alloc_huge != 0 and bytes >= huge_page_bytes;
     const alignment: u64 = if (huge) huge_page_bytes else aligned_read.alignment;
-    var ptr: ?*anyopaque = null;
-    if (std.c.posix_memalign(&ptr, alignment, bytes) != 0) return null;
-    const out: [*]u8 = @ptrCast(ptr.?);
-    if (huge) _ = std.c.madvise(@alignCast(ptr.?), bytes / huge_page_bytes * huge_page_bytes, std.c.MADV.HUGEPAGE);
+    const ptr = platform.alignedAlloc(alignment, bytes) orelse return null;
+    const out: [*]u8 = @ptrCast(ptr);
+    if (huge and comptime @import("builtin").os.tag == .linux) _ = std.c.madvise(@alignCast(ptr), bytes / huge_page_bytes * huge_page_bytes, std.c.MADV.HUGEPAGE);
     if (flags & alloc_zero != 0) @memset(out[0..bytes], 0);
     return out;
 }
 
 export fn k3_free(ptr: ?[*]u8) void {
-    if (ptr) |p| std.c.free(p);
+    if (ptr) |p| platform.alignedFree(p);
 }
 
 /// Buffer capacity needed to read `len` bytes at an arbitrary offset with `k3_file_read`.
@@ -69,7 +69,7 @@ export fn k3_file_open(path: [*:0]const u8, direct_out: *u32) i32 {
 }
 
 export fn k3_file_close(fd: i32) void {
-    if (fd >= 0) _ = std.c.close(fd);
+    if (fd >= 0) platform.close(fd);
 }
 
 /// Reads [offset, offset + len) of `fd` into `buf` (capacity `cap` bytes, aligned by

@@ -15,6 +15,7 @@
 //! `K3_THREADS` environment variable in TypeScript (src/native/kernels.ts) and passes it to
 //! `k3_pool_init`; a kernel called before any init starts the pool at the default size.
 const std = @import("std");
+const platform = @import("platform.zig");
 const Atomic = std.atomic.Value;
 const Futex = std.Thread.Futex;
 
@@ -110,10 +111,10 @@ pub fn deinit() void {
     defer lock.unlock();
     stopLocked();
     for (&scratch) |*s| {
-        if (s.ptr) |p| std.c.free(p);
+        if (s.ptr) |p| platform.alignedFree(p);
         s.* = .{};
     }
-    if (shared_scratch.ptr) |p| std.c.free(p);
+    if (shared_scratch.ptr) |p| platform.alignedFree(p);
     shared_scratch = .{};
 }
 
@@ -139,10 +140,9 @@ pub fn reserveScratch(bytes: usize) error{OutOfMemory}!void {
 fn grow(s: *Scratch, bytes: usize) error{OutOfMemory}!void {
     if (s.bytes >= bytes) return;
     const grown = @max(bytes, s.bytes * 2);
-    var raw: ?*anyopaque = null;
-    if (std.c.posix_memalign(&raw, scratch_alignment, grown) != 0) return error.OutOfMemory;
-    if (s.ptr) |p| std.c.free(p);
-    s.* = .{ .ptr = @ptrCast(@alignCast(raw.?)), .bytes = grown };
+    const raw = platform.alignedAlloc(scratch_alignment, grown) orelse return error.OutOfMemory;
+    if (s.ptr) |p| platform.alignedFree(p);
+    s.* = .{ .ptr = @ptrCast(@alignCast(raw)), .bytes = grown };
 }
 
 /// One buffer shared by all workers for the duration of one kernel: the calling thread fills

@@ -17,6 +17,8 @@ fn record(signal: i32) callconv(.c) void {
 /// Installs the handler for SIGINT and SIGTERM. Interrupted system calls restart (SA_RESTART):
 /// reads and writes in flight finish, and the poll that follows them stops the work.
 pub fn watch() void {
+    // Windows (the untested build) has no sigaction: there Ctrl-C ends k3 at once, as before.
+    if (@import("builtin").os.tag == .windows) return;
     const action = posix.Sigaction{
         .handler = .{ .handler = record },
         .mask = posix.empty_sigset,

@@ -268,7 +268,11 @@ function runSlash(text: string, session: ChatSession, last: ChatTurn | undefined
       case "/save":
         if (!arg) throw usageError("/save needs a file name");
         writeAtomically(arg, `${JSON.stringify(session.transcript, null, 1)}\n`, "the transcript");
-        say(`(saved ${session.transcript.length} messages to ${arg}, the state in ${stateFileFor(arg)}: ${formatBytes(session.saveState(stateFileFor(arg)))})`);
+        {
+          const stateBytes = session.saveState(stateFileFor(arg));
+          const state = stateBytes === undefined ? "" : `, the state in ${stateFileFor(arg)}: ${formatBytes(stateBytes)}`;
+          say(`(saved ${session.transcript.length} messages to ${arg}${state})`);
+        }
         break;
       case "/load": {
         if (!arg) throw usageError("/load needs a file name");

@@ -14,6 +14,11 @@ export const subcommands: readonly Subcommand[] = [
   { name: "serve", description: "An OpenAI-compatible server with multi-turn state reuse", load: () => import("./serve.ts") },
   { name: "render", description: "Render a chat-completions request to prompt ids (template debugging)", load: () => import("./render.ts") },
   { name: "detokenize", description: "Decode token ids (stdin) to exactly their bytes", load: () => import("./detokenize.ts") },
+  { name: "doctor", description: "Check whether this machine can run Kimi K3, and print the next command", load: () => import("./doctor.ts") },
+  { name: "download", description: "Download the checkpoint from the Hub: pinned commit, resumable, every file hashed", load: () => import("./download.ts") },
+  { name: "verify", description: "Check a model directory against the release: shard sizes, headers, tensors, hashes", load: () => import("./verify.ts") },
+  { name: "devbw", description: "Measure a disk the way k3 reads experts: random O_DIRECT reads at queue depth 1, 4, 16", load: () => import("./devbw.ts") },
+  { name: "budget", description: "Classify every tensor from the shard headers: resident, streamable, unused", load: () => import("./budget.ts") },
   { name: "sim-cache", description: "Replay an expert trace at many cache sizes under LRU, Belady and PIN+LRU", load: () => import("./sim-cache.ts") },
 ];
 

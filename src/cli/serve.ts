@@ -1,7 +1,7 @@
 /**
- * `k3 serve <model_dir> --tok DIR`: an OpenAI-compatible server on loopback. The weights load
- * once; `listening on http://HOST:PORT` on stderr says it is ready. SIGINT and SIGTERM stop
- * accepting, let the generation in flight end, and exit 0.
+ * `k3 serve <model_dir> --tok DIR`: an OpenAI-compatible server on loopback, with a chat page at
+ * `/` (src/page/). The weights load once; `listening on http://HOST:PORT` on stderr says it is
+ * ready. SIGINT and SIGTERM stop accepting, let the generation in flight end, and exit 0.
  */
 import { envValue } from "../env.ts";
 import { ExitCode, usageError } from "../errors.ts";
@@ -38,7 +38,7 @@ const options: readonly OptionDef<ServeCliOptions>[] = [
 
 const command: CommandInfo<ServeCliOptions> = {
   name: "k3 serve",
-  description: "An OpenAI-compatible server: /v1/chat/completions and /v1/completions (JSON and SSE), /v1/models, /health",
+  description: "An OpenAI-compatible server: /v1/chat/completions and /v1/completions (JSON and SSE), /v1/models, /health, and a chat page at /",
   positionals: [{ name: "model_dir", description: "Checkpoint directory (the .safetensors shards and config.json)" }],
   options,
 };
@@ -64,6 +64,7 @@ export async function main(args: readonly string[]): Promise<number> {
     defaultMaxTokens: o.maxTokens,
   });
   process.stderr.write(`listening on ${running.url}\n`);
+  log.info(`chat page: ${running.url}/ (open it in a browser)`);
   await new Promise<void>((resolve) => {
     const stop = (signal: string) => {
       log.info(`${signal}: finishing the request in flight, then stopping`);

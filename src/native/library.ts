@@ -15,8 +15,10 @@ export type Native = ConvertFns<typeof symbols>;
 let loaded: Native | undefined;
 
 function checkCpu(): void {
+  // The arm64 builds target the AArch64 baseline, whose SIMD (NEON) every such CPU has.
+  if (arch() === "arm64") return;
   if (arch() !== "x64") {
-    throw runtimeError(`k3: this build is for x86-64 (AVX2 + FMA, x86-64-v3); this machine is ${arch()}`);
+    throw runtimeError(`k3: this build is for x86-64 (AVX2 + FMA, x86-64-v3) or arm64; this machine is ${arch()}`);
   }
   let cpuinfo: string;
   try {

@@ -7,6 +7,7 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { Server } from "bun";
 import { parseChatRequest } from "../chat/request.ts";
 import { controlIds, stopIds } from "../chat/specials.ts";
+import chatPage from "../page/index.html";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import { prepareCompletion, runCompletion, type Completion, type Delta, type GenerationSource, type PreparedCompletion } from "./chat-completion.ts";
 import { apiError, errorResponse, fromThrown } from "./errors.ts";
@@ -225,6 +226,11 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     // body, after reading no more than the limit (readBounded) instead of Bun refusing it bare.
     maxRequestBodySize: options.maxBodyBytes + 256 * 1024 * 1024,
     idleTimeout: 0,
+    // Not Bun's development mode: no reloading page and no error pages with stack traces.
+    development: false,
+    // The chat page and its bundled assets (src/page/), built into the executable; no key needed
+    // to load it, the API it talks to stays behind the key.
+    routes: { "/": chatPage },
     fetch: async (req) => {
       try {
         return await route(req);

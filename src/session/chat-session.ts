@@ -116,8 +116,12 @@ export class ChatSession {
     }
   }
 
-  /** Writes the model state beside a saved transcript, so /load continues without re-reading it; returns its bytes. */
-  saveState(path: string): number {
+  /**
+   * Writes the model state beside a saved transcript, so /load continues without re-reading it;
+   * returns its bytes, or undefined when there is no conversation yet to hold a state for.
+   */
+  saveState(path: string): number | undefined {
+    if (this.transcript.length === 0) return undefined;
     const upcoming = renderChat(parseChatRequest(this.request(), { source: "transcript" }), this.#tokenizer).ids;
     return this.#conversation.saveState(path, upcoming);
   }

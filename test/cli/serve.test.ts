@@ -8,53 +8,17 @@ import { readdirSync, readFileSync } from "node:fs";
 import OpenAI from "openai";
 import { parseChatRequest, renderChat } from "../../src/chat/index.ts";
 import { loadTokenizer } from "../../src/tokenizer/index.ts";
-import { executablePath } from "../../tools/build.ts";
 import { chatModelDir } from "../support/chat-fixture.ts";
 import { k3 } from "../support/k3.ts";
+import { serve as serveModel, stopAll, type Served } from "../support/serve.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const dir = chatModelDir();
 const tokenizer = loadTokenizer(dir);
 
-interface Served {
-  url: string;
-  child: ReturnType<typeof Bun.spawn>;
-  stop(): Promise<number>;
-}
+const serve = (extra: string[] = []) => serveModel(dir, extra);
 
-const running: Served[] = [];
-
-async function serve(extra: string[] = []): Promise<Served> {
-  const child = Bun.spawn([executablePath, "serve", dir, "--tok", dir, "--port", "0", ...extra], { stdin: "ignore", stdout: "ignore", stderr: "pipe" });
-  const decoder = new TextDecoder();
-  let text = "";
-  const reader = (child.stderr as ReadableStream<Uint8Array>).getReader();
-  const deadline = Date.now() + 20_000;
-  for (;;) {
-    const match = text.match(/listening on (http:\/\/127\.0\.0\.1:\d+)\n/);
-    if (match) {
-      const served: Served = {
-        url: match[1] as string, child,
-        stop: async () => {
-          child.kill("SIGTERM");
-          return await child.exited;
-        },
-      };
-      // Keep draining stderr so the server never blocks on a full pipe.
-      void (async () => { for (;;) if ((await reader.read()).done) break; })();
-      running.push(served);
-      return served;
-    }
-    if (Date.now() > deadline) throw new Error(`k3 serve did not start:\n${text}`);
-    const { value, done } = await reader.read();
-    if (done) throw new Error(`k3 serve exited before listening:\n${text}`);
-    text += decoder.decode(value, { stream: true });
-  }
-}
-
-afterAll(async () => {
-  for (const s of running) if (s.child.exitCode === null) await s.stop();
-});
+afterAll(stopAll);
 
 const client = (s: Served, apiKey = "unused") => new OpenAI({ baseURL: `${s.url}/v1`, apiKey, maxRetries: 0 });
 const post = (s: Served, body: unknown, headers: Record<string, string> = {}) =>

@@ -99,6 +99,21 @@ pub fn dotScalar(packed_row: []const u8, scales_row: []const u8, x: []const f32,
 
 extern fn @"llvm.x86.avx2.pshuf.b"(table: @Vector(32, u8), index: @Vector(32, u8)) @Vector(32, u8);
 
+/// The table lookup of `pairWeights`: one vpshufb on x86-64 with AVX2; elsewhere (the arm64 and
+/// macOS release builds) the same lookup element by element. Indices are nibbles (< 16), so
+/// both read the same table entry and the bits cannot differ.
+inline fn lookupNibbles(index: @Vector(32, u8)) @Vector(32, u8) {
+    const target = @import("builtin").cpu;
+    if (comptime target.arch == .x86_64 and std.Target.x86.featureSetHas(target.features, .avx2)) {
+        return @"llvm.x86.avx2.pshuf.b"(lut, index);
+    }
+    const table: [32]u8 = lut;
+    const idx: [32]u8 = index;
+    var out: [32]u8 = undefined;
+    inline for (0..32) |i| out[i] = table[idx[i]];
+    return out;
+}
+
 const lut: @Vector(32, u8) = blk: {
     var t: [32]u8 = undefined;
     for (0..32) |i| t[i] = @bitCast(e2m1_doubled[i % 16]);
@@ -120,8 +135,8 @@ inline fn pairWeights(bytes: *const [32]u8) [2][8]V4 {
     // n1 = {g0 elements 16-31 | g1 elements 16-31}.
     const n0 = @shuffle(u8, lo, hi, interleave(0));
     const n1 = @shuffle(u8, lo, hi, interleave(8));
-    const v0: @Vector(32, i8) = @bitCast(@"llvm.x86.avx2.pshuf.b"(lut, n0));
-    const v1: @Vector(32, i8) = @bitCast(@"llvm.x86.avx2.pshuf.b"(lut, n1));
+    const v0: @Vector(32, i8) = @bitCast(lookupNibbles(n0));
+    const v1: @Vector(32, i8) = @bitCast(lookupNibbles(n1));
     var out: [2][8]V4 = undefined;
     inline for (0..2) |g| {
         inline for (0..2) |k| {

@@ -7,7 +7,9 @@ import { argvTarget } from "./argv.ts";
 import { chatRequestTarget } from "./chat-request.ts";
 import { completionRequestTarget } from "./completion-request.ts";
 import { configTarget } from "./config.ts";
+import { downloadRecordTarget } from "./download-record.ts";
 import { expertTraceTarget } from "./expert-trace.ts";
+import { hubAnswersTarget } from "./hub-answers.ts";
 import { idsTextTarget } from "./ids-text.ts";
 import { safetensorsTarget } from "./safetensors.ts";
 import { stateFileTarget } from "./state-file.ts";
@@ -29,4 +31,6 @@ export const targets: readonly FuzzTarget<Seed>[] = [
   idsTextTarget,
   expertTraceTarget,
   stateFileTarget,
+  hubAnswersTarget,
+  downloadRecordTarget,
 ];

@@ -1,46 +1,58 @@
 /**
- * A state file (src/model/state-file.ts) as `--load-state FILE` reads it: header, fingerprint,
- * shape, sizes against the file, ids, payload, checksum. The seed is tiny13's state after a run.
+ * A state file (src/model/state-file.ts, runtime.md 8): what `--load-state`, `k3 chat`'s /load
+ * and `k3 serve`'s parked snapshots read. In process, read into a tiny13 state; through dist/k3,
+ * resumed for two tokens. The seed holds five positions and one pending id.
  */
-import { existsSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { openEngine, type Engine } from "../../../src/engine/open.ts";
 import { loadConfig } from "../../../src/checkpoint/config.ts";
-import { readStateFile } from "../../../src/model/state-file.ts";
-import { SequenceState } from "../../../src/model/state.ts";
-import { executablePath } from "../../../tools/build.ts";
-import { promptIds, read, runIds, tinyModel } from "../fixtures.ts";
-import type { FuzzContext, FuzzTarget, Seed } from "../harness.ts";
+import { readStateFile, writeStateFile } from "../../../src/model/state-file.ts";
+import type { SequenceState } from "../../../src/model/state.ts";
+import { read, runIds, tinyModel } from "../fixtures.ts";
+import type { FuzzTarget, Seed } from "../harness.ts";
 import { mutateBytes } from "../mutate.ts";
 
-/** Positions the in-process state holds: the seed's 12 and room for a grown header to claim more. */
-const capacity = 64;
-let state: SequenceState | undefined;
+const positions = 16;
+let opened: { engine: Engine; state: SequenceState } | undefined;
 
-function savedState(ctx: FuzzContext): Uint8Array {
-  const path = join(ctx.work, "tiny13.k3st");
-  if (!existsSync(path)) {
-    const r = Bun.spawnSync([executablePath, tinyModel, "--ids", promptIds, "--gen", "3", "--out", join(ctx.work, "state-run.json"), "--save-state", path], { stderr: "pipe" });
-    if (r.exitCode !== 0) throw new Error(`saving the seed state failed: ${r.stderr.toString().slice(-400)}`);
+/** One tiny13 engine and state for every in-process input (opened on first use). */
+function tinyState(): { engine: Engine; state: SequenceState } {
+  if (!opened) {
+    const { config } = loadConfig(join(tinyModel, "config.json"));
+    const engine = openEngine({
+      modelDir: tinyModel, config, layerCount: config.numLayers, positions, prefillChunk: 8, budgets: [], trunkDir: undefined,
+    });
+    opened = { engine, state: engine.model.newState() };
   }
-  return read(path);
+  return opened;
 }
 
 export const stateFileTarget: FuzzTarget = {
   name: "state-file",
-  about: "a state file: readStateFile (magic, version, fingerprint, shape, sizes, ids, checksum)",
-  seeds: (ctx) => [{ label: "tiny13 after 3 tokens", bytes: savedState(ctx) } satisfies Seed],
+  about: "a k3 state file: header, fingerprint, shape, sizes, ids, checksum (readStateFile), then a resumed run",
+  seeds: (ctx) => {
+    const { engine, state } = tinyState();
+    state.reset();
+    const ids = [3, 1, 4, 1, 5];
+    engine.model.run(state, ids);
+    const path = join(ctx.work, "seed.k3st");
+    writeStateFile(path, state, [...ids, 9]);
+    return [{ label: "tiny13, 5 positions + 1 pending", bytes: read(path) } satisfies Seed];
+  },
   mutate: (input, rng) => mutateBytes(input, rng),
   parse(input, _seed, scratch) {
-    const path = join(scratch, "state.k3st");
+    const path = join(scratch, "in.k3st");
     writeFileSync(path, input);
-    state ??= new SequenceState(loadConfig(join(tinyModel, "config.json")).config, 13, capacity);
-    state.reset();
-    return JSON.stringify(readStateFile(path, state));
+    const { state } = tinyState();
+    const { position, ids } = readStateFile(path, state);
+    return `${position} ${ids.join(",")}`;
   },
   command(input, _seed, dir) {
-    const path = join(dir, "state.k3st");
+    const path = join(dir, "in.k3st");
     writeFileSync(path, input);
     return { args: [tinyModel, "--load-state", path, "--gen", "2", "--out", "-"], names: [path] };
   },
   output: runIds,
+  testCount: 200,
 };

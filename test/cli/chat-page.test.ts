@@ -1,0 +1,374 @@
+/**
+ * The chat page of `k3 serve` (src/page/) in a real browser: dist/k3 serve on the chat fixture
+ * model, headless Chromium (Debian's package) driven by playwright-core. Two turns stream in and
+ * equal the API's own answers to the same messages; Escape stops a reply and the server is free
+ * at once; a reload restores the conversations; exports and imports round-trip; hostile model
+ * text renders inert; an API key is asked for and kept in sessionStorage only. Screenshots at
+ * desktop and phone width go to the test's temporary directory (and to $K3_SCREENSHOT_DIR).
+ *
+ * Code run in the page is given as strings: this project's TypeScript has no DOM types outside
+ * src/page/.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { copyFileSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import type { BrowserContext, Page } from "playwright-core";
+import { envValue } from "../../src/env.ts";
+import { browserMissing, openBrowser } from "../support/browser.ts";
+import { chatModelDir } from "../support/chat-fixture.ts";
+import { serve, stopAll, type Served } from "../support/serve.ts";
+import { tempDir } from "../support/tmp.ts";
+
+const dir = chatModelDir();
+
+if (browserMissing) process.stderr.write(`SKIPPED the chat page's browser tests: ${browserMissing}\n`);
+
+interface StoredMessage {
+  role: string;
+  content: string | null;
+  reasoning_content?: string | null;
+}
+interface Stored {
+  current: string;
+  conversations: { id: string; messages: StoredMessage[]; notes: Record<string, { stats?: string; stopped?: boolean }> }[];
+}
+
+const post = (s: Served, body: unknown, headers: Record<string, string> = {}) =>
+  fetch(`${s.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify(body) });
+
+/** The API's own answer (not streamed) to the messages, with the settings the page sends. */
+async function apiAnswer(s: Served, messages: unknown[], thinking: boolean, maxTokens: number) {
+  const r = await post(s, {
+    messages, temperature: 0, top_p: 0.95, max_tokens: maxTokens,
+    thinking: thinking ? { type: "enabled", effort: "max" } : { type: "disabled" },
+  });
+  expect(r.status).toBe(200);
+  const body = (await r.json()) as { choices: { message: StoredMessage }[] };
+  return body.choices[0]!.message;
+}
+
+/**
+ * Polls an expression in the page until it is true. Not page.waitForFunction, which evaluates
+ * strings with eval and so runs into the page's Content-Security-Policy (no 'unsafe-eval').
+ */
+async function until(page: Page, expression: string, timeoutMs = 10_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await page.evaluate(expression))) {
+    if (Date.now() > deadline) throw new Error(`the page never had: ${expression}`);
+    await Bun.sleep(10);
+  }
+}
+
+const stored = async (page: Page) => (await page.evaluate("JSON.parse(localStorage.getItem('k3.chat.v1'))")) as Stored;
+const currentMessages = async (page: Page) => {
+  const s = await stored(page);
+  return s.conversations.find((c) => c.id === s.current)!;
+};
+
+/** Waits until the page shows `count` assistant messages and no reply is running. */
+const turnDone = (page: Page, count: number) =>
+  until(page, `document.querySelectorAll("article.assistant").length === ${count} && document.getElementById("stop").disabled`, 30_000);
+
+/** Records, from inside the page, what the last assistant message showed while it was streaming. */
+const recorder = `(() => {
+  const seen = { reasoning: [], answer: [], openWhileStreaming: false, thinkingLabel: false };
+  window.__k3seen = seen;
+  new MutationObserver(() => {
+    const all = document.querySelectorAll("article.assistant");
+    const a = all[all.length - 1];
+    if (!a || a.getAttribute("aria-busy") !== "true") return;
+    const r = a.querySelector(".reasoning-text").textContent.length;
+    const t = a.querySelector(".answer").textContent.length;
+    if (seen.reasoning[seen.reasoning.length - 1] !== r) seen.reasoning.push(r);
+    if (seen.answer[seen.answer.length - 1] !== t) seen.answer.push(t);
+    if (a.querySelector("details.reasoning").open) seen.openWhileStreaming = true;
+    if (a.querySelector("summary").textContent.startsWith("Thinking")) seen.thinkingLabel = true;
+  }).observe(document.getElementById("conversation"), { subtree: true, childList: true, characterData: true, attributes: true });
+})()`;
+interface Seen {
+  reasoning: number[];
+  answer: number[];
+  openWhileStreaming: boolean;
+  thinkingLabel: boolean;
+}
+const seen = async (page: Page) => (await page.evaluate("window.__k3seen")) as Seen;
+
+describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromium", () => {
+  let server: Served;
+  let browser: BrowserContext;
+  let page: Page;
+  const shots = tempDir("screenshots");
+  /** Every request the page made, and every console error it logged. */
+  const requested: string[] = [];
+  const chatBodies: Record<string, unknown>[] = [];
+  const consoleErrors: string[] = [];
+
+  beforeAll(async () => {
+    [server, browser] = await Promise.all([serve(dir), openBrowser()]);
+    page = browser.pages()[0] ?? (await browser.newPage());
+    page.on("request", (r) => {
+      requested.push(r.url());
+      if (r.url().endsWith("/v1/chat/completions")) chatBodies.push(r.postDataJSON() as Record<string, unknown>);
+    });
+    page.on("console", (m) => { if (m.type() === "error") consoleErrors.push(m.text()); });
+    page.on("pageerror", (e) => consoleErrors.push(e.message));
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+    await stopAll();
+  });
+
+  test("three turns: reasoning and answer stream in and equal the API's answers; the status line has k3's statistics and reuse", async () => {
+    await page.goto(`${server.url}/`);
+    await until(page, `document.getElementById("model-name").textContent === "kimi-k3"`);
+    await page.getByLabel("Temperature").fill("0");
+    await page.getByLabel("Max tokens").fill("400");
+    expect(await page.getByLabel("Thinking").isChecked()).toBe(true);
+    await page.evaluate(recorder);
+
+    // Shift+Enter is a new line, Enter sends.
+    const box = page.getByLabel("Message");
+    await box.click();
+    await page.keyboard.type("Tell me a story");
+    await page.keyboard.press("Shift+Enter");
+    await page.keyboard.type("about a cat");
+    expect(await box.inputValue()).toBe("Tell me a story\nabout a cat");
+    expect(await page.locator("article").count()).toBe(0);
+    await page.keyboard.press("Enter");
+    await turnDone(page, 1);
+
+    const first = await currentMessages(page);
+    expect(first.messages[0]).toEqual({ role: "user", content: "Tell me a story\nabout a cat" });
+    const one = first.messages[1]!;
+    expect(one).toEqual(await apiAnswer(server, [first.messages[0]], true, 400));
+    expect(one.reasoning_content!.length).toBeGreaterThan(0);
+    // The request the page sent: the public streaming API with the settings on the form.
+    expect(chatBodies[0]).toMatchObject({ stream: true, stream_options: { include_usage: true }, temperature: 0, top_p: 0.95, max_tokens: 400, thinking: { type: "enabled", effort: "max" } });
+    // The reasoning streamed in, folded, under a "Thinking…" label, and stays folded.
+    const streamed = await seen(page);
+    expect(streamed.reasoning.filter((n) => n > 0 && n < one.reasoning_content!.length).length).toBeGreaterThanOrEqual(2);
+    expect(streamed.thinkingLabel).toBe(true);
+    expect(streamed.openWhileStreaming).toBe(false);
+    const reasoning = page.locator("article.assistant details.reasoning").first();
+    const reasoningOpen = `document.querySelector("article.assistant details.reasoning").open`;
+    expect(await page.evaluate(reasoningOpen)).toBe(false);
+    expect(await reasoning.locator(".reasoning-text").textContent()).toBe(one.reasoning_content!);
+    await reasoning.locator("summary").click();
+    expect(await page.evaluate(reasoningOpen)).toBe(true);
+    expect(await page.locator("#status").textContent()).toMatch(/^prefill \d+ ids in .+, nothing reused · \d+ tokens in .+: [\d.]+ tok\/s, .+\/token · finish (stop|length)$/);
+
+    // Turn two, thinking off: the answer streams in as Markdown. (The prompts are ones on which
+    // the random fixture model writes for long enough to be watched: 400 tokens here.)
+    await page.getByLabel("Thinking").uncheck();
+    await page.evaluate(recorder);
+    await box.fill("Go on");
+    await page.getByRole("button", { name: "Send" }).click();
+    await turnDone(page, 2);
+    const second = await currentMessages(page);
+    const two = second.messages[3]!;
+    expect(two).toEqual(await apiAnswer(server, second.messages.slice(0, 3), false, 400));
+    expect(two.content!.length).toBeGreaterThan(0);
+    expect(two.reasoning_content).toBeNull();
+    const shown = (await page.locator("article.assistant .answer").nth(1).textContent())!.length;
+    expect(shown).toBeGreaterThan(0);
+    expect((await seen(page)).answer.filter((n) => n > 0 && n < shown).length).toBeGreaterThanOrEqual(2);
+    expect(await page.locator("article.assistant").nth(1).locator("details.reasoning").isHidden()).toBe(true);
+
+    // Turn three, thinking still off (a shorter reply): the server reuses the state of turn two,
+    // and the page says so.
+    await page.getByLabel("Max tokens").fill("40");
+    await box.fill("Keep going");
+    await page.keyboard.press("Enter");
+    await turnDone(page, 3);
+    const status = (await page.locator("#status").textContent())!;
+    const reused = Number(status.match(/(\d+) ids reused \((live|snapshot)\)/)?.[1]);
+    expect(reused).toBeGreaterThan(0);
+    const third = await currentMessages(page);
+    expect(third.messages[5]).toEqual(await apiAnswer(server, third.messages.slice(0, 5), false, 40));
+    expect(third.notes["5"]!.stats).toBe(status);
+    expect(await page.locator("article.assistant .turn-stats").nth(2).textContent()).toBe(status);
+  }, 60_000);
+
+  test("Escape stops a reply mid-way: the page keeps what came, and the server stops at the next token", async () => {
+    const messages = [{ role: "user", content: "Write a long poem" }];
+    const started = performance.now();
+    const full = await apiAnswer(server, messages, true, 1000);
+    const fullSeconds = (performance.now() - started) / 1000;
+    expect(full.reasoning_content!.length).toBeGreaterThan(500);
+
+    await page.getByRole("button", { name: "New chat" }).click();
+    expect(await page.locator("article").count()).toBe(0);
+    await page.getByLabel("Thinking").check();
+    await page.getByLabel("Max tokens").fill("1000");
+    await page.getByLabel("Message").fill("Write a long poem");
+    await page.keyboard.press("Enter");
+    await until(page, `(document.querySelector("article.assistant .reasoning-text")?.textContent.length ?? 0) > 0`, 20_000);
+    await page.keyboard.press("Escape");
+    await turnDone(page, 1);
+    const stoppedAt = performance.now();
+    // A reply the server would still be generating would hold this one up behind it.
+    const next = await post(server, { messages: [{ role: "user", content: "Hi" }], max_tokens: 1, temperature: 0 });
+    expect(next.status).toBe(200);
+    const waitedSeconds = (performance.now() - stoppedAt) / 1000;
+    expect(waitedSeconds).toBeLessThan(fullSeconds / 3);
+
+    const c = await currentMessages(page);
+    const partial = c.messages[1]!.reasoning_content!;
+    expect(partial.length).toBeGreaterThan(0);
+    expect(partial.length).toBeLessThan(full.reasoning_content!.length);
+    expect(full.reasoning_content!.startsWith(partial)).toBe(true);
+    expect(c.notes["1"]!.stopped).toBe(true);
+    expect(await page.locator("#status").textContent()).toStartWith("Stopped after");
+    expect(await page.locator("article.assistant .answer").textContent()).toBe("(stopped while thinking)");
+    expect(await page.getByRole("button", { name: "Stop" }).isDisabled()).toBe(true);
+  }, 60_000);
+
+  test("a reload restores every conversation; export writes the messages the API takes", async () => {
+    const before = await stored(page);
+    expect(before.conversations).toHaveLength(2);
+    const poem = await page.locator("article").allTextContents();
+    await page.reload();
+    await until(page, `document.getElementById("model-name").textContent === "kimi-k3"`);
+    expect(await page.locator("article").allTextContents()).toEqual(poem);
+    expect(await page.locator("#history option").allTextContents()).toEqual(["Write a long poem", "Tell me a story"]);
+    await page.selectOption("#history", { label: "Tell me a story" });
+    const story = before.conversations.find((c) => c.messages[0]?.content?.startsWith("Tell me a story"))!;
+    expect(await page.locator("article").count()).toBe(story.messages.length);
+    expect(await page.locator("article.assistant .reasoning-text").first().textContent()).toBe(story.messages[1]!.reasoning_content!);
+    expect(await page.getByLabel("Max tokens").inputValue()).toBe("1000"); // settings persist too
+
+    const [download] = await Promise.all([page.waitForEvent("download"), page.getByRole("button", { name: "Export" }).click()]);
+    const exported = JSON.parse(readFileSync((await download.path())!, "utf8"));
+    expect(exported).toEqual(story.messages); // what the API took in turn three, plus its answer
+  }, 60_000);
+
+  test("imported hostile text renders inert; a bad file is refused with the field named", async () => {
+    const hostile = [
+      { role: "user", content: "<script>window.__k3pwned = 'user'</script><img src=x onerror=\"window.__k3pwned = 'user img'\">" },
+      {
+        role: "assistant",
+        reasoning_content: "<img src=x onerror=\"window.__k3pwned = 'reasoning'\"><script>window.__k3pwned = 'reasoning script'</script>",
+        content: [
+          "Before <script>window.__k3pwned = 'script'</script> after.",
+          "",
+          "<img src=x onerror=\"window.__k3pwned = 'img'\">",
+          "",
+          "[a link](javascript:window.__k3pwned='link') and ![an image](https://example.invalid/x.png)",
+          "",
+          "**bold** and `<b>inline</b>`",
+          "",
+          "```html",
+          "<script>alert(1)</script>",
+          "```",
+        ].join("\n"),
+      },
+    ];
+    await page.setInputFiles("#import", { name: "hostile.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(hostile)) });
+    await until(page, `document.querySelectorAll("article").length === 2`);
+    await page.locator("article.assistant summary").click(); // the reasoning, unfolded, is inert too
+    await Bun.sleep(300); // an onerror handler would have run by now
+    expect(await page.evaluate("typeof window.__k3pwned")).toBe("undefined");
+    const conversation = page.locator("#conversation");
+    expect(await conversation.locator("script, img, iframe, [onerror]").count()).toBe(0);
+    const answer = page.locator("article.assistant .answer");
+    const text = (await answer.textContent())!;
+    expect(text).toContain("<script>window.__k3pwned = 'script'</script>"); // shown as text
+    expect(text).toContain("<img src=x onerror=");
+    expect(await answer.locator("strong").textContent()).toBe("bold");
+    expect(await answer.locator("pre code").textContent()).toBe("<script>alert(1)</script>\n");
+    expect(await answer.locator(":not(pre) > code").textContent()).toBe("<b>inline</b>");
+    const hrefs = (await page.evaluate(`[...document.querySelectorAll("article.assistant .answer a")].map((a) => a.getAttribute("href"))`)) as (string | null)[];
+    expect(hrefs).toHaveLength(2);
+    expect(hrefs).not.toContain("javascript:window.__k3pwned='link'");
+    expect(hrefs.every((h) => h === null || h.startsWith("https:"))).toBe(true);
+    expect(await page.locator("article.user .text").textContent()).toBe(hostile[0]!.content as string);
+    expect(await page.locator("article.assistant .reasoning-text").textContent()).toBe(hostile[1]!.reasoning_content as string);
+
+    await page.setInputFiles("#import", { name: "bad.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify([{ role: "user", content: "x" }, { role: "robot", content: "y" }])) });
+    await until(page, `document.getElementById("status").textContent.startsWith("Import of bad.json failed")`);
+    expect(await page.locator("#status").textContent()).toBe("Import of bad.json failed: messages[1].role: expected one of system, user, assistant, tool");
+    expect(await page.locator("article").count()).toBe(2); // the conversation shown is unchanged
+  }, 60_000);
+
+  test("screenshots at desktop and phone width; nothing was fetched from anywhere but the server", async () => {
+    const showcase = [
+      { role: "user", content: "How do I reverse a list in Python?" },
+      {
+        role: "assistant",
+        reasoning_content: "The user wants to reverse a list. Two idioms: list.reverse() in place, or slicing with [::-1] for a copy. Mention reversed() for iteration.",
+        content: "Two ways, depending on whether you want a copy:\n\n```python\nitems = [1, 2, 3]\nitems.reverse()        # in place: items is now [3, 2, 1]\ncopy = items[::-1]     # a reversed copy\n```\n\nFor a loop, `reversed(items)` walks it backwards **without** copying.",
+      },
+      { role: "user", content: "Thanks! And a tuple?" },
+      { role: "assistant", reasoning_content: "Tuples are immutable, so only the slice or reversed() apply.", content: "Tuples cannot change, so use the slice: `t[::-1]` gives a new tuple." },
+    ];
+    await page.setInputFiles("#import", { name: "example.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(showcase)) });
+    await until(page, `document.querySelectorAll("article").length === 4`);
+    // One live turn on the fixture model (random weights: it only "thinks"), for the status line.
+    await page.getByLabel("Max tokens").fill("40");
+    await page.getByLabel("Message").fill("Can you show it in a table?");
+    await page.keyboard.press("Enter");
+    await turnDone(page, 3);
+    await page.setViewportSize({ width: 1280, height: 960 });
+    await page.locator("article.assistant summary").first().click();
+    await page.evaluate(`document.getElementById("conversation").scrollTop = 0`);
+    const desktop = join(shots, "chat-page.png");
+    await page.screenshot({ path: desktop });
+
+    await page.setViewportSize({ width: 390, height: 844 });
+    await page.reload();
+    await until(page, `document.getElementById("model-name").textContent === "kimi-k3"`);
+    expect(await page.evaluate(`document.getElementById("settings").open`)).toBe(false); // folded away on a phone
+    expect(await page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")).toBe(true);
+    const send = (await page.getByRole("button", { name: "Send" }).boundingBox())!;
+    expect(send.x + send.width).toBeLessThanOrEqual(390);
+    expect(send.y + send.height).toBeLessThanOrEqual(844);
+    const phone = join(shots, "chat-page-phone.png");
+    await page.screenshot({ path: phone });
+    process.stderr.write(`chat page screenshots: ${desktop} ${phone}\n`);
+    const copyTo = envValue("K3_SCREENSHOT_DIR");
+    if (copyTo) for (const shot of [desktop, phone]) copyFileSync(shot, join(copyTo, shot.slice(shots.length + 1)));
+
+    const outside = requested.filter((url) => !url.startsWith(`${server.url}/`) && !url.startsWith("blob:") && !url.startsWith("data:"));
+    expect(outside).toEqual([]);
+    expect(consoleErrors).toEqual([]);
+  }, 60_000);
+
+  test("the page and its assets load without the key (from dist/k3 alone); the page asks for it and keeps it in sessionStorage only", async () => {
+    // A copy of the executable in an empty directory: the page comes from inside it.
+    const s = await serve(dir, ["--api-key", "sekret"], { isolated: true });
+    const page = await browser.newPage(); // another origin (port), another tab: storage of its own
+    try {
+      const html = await fetch(`${s.url}/`);
+      expect(html.status).toBe(200);
+      const assets = [...(await html.text()).matchAll(/(?:src|href)="(\/[^"]+)"/g)].map((m) => m[1] as string);
+      expect(assets.length).toBeGreaterThanOrEqual(2);
+      for (const asset of assets) expect((await fetch(`${s.url}${asset}`)).status).toBe(200);
+      expect((await fetch(`${s.url}/v1/models`)).status).toBe(401);
+
+      await page.goto(`${s.url}/`);
+      await page.waitForSelector("#key-dialog[open]");
+      await page.locator("input#api-key").fill("wrong");
+      await page.getByRole("button", { name: "Use key" }).click();
+      await until(page, `document.getElementById("key-dialog").open && document.getElementById("key-reason").textContent.includes("refused")`);
+      await page.locator("input#api-key").fill("sekret");
+      await page.getByRole("button", { name: "Use key" }).click();
+      await until(page, `document.getElementById("model-name").textContent === "kimi-k3"`);
+      await page.getByLabel("Max tokens").fill("4");
+      await page.getByLabel("Message").fill("Hello");
+      await page.keyboard.press("Enter");
+      await turnDone(page, 1);
+      expect(await page.locator("#status").textContent()).toStartWith("prefill");
+      expect(await page.evaluate("sessionStorage.getItem('k3.apiKey')")).toBe("sekret");
+      expect(await page.evaluate("JSON.stringify({ ...localStorage })")).not.toContain("sekret");
+      // A reload in the same tab keeps the key; no question asked.
+      await page.reload();
+      await until(page, `document.getElementById("model-name").textContent === "kimi-k3"`);
+      expect(await page.evaluate(`document.getElementById("key-dialog").open`)).toBe(false);
+    } finally {
+      await page.close();
+      expect(await s.stop()).toBe(0);
+    }
+  }, 60_000);
+});
+

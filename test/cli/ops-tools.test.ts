@@ -1,0 +1,179 @@
+/**
+ * `k3 doctor`, `k3 budget` and `k3 devbw` through dist/k3 on the fixture models, a packed
+ * trunk, the sparse release (test/support/fake-release.ts) and a partial directory: each prints
+ * what runtime.md section 11 says, with figures checked against what the test computes itself.
+ */
+import { describe, expect, test } from "bun:test";
+import { copyFileSync, existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { availableParallelism } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../../src/checkpoint/config.ts";
+import { indexCheckpoint } from "../../src/checkpoint/safetensors.ts";
+import { ranges } from "../../src/ops/tensor-budget.ts";
+import { presetThresholds } from "../../src/ops/doctor.ts";
+import { releaseShards } from "../../src/ops/release-shards.ts";
+import { classifyName } from "../support/tensor-classes.ts";
+import { writeSparseRelease } from "../support/fake-release.ts";
+import { modelDir } from "../support/fixtures.ts";
+import { pseudoRandomBytes } from "../support/fake-hub.ts";
+import { k3 } from "../support/k3.ts";
+import { tempDir } from "../support/tmp.ts";
+
+/** The preset the spec's thresholds give for the MemAvailable the doctor printed. */
+function presetFor(stdout: string): string | undefined {
+  const gib = Number(stdout.match(/MemAvailable (\d+) GiB/)?.[1]);
+  expect(Number.isInteger(gib)).toBe(true);
+  return presetThresholds.find((t) => gib >= t.minGib)?.preset;
+}
+
+describe("k3 doctor", () => {
+  const tiny = modelDir("tiny13");
+  const trunk = join(tempDir("doctor-trunk"), "trunk");
+  const packed = k3(["pack-trunk", tiny, trunk]);
+
+  test("on a fixture model with its packed trunk: CPU, memory and preset, storage, disk at two depths, model, trunk, the next command", () => {
+    expect(packed.code).toBe(0);
+    const run = k3(["doctor", tiny, "--trunk", trunk]);
+    expect(run.code).toBe(0);
+    const out = run.stdout;
+    expect(out).toContain(`core(s) available`);
+    expect(out).toContain(`${availableParallelism()} core(s) available`);
+    expect(out).toMatch(/features : .*avx2.*fma/);
+    expect(out).toContain("kernels  : x86-64-v3 (AVX2 + FMA)");
+    expect(out).toMatch(/memory   : MemTotal \d+ GiB, MemAvailable \d+ GiB \(\/proc\/meminfo\)/);
+    const preset = presetFor(out);
+    if (preset) {
+      expect(out).toContain(`preset   : ${preset} (`);
+      expect(out).toContain(`expect   : ${presetThresholds.find((t) => t.preset === preset)!.expectation} (v1.0.0 anchors`);
+    } else {
+      expect(out).toContain("below the ~8.2 GB floor");
+    }
+    expect(out).toMatch(/storage  : [\d.]+ [KMGT]?B free at /);
+    // The checkpoint is not the release's, so the whole 1.56 TB is still needed; the trunk is not.
+    expect(out).toContain("more is needed here: 1.56 TB of the 1.56 TB checkpoint\n");
+    expect(out).toMatch(new RegExp(`disk     : ${tiny}/model-00001-of-00001.safetensors: 16 random reads of \\d+ bytes .* per depth, (O_DIRECT|buffered): QD1 [\\d.]+ MB/s, QD16 [\\d.]+ MB/s`));
+    expect(out).toContain(`model    : ${tiny}: 1 shard(s)`);
+    expect(out).toContain("WARN model: 1 shard(s); the release has 96");
+    expect(out).toContain("WARN model: 1 of 1 shard(s) are not release shards at their published size");
+    expect(out).toContain("WARN model: tiktoken.model is missing");
+    expect(out).toContain(`trunk    : ${trunk}: matches the checkpoint (13 layers, `);
+    if (preset) {
+      expect(out).toContain(`result: this machine can run Kimi K3 with --preset ${preset}`);
+      expect(out).not.toContain("k3 pack-trunk");
+      expect(out).toContain(`  k3 ${tiny} --trunk ${trunk} --preset ${preset} --tok ${tiny} --prompt "Hello" --gen 8\n`);
+    }
+  });
+
+  test("a trunk packed from another model does not match, and the next command packs one", () => {
+    const other = join(tempDir("doctor-other"), "trunk");
+    expect(k3(["pack-trunk", modelDir("nested14"), other]).code).toBe(0);
+    const run = k3(["doctor", tiny, "--trunk", other, "--no-disk"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/WARN trunk: .*; pack it again with k3 pack-trunk/);
+    if (presetFor(run.stdout)) expect(run.stdout).toContain(`  k3 pack-trunk ${tiny} ${other}\n`);
+    expect(run.stdout).toContain("disk     : not measured (--no-disk)");
+  });
+
+  test("without a model directory: the disk is measured on a probe file that is removed; the next commands start with a download", () => {
+    const cwd = tempDir("doctor-empty");
+    const run = k3(["doctor"], { cwd });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toMatch(/disk     : a 134.22 MB probe file \(removed\): 16 random reads of 17547264 bytes \(one expert\) per depth/);
+    expect(readdirSync(cwd)).toEqual([]);
+    if (presetFor(run.stdout)) {
+      expect(run.stdout).toContain("  k3 download <model_dir> && k3 verify <model_dir>\n");
+      expect(run.stdout).toContain("  k3 pack-trunk <model_dir> ~/k3trunk\n");
+      expect(run.stdout).toContain('--trunk ~/k3trunk --preset');
+      expect(run.stdout).toContain('--tok <model_dir> --prompt "Hello" --gen 8');
+    }
+  });
+
+  test("on the release's layout: 96 shards at their published sizes, storage needing only the trunk", () => {
+    const dir = writeSparseRelease("doctor-release");
+    for (const f of ["tiktoken.model", "tokenizer_config.json"]) copyFileSync(join(modelDir("chat-tokenizer"), f), join(dir, f));
+    const run = k3(["doctor", dir, "--no-disk"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`model    : ${dir}: 96 shard(s)`);
+    expect(run.stdout).toContain("all 96 shard(s) match the release table's sizes");
+    expect(run.stdout).toContain("present: config.json, tiktoken.model, tokenizer_config.json");
+    expect(run.stdout).not.toContain("WARN model");
+    expect(run.stdout).not.toContain("of the 1.56 TB checkpoint");
+    if (!/storage  : [\d.]+ TB free/.test(run.stdout)) expect(run.stdout).toContain("109.00 GB more is needed here: a packed trunk (~109 GB)\n");
+  });
+});
+
+describe("k3 budget", () => {
+  test("classes, dtypes, resident against streamable and the layer map of nested14, from the headers", () => {
+    const dir = modelDir("nested14");
+    const index = indexCheckpoint(dir);
+    let routed = 0;
+    let packedBytes = 0;
+    let total = 0;
+    for (const name of index.names()) {
+      const t = index.get(name)!;
+      total += t.nbytes;
+      if (classifyName(name) === "routed_expert") {
+        routed += t.nbytes;
+        if (name.endsWith(".weight_packed")) packedBytes += t.nbytes;
+      }
+    }
+    const run = k3(["budget", dir]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`2 shard(s) read, headers only; ${index.tensorCount} tensors`);
+    expect(run.stdout).toMatch(new RegExp(`routed experts +\\d+ +${routed} `));
+    expect(run.stdout).toContain((routed / (2 * packedBytes)).toFixed(5));
+    expect(run.stdout).toContain("bytes/parameter measured (MXFP4 predicts 0.53125)");
+    expect(run.stdout).toMatch(/resident {3}: .*\n {2}streamable : /);
+    // The layer map the tensors imply is the one config.json states.
+    const { config } = loadConfig(join(dir, "config.json"));
+    const mla = config.fullAttnLayers.map((oneBased) => oneBased - 1);
+    expect(run.stdout).toContain(`layer map  : ${config.numLayers} layers seen (0-based)`);
+    expect(run.stdout).toContain(`MLA      : ${mla.length} layers: ${ranges(mla)}\n`);
+    expect(run.stdout).toContain(`KDA      : ${config.numLayers - mla.length} layers`);
+    expect(run.stdout).toContain(`dense    : ${config.firstKDenseReplace} layers: 0-${config.firstKDenseReplace - 1}\n`);
+    expect(run.stdout).toContain(`MoE      : ${config.numLayers - config.firstKDenseReplace} layers: ${config.firstKDenseReplace}-${config.numLayers - 1}; ${config.numExperts} experts per layer`);
+    expect(run.stdout).toMatch(/ {4}8 GB: +\d+ experts/);
+    expect(run.stdout).toContain(`${index.tensorCount} tensors, ${(total / 1e6).toFixed(2)} MB`);
+  });
+
+  test("a partial download (K3_MODEL_DIR): vision tensors unused, a broken shard skipped and named", () => {
+    const dir = writeSparseRelease("budget-partial");
+    for (const n of [10, 20, 30]) rmSync(join(dir, releaseShards[n - 1]!.name));
+    writeFileSync(join(dir, releaseShards[40]!.name), "broken");
+    const run = k3(["budget"], { env: { K3_MODEL_DIR: dir } });
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain("92 shard(s) read, headers only");
+    expect(run.stdout).toContain(`skipped ${releaseShards[40]!.name}: not a valid safetensors shard`);
+    expect(run.stdout).toMatch(/vision \(unused\) +2 +16384 /);
+    // The fake release fills each shard with one padding tensor of no known class: unused too.
+    expect(run.stdout).toMatch(/other \(unused\) +92 /);
+    expect(run.stdout).toMatch(/unused {5}: [\d.]+ TB/);
+  });
+
+  test("no directory is a usage error", () => {
+    const run = k3(["budget"], { env: { K3_MODEL_DIR: "" } });
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("budget needs <model_dir> (or K3_MODEL_DIR)");
+  });
+});
+
+describe("k3 devbw", () => {
+  test("reports QD1, QD4 and QD16 for each file, in the spec's line format", () => {
+    const dir = tempDir("devbw", "/var/tmp");
+    const big = join(dir, "probe.bin");
+    writeFileSync(big, pseudoRandomBytes(40 * 1024 * 1024, 5));
+    const run = k3(["devbw", big, modelDir("tiny13") + "/model-00001-of-00001.safetensors", "--reads", "8"]);
+    expect(run.code).toBe(0);
+    expect(run.stdout).toContain(`${big}: 8 random reads of 17547264 bytes (one expert) per depth`);
+    for (const depth of ["QD1 ", "QD4 ", "QD16"]) {
+      expect(run.stdout).toMatch(new RegExp(`^  ${big} +${depth} +[\\d.]+ MB/s$`, "m"));
+    }
+    expect(run.stdout).toContain("the file is smaller than one expert's 17547264");
+    expect(run.stdout.match(/MB\/s$/gm)?.length).toBe(6);
+    expect(k3(["devbw"]).code).toBe(2);
+    const missing = k3(["devbw", join(dir, "nope")]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toContain(`${join(dir, "nope")}: cannot open (ENOENT)`);
+    expect(existsSync(big)).toBe(true);
+  });
+});

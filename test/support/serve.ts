@@ -1,0 +1,64 @@
+/**
+ * `dist/k3 serve` on a free loopback port (`--port 0`), ready once it says `listening on`. Every
+ * server a test file starts is recorded, so `stopAll` in its afterAll leaves none behind.
+ */
+import { copyFileSync } from "node:fs";
+import { join } from "node:path";
+import { executablePath } from "../../tools/build.ts";
+import { tempDir } from "./tmp.ts";
+
+export interface Served {
+  url: string;
+  child: ReturnType<typeof Bun.spawn>;
+  /** SIGTERM, and the exit code (0 when the server stopped cleanly). */
+  stop(): Promise<number>;
+}
+
+const running: Served[] = [];
+
+export interface ServeOptions {
+  /** Run a copy of dist/k3 alone in an empty directory with a minimal environment. */
+  isolated?: boolean;
+}
+
+export async function serve(modelDir: string, extra: string[] = [], options: ServeOptions = {}): Promise<Served> {
+  let binary = executablePath;
+  let cwd: string | undefined;
+  let env: Record<string, string | undefined> = process.env;
+  if (options.isolated) {
+    cwd = tempDir("alone");
+    binary = join(cwd, "k3");
+    copyFileSync(executablePath, binary);
+    env = { PATH: "/usr/bin:/bin" };
+  }
+  const child = Bun.spawn([binary, "serve", modelDir, "--tok", modelDir, "--port", "0", ...extra], { cwd, env, stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+  const decoder = new TextDecoder();
+  let text = "";
+  const reader = (child.stderr as ReadableStream<Uint8Array>).getReader();
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const match = text.match(/listening on (http:\/\/127\.0\.0\.1:\d+)\n/);
+    if (match) {
+      const served: Served = {
+        url: match[1] as string, child,
+        stop: async () => {
+          child.kill("SIGTERM");
+          return await child.exited;
+        },
+      };
+      // Keep draining stderr so the server never blocks on a full pipe.
+      void (async () => { for (;;) if ((await reader.read()).done) break; })();
+      running.push(served);
+      return served;
+    }
+    if (Date.now() > deadline) throw new Error(`k3 serve did not start:\n${text}`);
+    const { value, done } = await reader.read();
+    if (done) throw new Error(`k3 serve exited before listening:\n${text}`);
+    text += decoder.decode(value, { stream: true });
+  }
+}
+
+/** Stops every server this process started that is still running. */
+export async function stopAll(): Promise<void> {
+  for (const s of running) if (s.child.exitCode === null) await s.stop();
+}
