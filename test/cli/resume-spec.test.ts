@@ -161,9 +161,9 @@ describe("refusals", () => {
   test.skipIf(smallFsUnavailable() !== undefined)("a save that runs out of disk leaves the old state file whole, and no temporary", () => {
     // 128 KB: the first state (about 60 KB) fits; the second (about 98 KB) cannot sit beside it.
     const r = withSmallFs(128 * 1024, [
-      `"$K3" "${tiny}" --ids 1,2,3 --gen 2 --save-state "$MNT/s.k3st" --out /dev/null 2>/dev/null || exit 90`,
+      `"$K3" "${tiny}" --ids 1,2,3 --gen 2 --save-state "$MNT/s.k3st" --out - >/dev/null 2>&1 || exit 90`,
       `before=$(sha256sum "$MNT/s.k3st")`,
-      `"$K3" "${tiny}" --ids 1,2,3 --gen 60 --save-state "$MNT/s.k3st" --out /dev/null; code=$?`,
+      `"$K3" "${tiny}" --ids 1,2,3 --gen 60 --save-state "$MNT/s.k3st" --out - >/dev/null; code=$?`,
       `[ "$(sha256sum "$MNT/s.k3st")" = "$before" ] && echo intact`,
       `echo "left: $(ls -A "$MNT")"`,
       `exit $code`,

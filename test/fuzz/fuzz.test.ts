@@ -11,8 +11,8 @@ import { targets } from "./targets/index.ts";
 import { utf8 } from "./fixtures.ts";
 
 /** Inputs per target in process, and through the binary (about 0.2 s each). */
-const processCount = 250;
-const binaryCount = 3;
+const processCount = 200;
+const binaryCount = 2;
 
 let shared: string | undefined;
 /** One work directory for the file (tiny13 is packed once); in memory when there is a tmpfs (thousands of inputs are written). */

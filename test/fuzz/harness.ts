@@ -84,8 +84,8 @@ export interface TargetCounts {
 const slowParseMs = 2000;
 /** A binary run longer than this is a hang. */
 const binaryTimeoutMs = 30_000;
-/** A refusal longer than this floods the terminal. */
-const maxMessageChars = 2000;
+/** A refusal longer than this floods the terminal (twice PATH_MAX: a message may name a path in full). */
+const maxMessageChars = 8192;
 
 /** Input `index` of a run: a seed chosen and edited one to three times, all from (seed, target, index). */
 export function makeInput<S extends Seed>(target: FuzzTarget<S>, seeds: readonly S[], runSeed: number, index: number): { seed: S; bytes: Uint8Array } {

@@ -5,8 +5,7 @@
  * inputs, and `--first I --count 1` makes input I alone again. Exits 1 when anything breaks the
  * contract, printing each finding with its index.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ensureBuilt } from "../../tools/build.ts";
@@ -46,6 +45,19 @@ function parseArgs(argv: readonly string[]): Options {
   return options;
 }
 
+/** Work directories of fuzz runs that were killed mid-input (a signal cannot interrupt a synchronous loop). */
+function removeStaleWork(parent: string): void {
+  for (const name of readdirSync(parent)) {
+    const pid = Number(/^k3-fuzz-(\d+)-/.exec(name)?.[1]);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    try {
+      process.kill(pid, 0);
+    } catch {
+      rmSync(join(parent, name), { recursive: true, force: true });
+    }
+  }
+}
+
 export function countsTable(rows: readonly TargetCounts[]): string {
   const header = ["target", "mode", "inputs", "refused", "accepted-identical", "accepted-different", "findings", "seconds", "inputs/s"];
   const body = rows.map((r) => [
@@ -69,13 +81,11 @@ function main(): number {
   if (chosen.length === 0) throw new Error(`no target ${options.target} (${targets.map((t) => t.name).join(", ")})`);
   ensureBuilt();
   const count = options.count ?? (options.mode === "binary" ? 20 : 1000);
-  const work = mkdtempSync(join(existsSync("/dev/shm") ? "/dev/shm" : tmpdir(), "k3-fuzz-"));
-  const stop = () => {
-    rmSync(work, { recursive: true, force: true });
-    process.exit(130);
-  };
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
+  const parent = existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
+  removeStaleWork(parent);
+  const work = mkdtempSync(join(parent, `k3-fuzz-${process.pid}-`));
+  // No signal handlers: one would keep a signal from stopping the synchronous loop; the next run
+  // removes what a killed one left (removeStaleWork).
   const findings: Finding[] = [];
   const rows: TargetCounts[] = [];
   try {

@@ -23,7 +23,8 @@ export const configTarget: FuzzTarget<ConfigSeed> = {
   command(input, seed, dir) {
     const path = join(dir, "config.json");
     writeFileSync(path, input);
-    return { args: [seed.model, "--config", path, ...runTail], names: [path, seed.model] };
+    // A config that parses can still conflict with the request: then the flag is what is named.
+    return { args: [seed.model, "--config", path, ...runTail], names: [path, seed.model, "--ids", "--gen"] };
   },
   output: runIds,
 };
