@@ -22,8 +22,8 @@ pub const Error = common.Error;
 
 /// Bytes of the f32 scale at the start of every row.
 pub const scale_bytes = 4;
-/// Lanes of the canonical accumulation (matvec_bf16.zig).
-const lanes = 16;
+/// Lanes of the canonical accumulation: the bf16 kernel's, whose order this one follows.
+const lanes = @import("matvec_bf16.zig").lanes;
 /// Rows computed together for one token (they share the activation loads).
 const block_rows = 3;
 /// Tokens sharing each dequantised weight on the multi-token path.
