@@ -34,11 +34,14 @@ pub const lanes = 16;
 /// Output rows computed together on the SIMD path (they share the activation loads). Three
 /// rows keep 12 accumulators; measured faster than 2 or 4 on x86-64-v3.
 const block_rows = 3;
-/// Software prefetch distance along a weight row, in elements (2 KB of bf16): measured on
-/// the development machine, it lifts the all-threads bf16 matvec from ~77% to ~86% of the
-/// memory read bandwidth. A prefetch past the end of a row is a harmless hint. The multi-token
-/// path keeps it: the first token group of a row block reads the weights from memory.
+/// Software prefetch distance along a weight row, in elements (2 KB of bf16). A prefetch past
+/// the end of a row is a harmless hint. The multi-token path keeps it: the first token group of
+/// a row block reads the weights from memory.
 const prefetch_elems: usize = 1024;
+/// Prefetch into L2 (prefetcht1), not non-temporally: on Zen 4 (2026-12-01, 7168 x 12288, 2
+/// threads, one run) the non-temporal hint gave 27 GB/s of weights and t1/t2 31-32 GB/s, of
+/// 33.9 GB/s measured read bandwidth; t0 (into L1) gave 27.
+pub const prefetch_locality = 2;
 /// Tokens sharing each widened weight (the multi-token register tile is one row × this many
 /// tokens). Each (row, token) needs its 16 lanes in four registers, so three tokens (12
 /// accumulators) is the most that fits the 16 AVX2 registers: measured in cache on Zen 4, one
@@ -121,8 +124,10 @@ inline fn tile(comptime W: type, comptime B: usize, comptime R: usize, w: [B][*]
     var a = acc.*;
     var i = from;
     while (i < to) : (i += lanes) {
+        // one prefetch per 64-byte line: every other step for bf16
+        const line = W == f32 or i % 32 == 0;
         inline for (0..B) |b| {
-            @prefetch(w[b] + i + prefetch_elems, .{ .locality = 0 });
+            if (line) @prefetch(w[b] + i + prefetch_elems, .{ .locality = prefetch_locality });
             const wv = widen16(W, w[b] + i);
             inline for (0..R) |t| {
                 inline for (0..4) |k| a[b][t][k] = @mulAdd(V4, wv[k], x64[t][i + 4 * k ..][0..4].*, a[b][t][k]);
@@ -220,7 +225,7 @@ inline fn dotRowsWide(comptime W: type, comptime R: usize, w: [R][*]const W, x64
     var i: usize = 0;
     // Two blocks of 16 (one 64-byte line of bf16) per step: one prefetch per line.
     while (i + 2 * lanes <= body) : (i += 2 * lanes) {
-        inline for (0..R) |r| @prefetch(w[r] + i + prefetch_elems, .{ .locality = 0 });
+        inline for (0..R) |r| @prefetch(w[r] + i + prefetch_elems, .{ .locality = prefetch_locality });
         inline for (0..2) |h| {
             const x0: V8 = x64[i + h * lanes ..][0..8].*;
             const x1: V8 = x64[i + h * lanes + 8 ..][0..8].*;

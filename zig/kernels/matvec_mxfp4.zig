@@ -395,6 +395,12 @@ inline fn dotRowsWide(comptime R: usize, comptime TT: usize, packed_rows: [R][*]
             }
             continue;
         }
+        // Eight groups are 128 packed bytes: two lines per row, fetched `prefetch_bytes` ahead
+        // into L2 (the rows are read once per call when the expert streams from RAM).
+        inline for (0..R) |r| {
+            @prefetch(packed_rows[r] + g * 16 + prefetch_bytes, .{ .locality = matvec.prefetch_locality });
+            @prefetch(packed_rows[r] + g * 16 + prefetch_bytes + 64, .{ .locality = matvec.prefetch_locality });
+        }
         inline for (0..TT) |t| {
             var acc: [R][8]V8 = undefined;
             inline for (0..8) |k| {
@@ -426,6 +432,9 @@ inline fn dotRowsWide(comptime R: usize, comptime TT: usize, packed_rows: [R][*]
 
 /// Rows computed together on the wide one-token path.
 const wide_rows = 2;
+
+/// Software prefetch distance along a packed row on the wide path, in bytes.
+const prefetch_bytes = 1024;
 
 /// Tokens decoded together per row on the register-decode path (few tokens).
 const block_tokens = 4;
