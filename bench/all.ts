@@ -4,7 +4,8 @@
  *
  *   1. index      safetensors headers of the released checkpoint (497,220 names, 96 shards)
  *   2. kernels    bf16 / MXFP4 matmul against this machine's memory read bandwidth (T = 1)
- *                 and f64 FMA peak (T > 1)
+ *                 and f64 FMA peak (T > 1), and the f64 contract's ceiling on this CPU
+ *                 (bench/ceiling.ts: the inner loops alone)
  *   3. tokenizer  k3's loader and encoder against tiktoken (skipped without the real table)
  *   3b. attention the latent MLA kernel at released widths over 1k-32k cached positions, and the
  *                 planned cache of the released config
@@ -28,7 +29,7 @@
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { attentionReport, benchAttention } from "./attention.ts";
 import { benchIndex } from "./index-headers.ts";
-import { benchKernels, formatKernelRows } from "./kernels.ts";
+import { benchKernels, ceilingLines, formatKernelRows } from "./kernels.ts";
 import { benchPrefill, prefillReport } from "./prefill.ts";
 import { benchSpeculative, speculativeReport } from "./speculative.ts";
 import { benchHybrid, hybridReport } from "./hybrid.ts";
@@ -73,6 +74,7 @@ await part("kernels", () => {
   const rows = benchKernels();
   console.log(`kernels: load average ${startLoad} before`);
   for (const line of formatKernelRows(rows, "  ")) console.log(line);
+  for (const line of ceilingLines(rows, "  ")) console.log(line);
 });
 
 await part("tokenizer", () => {

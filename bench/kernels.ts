@@ -23,6 +23,7 @@ import { availableParallelism, loadavg } from "node:os";
 import { f32View, NativeBuffer, offsetPointer } from "../src/native/memory.ts";
 import { availableIsas, initPool, isaInUse, matmul, matmulMxfp4, memReadSum, setIsa, type F32Ref } from "../src/native/kernels.ts";
 import { native } from "../src/native/library.ts";
+import { benchCeiling, ceilingReport } from "./ceiling.ts";
 
 const GB = 1e9;
 
@@ -204,6 +205,14 @@ export function benchKernels(): Row[] {
   return rows;
 }
 
+/** The f64 contract's ceiling on this CPU (bench/ceiling.ts), where the v4 variant runs. */
+export function ceilingLines(rows: Row[], indent = ""): string[] {
+  if (!availableIsas().includes("v4")) return [`${indent}ceiling: skipped (no AVX-512 variant on this CPU)`];
+  const one = rows.find((r) => r.kind === "memory" && r.threads === 1)?.gbPerSecond ?? NaN;
+  const most = Math.max(...rows.map((r) => r.threads));
+  return ceilingReport(benchCeiling(), one, most, indent);
+}
+
 /**
  * The bench's lines, ratios included: a probe's own figure; a matmul's GB/s of weights and
  * GFLOP/s, then for bf16 T = 1 (bound by memory) the share of the read bandwidth at the same
@@ -261,4 +270,5 @@ if (import.meta.main) {
   const rows = benchKernels();
   console.log(`kernels bench (${rows[rows.length - 1]?.threads ?? 1} threads max)`);
   for (const line of formatKernelRows(rows)) console.log(line);
+  for (const line of ceilingLines(rows)) console.log(line);
 }

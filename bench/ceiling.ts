@@ -1,0 +1,71 @@
+/**
+ * The ceiling the f64 contract sets on this CPU for the AVX-512 matvecs: bench/probes/ceiling.zig
+ * (the inner loops alone: one multiply-add per 8 products plus the fewest instructions known to
+ * widen the stored weights to f64, data in L2, one thread), built with the pinned Zig and run
+ * here, next to the f64 FMA peak of the same thread. Issue 12's bf16 and MXFP4 targets are
+ * compared with it: a target above the ceiling cannot be met by any kernel that keeps model.md
+ * §8.3's orders on this CPU. Runs only where the v4 variant does (x86-64 with AVX-512).
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { zigCommand } from "../tools/build.ts";
+
+export interface Ceiling {
+  /** f64 lanes of fused multiply-add per second / 1e9, one thread. */
+  fmaGLanes: number;
+  /** G weights/s of each inner loop, one thread, in L2. */
+  bf16Unpack: number;
+  bf16Integer: number;
+  mxfp4: number;
+}
+
+const probeSource = join(import.meta.dir, "probes", "ceiling.zig");
+
+export function benchCeiling(): Ceiling {
+  const dir = mkdtempSync(join(tmpdir(), "k3-ceiling-"));
+  try {
+    const exe = join(dir, "ceiling");
+    const build = Bun.spawnSync([...zigCommand(), "build-exe", probeSource, "-O", "ReleaseFast", "-mcpu=x86_64_v4", `-femit-bin=${exe}`], { cwd: dir, stderr: "pipe" });
+    if (build.exitCode !== 0) throw new Error(`building ${probeSource} failed: ${build.stderr.toString().trim()}`);
+    const run = Bun.spawnSync([exe], { stderr: "pipe" });
+    if (run.exitCode !== 0) throw new Error(`${probeSource} exited ${run.exitCode}: ${run.stderr.toString().trim()}`);
+    const j = JSON.parse(run.stdout.toString()) as Record<string, number>;
+    const field = (name: string): number => {
+      const v = j[name];
+      if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) throw new Error(`${probeSource} printed no figure '${name}'`);
+      return v;
+    };
+    return {
+      fmaGLanes: field("fma_g_lanes_per_s"),
+      bf16Unpack: field("bf16_unpack_g_weights_per_s"),
+      bf16Integer: field("bf16_integer_g_weights_per_s"),
+      mxfp4: field("mxfp4_g_weights_per_s"),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * The report: each loop in G weights/s and as a share of the FMA peak (one multiply-add per 8
+ * weights would reach the peak), and what the ceiling means for issue 12's targets: the bf16
+ * 1-thread target needs 90% of `bandwidth1` (GB/s, 1 thread) streamed from RAM; the MXFP4 one
+ * needs 30 G weights/s with `threads` threads, at most `threads` times the one-thread ceiling.
+ */
+export function ceilingReport(c: Ceiling, bandwidth1: number, threads: number, indent = ""): string[] {
+  const share = (gw: number) => `${((100 * gw) / c.fmaGLanes).toFixed(0)}% of the FMA peak`;
+  const bf16 = Math.max(c.bf16Unpack, c.bf16Integer);
+  const bf16Need = (0.9 * bandwidth1) / 2;
+  const mxNeed = 30;
+  const verdict = (ceiling: number, need: number) => (ceiling >= need ? "within reach" : "above this CPU's ceiling");
+  return [
+    `${indent}ceiling of the f64 contract on this CPU (inner loops alone, 1 thread, in L2; bench/probes/ceiling.zig):`,
+    `${indent}  f64 FMA peak                 ${c.fmaGLanes.toFixed(1)} G lanes/s`,
+    `${indent}  bf16, unpack + vcvtps2pd     ${c.bf16Unpack.toFixed(2)} G weights/s (${(2 * c.bf16Unpack).toFixed(1)} GB/s), ${share(c.bf16Unpack)}`,
+    `${indent}  bf16, integer widening       ${c.bf16Integer.toFixed(2)} G weights/s (${(2 * c.bf16Integer).toFixed(1)} GB/s), ${share(c.bf16Integer)}`,
+    `${indent}  MXFP4, vpermi2pd lookup      ${c.mxfp4.toFixed(2)} G weights/s, ${share(c.mxfp4)}`,
+    `${indent}  bf16 1-thread target (90% of ${bandwidth1.toFixed(1)} GB/s = ${(2 * bf16Need).toFixed(1)} GB/s): ${verdict(bf16, bf16Need)}`,
+    `${indent}  MXFP4 target (${mxNeed} G weights/s, ${threads} threads, at most ${(threads * c.mxfp4).toFixed(1)}): ${verdict(threads * c.mxfp4, mxNeed)}`,
+  ];
+}

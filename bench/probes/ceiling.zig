@@ -1,0 +1,155 @@
+//! The ceiling of the f64 contract on this CPU (bench/ceiling.ts runs it): the inner loops of
+//! the AVX-512 matvecs with nothing else (no lane tree, no scales, no threads, data in L2), next
+//! to the f64 FMA peak of the same thread. No kernel that keeps model.md §8.3's orders can beat
+//! these loops: each of them is one multiply-add per 8 products plus the fewest instructions
+//! known to turn the stored weights into f64.
+//!
+//!   fma          16 independent chains of 8-wide f64 fused multiply-adds
+//!   bf16_unpack  bf16 -> f32 by interleaving zero halves, f32 -> f64 (vcvtps2pd), multiply-add
+//!                (the v4 kernel's widening), 4 rows sharing the activations
+//!   bf16_integer bf16 bits sign-extended to 64 bits, shifted and masked into an f64 scaled by
+//!                2^-896 against activations scaled by 2^896 (exact for finite weights; no
+//!                conversion instruction), 4 rows
+//!   mxfp4        8 packed bytes broadcast, per-lane shift, vpermi2pd table lookup, multiply-add
+//!                (the v4 kernel's decode), 2 rows, one chain per group as the order requires
+//!
+//! Prints one JSON object: G weights/s (or G FMA lanes/s) per loop, best of several passes.
+const std = @import("std");
+
+const V8 = @Vector(8, f64);
+const F8 = @Vector(8, f32);
+const U8 = @Vector(8, u64);
+
+extern fn @"llvm.x86.avx512.vpermi2var.pd.512"(a: V8, idx: @Vector(8, i64), b: V8) V8;
+
+const cols = 4096;
+const rows = 64; // 512 KB of bf16, 128 KB of MXFP4 codes: in L2
+const passes = 25;
+
+fn seconds(timer: *std.time.Timer) f64 {
+    return @as(f64, @floatFromInt(timer.read())) / 1e9;
+}
+
+noinline fn fmaLoop(n: usize, seed: f64) f64 {
+    var acc: [16]V8 = undefined;
+    for (&acc, 0..) |*a, k| a.* = @splat(seed * @as(f64, @floatFromInt(k)));
+    const m: V8 = @splat(1.0000001);
+    const c: V8 = @splat(seed);
+    for (0..n) |_| {
+        inline for (0..16) |k| acc[k] = @mulAdd(V8, acc[k], m, c);
+    }
+    var s: V8 = @splat(0);
+    for (acc) |a| s += a;
+    asm volatile ("" ::: "memory");
+    return @reduce(.Add, s);
+}
+
+inline fn unpack16(p: [*]const u16) [2]V8 {
+    const w: @Vector(16, u16) = p[0..16].*;
+    const z: @Vector(16, u16) = @splat(0);
+    const lo: F8 = @bitCast(@shuffle(u16, z, w, [16]i32{ 0, -1, 0, -2, 0, -3, 0, -4, 0, -9, 0, -10, 0, -11, 0, -12 }));
+    const hi: F8 = @bitCast(@shuffle(u16, z, w, [16]i32{ 0, -5, 0, -6, 0, -7, 0, -8, 0, -13, 0, -14, 0, -15, 0, -16 }));
+    return .{ @floatCast(lo), @floatCast(hi) };
+}
+
+inline fn integer8(p: [*]const u16) V8 {
+    const w: @Vector(8, i16) = @bitCast(p[0..8].*);
+    const q: U8 = @bitCast(@as(@Vector(8, i64), w));
+    return @bitCast((q << @splat(45)) & @as(U8, @splat(0x8FFF_FFFF_FFFF_FFFF)));
+}
+
+noinline fn bf16Loop(comptime integer: bool, w: [*]const u16, x: [*]const f64) f64 {
+    var sink: V8 = @splat(0);
+    var o: usize = 0;
+    while (o < rows) : (o += 4) {
+        var acc: [4][2]V8 = @splat(.{ @splat(0), @splat(0) });
+        var i: usize = 0;
+        while (i < cols) : (i += 16) {
+            const x0: V8 = x[i..][0..8].*;
+            const x1: V8 = x[i + 8 ..][0..8].*;
+            inline for (0..4) |r| {
+                const p = w + (o + r) * cols + i;
+                const v: [2]V8 = if (integer) .{ integer8(p), integer8(p + 8) } else unpack16(p);
+                acc[r][0] = @mulAdd(V8, v[0], x0, acc[r][0]);
+                acc[r][1] = @mulAdd(V8, v[1], x1, acc[r][1]);
+            }
+        }
+        inline for (0..4) |r| sink += acc[r][0] + acc[r][1];
+    }
+    // a side effect, so repeated calls with the same arguments are not merged
+    asm volatile ("" ::: "memory");
+    return @reduce(.Add, sink);
+}
+
+const e2m1 = [16]f64{ 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0 };
+
+inline fn lookup(p: [*]const u8, comptime q: usize) V8 {
+    const shifts: U8 = if (q % 2 == 0) .{ 0, 4, 8, 12, 16, 20, 24, 28 } else .{ 32, 36, 40, 44, 48, 52, 56, 60 };
+    const word: *align(1) const u64 = @ptrCast(p + (q / 2) * 8);
+    const v: U8 = @splat(word.*);
+    return @"llvm.x86.avx512.vpermi2var.pd.512"(e2m1[0..8].*, @bitCast(v >> shifts), e2m1[8..16].*);
+}
+
+noinline fn mxfp4Loop(codes: [*]const u8, x: [*]const f64) f64 {
+    const groups = cols / 32;
+    var sink: V8 = @splat(0);
+    var o: usize = 0;
+    while (o < rows) : (o += 2) {
+        for (0..groups) |g| {
+            var acc: [2]V8 = .{ @splat(0), @splat(0) };
+            inline for (0..4) |q| {
+                const xv: V8 = x[g * 32 + 8 * q ..][0..8].*;
+                inline for (0..2) |r| acc[r] = @mulAdd(V8, lookup(codes + (o + r) * (cols / 2) + g * 16, q), xv, acc[r]);
+            }
+            sink += acc[0] + acc[1];
+        }
+    }
+    asm volatile ("" ::: "memory");
+    return @reduce(.Add, sink);
+}
+
+fn best(comptime f: anytype, args: anytype, reps: usize) f64 {
+    var fastest = std.math.inf(f64);
+    var keep: f64 = 0;
+    for (0..passes) |_| {
+        var timer = std.time.Timer.start() catch unreachable;
+        for (0..reps) |_| keep += @call(.never_inline, f, args);
+        fastest = @min(fastest, seconds(&timer));
+    }
+    std.mem.doNotOptimizeAway(keep);
+    return fastest;
+}
+
+pub fn main() !void {
+    const alloc = std.heap.page_allocator;
+    const w = try alloc.alloc(u16, rows * cols);
+    defer alloc.free(w);
+    var state: u32 = 0x9e3779b9;
+    for (w) |*b| {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        b.* = @truncate((state & 0xbfff) | 0x3800);
+    }
+    const codes = try alloc.alloc(u8, rows * cols / 2);
+    defer alloc.free(codes);
+    for (codes, 0..) |*c, i| c.* = @truncate(w[i] ^ (w[i] >> 8));
+    const x = try alloc.alloc(f64, cols);
+    defer alloc.free(x);
+    for (x, 0..) |*v, i| v.* = @sin(@as(f64, @floatFromInt(i)));
+
+    const fma_steps = 1 << 21;
+    const fma_s = best(fmaLoop, .{ fma_steps, 0.5 }, 1);
+    const reps = 20;
+    const weights: f64 = @floatFromInt(rows * cols * reps);
+    const unpack_s = best(bf16Loop, .{ false, w.ptr, x.ptr }, reps);
+    const integer_s = best(bf16Loop, .{ true, w.ptr, x.ptr }, reps);
+    const mxfp4_s = best(mxfp4Loop, .{ codes.ptr, x.ptr }, reps);
+    const out = std.io.getStdOut().writer();
+    try out.print("{{\"fma_g_lanes_per_s\":{d:.3},\"bf16_unpack_g_weights_per_s\":{d:.3},\"bf16_integer_g_weights_per_s\":{d:.3},\"mxfp4_g_weights_per_s\":{d:.3}}}\n", .{
+        @as(f64, @floatFromInt(fma_steps * 16 * 8)) / fma_s / 1e9,
+        weights / unpack_s / 1e9,
+        weights / integer_s / 1e9,
+        weights / mxfp4_s / 1e9,
+    });
+}
