@@ -360,7 +360,7 @@ describe("k3 serve: prefill progress in the stream", () => {
     // /v1/completions streams its prefill the same way.
     const text = await rawStream(await fetch(`${s.url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt: content, max_tokens: 2, stream: true, stream_options: { include_usage: true } }) }));
     const textProgress = text.lines.filter((l) => prefillLine.test(l));
-    expect(text.lines.filter(Boolean).slice(0, 2)).toEqual([": k3 queue 0", textProgress[0]]);
+    expect(text.lines.filter(Boolean).slice(0, 2)).toEqual([": k3 queue 0", textProgress[0]!]);
     expect(text.lines.findIndex((l) => l.startsWith("data: "))).toBeGreaterThan(text.lines.indexOf(textProgress.at(-1)!));
     const textUsage = JSON.parse(text.lines.filter((l) => l.startsWith("data: {")).at(-1)!.slice(6)).usage;
     const [, fedText, totalText, , reusedText] = prefillLine.exec(textProgress.at(-1)!)!;
