@@ -6,7 +6,7 @@
  */
 import type { Message, ToolCall } from "./messages.ts";
 import { parseProgress, type StreamProgress } from "./progress.ts";
-import { SseReader, type SseItem } from "./sse.ts";
+import { SseReader, SseTooLong, type SseItem } from "./sse.ts";
 import type { K3Stats, Usage } from "./stats.ts";
 
 export type Effort = "low" | "high" | "max";
@@ -34,6 +34,13 @@ export class ApiError extends Error {
     super(message);
     this.status = status;
     this.code = code;
+  }
+}
+
+/** A stream the page cannot read (not SSE of JSON objects, or past its limits): the page's own refusal. */
+export class BadStream extends ApiError {
+  constructor(message: string) {
+    super(200, message, "bad_stream");
   }
 }
 
@@ -106,8 +113,8 @@ function statsOf(v: unknown): K3Stats | undefined {
 /**
  * One streamed reply read from its text, in whatever pieces it arrives: SSE (sse.ts) to the
  * events the page shows. What the server sends is checked, not trusted: a chunk of another shape
- * is read for what it holds, a stream that is not SSE of JSON chunks ends the reply with an
- * ApiError, and nothing else is thrown.
+ * is read for what it holds, a stream that is not SSE of JSON chunks ends the reply with
+ * BadStream, an error event with an ApiError, and nothing else is thrown.
  */
 export class ChatStreamReader {
   readonly #sse = new SseReader();
@@ -123,20 +130,22 @@ export class ChatStreamReader {
     return this.#sse.done;
   }
 
+  /** Reads `text`; each event is handled as soon as it is complete, so a split changes nothing. */
   push(text: string): void {
-    let items: SseItem[];
     try {
-      items = this.#sse.push(text);
+      this.#sse.read(text, (item) => this.#item(item));
     } catch (error) {
-      throw new ApiError(200, error instanceof Error ? error.message : String(error), "bad_stream");
+      if (error instanceof SseTooLong) throw new BadStream(error.message);
+      throw error;
     }
-    for (const item of items) {
-      if (item.kind === "comment") {
-        const progress = parseProgress(item.text);
-        if (progress) this.#events.onProgress?.(progress);
-      } else {
-        this.#chunk(item.data);
-      }
+  }
+
+  #item(item: SseItem): void {
+    if (item.kind === "comment") {
+      const progress = parseProgress(item.text);
+      if (progress) this.#events.onProgress?.(progress);
+    } else {
+      this.#chunk(item.data);
     }
   }
 
@@ -145,9 +154,9 @@ export class ChatStreamReader {
     try {
       chunk = JSON.parse(data);
     } catch {
-      throw new ApiError(200, `the server sent an event that is not JSON (${data.length > 60 ? `${data.slice(0, 60)}…` : data})`, "bad_stream");
+      throw new BadStream(`the server sent an event that is not JSON: ${JSON.stringify(data.length > 60 ? `${data.slice(0, 60)}…` : data)}`);
     }
-    if (!isObject(chunk)) throw new ApiError(200, "the server sent an event that is not a JSON object", "bad_stream");
+    if (!isObject(chunk)) throw new BadStream("the server sent an event that is not a JSON object");
     if (chunk.error !== undefined) {
       const e = isObject(chunk.error) ? chunk.error : {};
       throw new ApiError(200, typeof e.message === "string" ? e.message : "the server reported an error", typeof e.code === "string" ? e.code : undefined);

@@ -38,7 +38,16 @@ export class SseReader {
   /** The comments and the data of every event completed by `text`, in the order they came. */
   push(text: string): SseItem[] {
     const out: SseItem[] = [];
-    if (this.#done || text === "") return out;
+    this.read(text, (item) => out.push(item));
+    return out;
+  }
+
+  /**
+   * `push`, each item handed to `take` as soon as it is read: when a later line is refused (or
+   * `take` throws), what came before it has been taken, however the text was split.
+   */
+  read(text: string, take: (item: SseItem) => void): void {
+    if (this.#done || text === "") return;
     let at = 0;
     if (this.#afterCr && text.startsWith("\n")) at = 1;
     this.#afterCr = false;
@@ -59,9 +68,8 @@ export class SseReader {
         if (at === text.length) this.#afterCr = true;
         else if (text[at] === "\n") at++;
       }
-      this.#take(line, out);
+      this.#take(line, take);
     }
-    return out;
   }
 
   #append(piece: string): void {
@@ -69,7 +77,7 @@ export class SseReader {
     this.#line += piece;
   }
 
-  #take(line: string, out: SseItem[]): void {
+  #take(line: string, take: (item: SseItem) => void): void {
     if (line === "") {
       if (this.#data.length === 0) return;
       const data = this.#data.join("\n");
@@ -80,12 +88,12 @@ export class SseReader {
         this.#line = "";
         return;
       }
-      out.push({ kind: "data", data });
+      take({ kind: "data", data });
       return;
     }
     const colon = line.indexOf(":");
     if (colon === 0) {
-      out.push({ kind: "comment", text: line.slice(line.startsWith(": ") ? 2 : 1) });
+      take({ kind: "comment", text: line.slice(line.startsWith(": ") ? 2 : 1) });
       return;
     }
     // A field: its name, and its value after the colon and one optional space (none: empty).
