@@ -14,7 +14,7 @@ import { formatBytes } from "../report/format.ts";
 import type { ConversationOptions } from "../session/conversation.ts";
 import { loadTokenizer, type Tokenizer } from "../tokenizer/index.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
-import { checkLayers, checkTokenizerFits, configOption, injectedFaults, layersOption, tokOption } from "./common-options.ts";
+import { checkLayers, checkTokenizerFits, configOption, injectedFaults, layersOption, prefillChunkOption, tokOption } from "./common-options.ts";
 import { memoryOptions, parseGb } from "./memory-options.ts";
 
 export interface ChatModelOptions {
@@ -25,6 +25,8 @@ export interface ChatModelOptions {
   trunkDir: string | undefined;
   /** Positions a conversation holds, prompt and replies. */
   ctx: number;
+  /** Prompt ids per forward call (a server reports its prefill progress after each). */
+  prefillChunk: number;
   /** The longest reply (chat), or the reply length when a request gives none (serve). */
   maxTokens: number;
   /** RAM for state snapshots; undefined: room for one. */
@@ -35,7 +37,9 @@ export interface ChatModelOptions {
   snapshotDir: string | undefined;
 }
 
-export const chatModelDefaults = { ctx: 8192, maxTokens: 2048, snapshotBytes: undefined, snapshotDiskBytes: 8e9, snapshotDir: undefined } as const;
+export const chatModelDefaults = {
+  ctx: 8192, prefillChunk: defaultPrefillChunk, maxTokens: 2048, snapshotBytes: undefined, snapshotDiskBytes: 8e9, snapshotDir: undefined,
+} as const;
 
 /** The tokenizer and memory options, for the top of a command's table. */
 export function chatModelOptions<T extends ChatModelOptions>(maxTokensWhat: string): OptionDef<T>[] {
@@ -46,6 +50,7 @@ export function chatModelOptions<T extends ChatModelOptions>(maxTokensWhat: stri
       name: "ctx", value: "N", description: `Positions a conversation can hold, prompt and replies (default ${chatModelDefaults.ctx})`,
       apply: (o, raw, flag) => { o.ctx = parseInteger(raw, flag, 16, maxPositions); },
     },
+    prefillChunkOption<T>(),
     {
       name: "max-tokens", value: "N", description: `${maxTokensWhat} (default ${chatModelDefaults.maxTokens}, at most ${maxGeneratedTokens})`,
       apply: (o, raw, flag) => { o.maxTokens = parseInteger(raw, flag, 1, maxGeneratedTokens); },
@@ -87,7 +92,7 @@ export function openChatModel(
   const snapshotBytes = o.snapshotBytes ?? recurrentStateBytes(config, layerCount);
   const engine = openEngine(
     {
-      modelDir, config, layerCount, positions: o.ctx, prefillChunk: defaultPrefillChunk, budgets: o.budgets, trunkDir: o.trunkDir,
+      modelDir, config, layerCount, positions: o.ctx, prefillChunk: o.prefillChunk, budgets: o.budgets, trunkDir: o.trunkDir,
       faults: injectedFaults(), snapshotBytes,
     },
     { onWarning: (w) => log.warn(w), onDrop: (d) => log.error(`EXPERT DROP: layer ${d.layer} expert ${d.expert} failed to load; the reply is CORRUPT (${d.reason})`) },

@@ -2,6 +2,7 @@
 import { configCeilings, type ModelConfig } from "../checkpoint/config.ts";
 import { envValue } from "../env.ts";
 import { quoteArgument, usageError } from "../errors.ts";
+import { defaultPrefillChunk, maxPrefillChunk } from "../plan/limits.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
 
@@ -25,6 +26,15 @@ export function configOption<T extends { configPath: string | undefined }>(): Op
   return {
     name: "config", value: "PATH", description: "Model config (default <model_dir>/config.json)",
     apply: (o, raw, flag) => { o.configPath = requirePath(raw, flag); },
+  };
+}
+
+/** --prefill-chunk: the run command, chat and serve feed prompts the same way. */
+export function prefillChunkOption<T extends { prefillChunk: number }>(): OptionDef<T> {
+  return {
+    name: "prefill-chunk", value: "N",
+    description: `Prompt ids per forward call, 1 to ${maxPrefillChunk} (default ${defaultPrefillChunk}): each chunk reads every weight and expert once; any size gives the same tokens`,
+    apply: (o, raw, flag) => { o.prefillChunk = parseInteger(raw, flag, 1, maxPrefillChunk); },
   };
 }
 

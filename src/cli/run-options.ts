@@ -1,12 +1,12 @@
 /** The options of `k3 <model_dir>`: one table for parsing, validation and usage text. */
-import { defaultGeneratedTokens, defaultPrefillChunk, maxGeneratedTokens, maxPrefillChunk } from "../plan/limits.ts";
+import { defaultGeneratedTokens, defaultPrefillChunk, maxGeneratedTokens } from "../plan/limits.ts";
 import { defaultHybridDraftIds, maxDraftIds } from "../decode/drafter.ts";
 import type { DecodeMode } from "../decode/loop.ts";
 import { defaultDraftTrunkBytes, type BudgetAction } from "../plan/budget.ts";
 import { bytesToGb } from "../units.ts";
 import { parseIdList, parseInteger, type OptionDef, type PositionalDef } from "./args.ts";
 import type { CommandInfo } from "./usage.ts";
-import { configOption, helpOption, layersOption, requirePath, tokOption } from "./common-options.ts";
+import { configOption, helpOption, layersOption, prefillChunkOption, requirePath, tokOption } from "./common-options.ts";
 import { memoryOptions, parseGb } from "./memory-options.ts";
 import { samplingOptions, type SamplingTarget } from "./sampling-options.ts";
 
@@ -103,11 +103,7 @@ export const runOptionTable: readonly OptionDef<RunOptions>[] = [
     apply: (o) => { o.mode = "recompute"; },
   },
   ...memoryOptions<RunOptions>(),
-  {
-    name: "prefill-chunk", value: "N",
-    description: `Prompt ids per forward call, 1 to ${maxPrefillChunk} (default ${defaultPrefillChunk}): each chunk reads every weight and expert once; any size gives the same tokens`,
-    apply: (o, raw, flag) => { o.prefillChunk = parseInteger(raw, flag, 1, maxPrefillChunk); },
-  },
+  prefillChunkOption<RunOptions>(),
   ...samplingOptions<RunOptions>("default 0: the run command decodes greedily"),
   {
     name: "spec", value: "N",

@@ -71,14 +71,37 @@ export interface DecodeResult {
   finish: FinishReason;
 }
 
-/** Feeds `ids` in chunks of `chunk` (all at once without one); returns the last position's logits. */
-export function feed<State>(model: Forward<State>, state: State, ids: readonly number[], chunk?: number): Float32Array {
+/** The ids per forward call feed and feedInSteps use: `chunk`, or all of them at once without one. */
+function chunkSize(ids: readonly number[], chunk: number | undefined): number {
   const size = chunk ?? ids.length;
   if (!Number.isInteger(size) || size < 1) throw new Error(`feed: chunk size ${size} is not a positive integer`);
+  if (ids.length === 0) throw new Error("feed: no ids to feed");
+  return size;
+}
+
+/** Feeds `ids` in chunks of `chunk` (all at once without one); returns the last position's logits. */
+export function feed<State>(model: Forward<State>, state: State, ids: readonly number[], chunk?: number): Float32Array {
+  const size = chunkSize(ids, chunk);
   let logits: Float32Array | undefined;
   for (let at = 0; at < ids.length; at += size) logits = model.run(state, ids.slice(at, at + size));
-  if (!logits) throw new Error("feed: no ids to feed");
-  return logits;
+  return logits as Float32Array;
+}
+
+/**
+ * `feed` with a pause before every chunk: `before(done)` (ids fed so far) is awaited ahead of
+ * each chunk, and feeding stops there when it answers false. The chunks are feed's own, so the
+ * bits are too. Returns the ids fed and, when all were, the last position's logits.
+ */
+export async function feedInSteps<State>(
+  model: Forward<State>, state: State, ids: readonly number[], chunk: number | undefined, before: (done: number) => Promise<boolean>,
+): Promise<{ fed: number; logits: Float32Array | undefined }> {
+  const size = chunkSize(ids, chunk);
+  let logits: Float32Array | undefined;
+  for (let at = 0; at < ids.length; at += size) {
+    if (!(await before(at))) return { fed: at, logits: undefined };
+    logits = model.run(state, ids.slice(at, at + size));
+  }
+  return { fed: ids.length, logits };
 }
 
 /**

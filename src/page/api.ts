@@ -2,10 +2,11 @@
  * The page's only way to the model: the public OpenAI-compatible API, exactly as any client
  * uses it. POST /v1/chat/completions with `stream: true` and `stream_options.include_usage`
  * (chat.md 4.4), and GET /v1/models for the model's name. Aborting the signal closes the
- * connection, and k3 serve stops generating at the next token.
+ * connection, and k3 serve stops at the next prefill chunk or token.
  */
 import type { Message, ToolCall } from "./messages.ts";
-import { SseReader } from "./sse.ts";
+import { parseProgress, type StreamProgress } from "./progress.ts";
+import { SseReader, SseTooLong, type SseItem } from "./sse.ts";
 import type { K3Stats, Usage } from "./stats.ts";
 
 export type Effort = "low" | "high" | "max";
@@ -36,6 +37,13 @@ export class ApiError extends Error {
   }
 }
 
+/** A stream the page cannot read (not SSE of JSON objects, or past its limits): the page's own refusal. */
+export class BadStream extends ApiError {
+  constructor(message: string) {
+    super(200, message, "bad_stream");
+  }
+}
+
 export function chatRequest(model: string, messages: readonly Message[], s: ChatSettings): Record<string, unknown> {
   return {
     model,
@@ -56,6 +64,8 @@ export interface StreamEvents {
   onToolCalls(calls: ToolCall[]): void;
   onFinish(reason: string): void;
   onUsage(usage: Usage, k3: K3Stats | undefined): void;
+  /** k3's progress comments: the queue ahead, then the prefill after every chunk. */
+  onProgress?(progress: StreamProgress): void;
 }
 
 function headers(apiKey: string | undefined): Record<string, string> {
@@ -83,11 +93,97 @@ export async function listModels(apiKey: string | undefined): Promise<string[]> 
   return (body.data ?? []).map((m) => m.id).filter((id): id is string => typeof id === "string");
 }
 
-interface Chunk {
-  choices?: { delta?: { reasoning_content?: unknown; content?: unknown; tool_calls?: unknown }; finish_reason?: unknown }[];
-  usage?: Usage;
-  k3?: K3Stats;
-  error?: { message?: unknown; code?: unknown };
+type Json = Record<string, unknown>;
+
+const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
+const isCount = (v: unknown): v is number => typeof v === "number" && Number.isSafeInteger(v) && v >= 0;
+const isSeconds = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0;
+
+function usageOf(v: unknown): Usage | undefined {
+  if (!isObject(v) || !isCount(v.prompt_tokens) || !isCount(v.completion_tokens) || !isCount(v.total_tokens)) return undefined;
+  return { prompt_tokens: v.prompt_tokens, completion_tokens: v.completion_tokens, total_tokens: v.total_tokens };
+}
+
+function statsOf(v: unknown): K3Stats | undefined {
+  if (!isObject(v) || !isCount(v.reused_prompt_ids) || !isCount(v.prefilled_ids) || typeof v.reused_from !== "string") return undefined;
+  if (!isSeconds(v.prefill_seconds) || !isSeconds(v.decode_seconds)) return undefined;
+  return { reused_prompt_ids: v.reused_prompt_ids, prefilled_ids: v.prefilled_ids, reused_from: v.reused_from, prefill_seconds: v.prefill_seconds, decode_seconds: v.decode_seconds };
+}
+
+/**
+ * One streamed reply read from its text, in whatever pieces it arrives: SSE (sse.ts) to the
+ * events the page shows. What the server sends is checked, not trusted: a chunk of another shape
+ * is read for what it holds, a stream that is not SSE of JSON chunks ends the reply with
+ * BadStream, an error event with an ApiError, and nothing else is thrown.
+ */
+export class ChatStreamReader {
+  readonly #sse = new SseReader();
+  readonly #calls = new Map<number, ToolCall>();
+  readonly #events: StreamEvents;
+
+  constructor(events: StreamEvents) {
+    this.#events = events;
+  }
+
+  /** True once `data: [DONE]` was read. */
+  get done(): boolean {
+    return this.#sse.done;
+  }
+
+  /** Reads `text`; each event is handled as soon as it is complete, so a split changes nothing. */
+  push(text: string): void {
+    try {
+      this.#sse.read(text, (item) => this.#item(item));
+    } catch (error) {
+      if (error instanceof SseTooLong) throw new BadStream(error.message);
+      throw error;
+    }
+  }
+
+  #item(item: SseItem): void {
+    if (item.kind === "comment") {
+      const progress = parseProgress(item.text);
+      if (progress) this.#events.onProgress?.(progress);
+    } else {
+      this.#chunk(item.data);
+    }
+  }
+
+  #chunk(data: string): void {
+    let chunk: unknown;
+    try {
+      chunk = JSON.parse(data);
+    } catch {
+      throw new BadStream(`the server sent an event that is not JSON: ${JSON.stringify(data.length > 60 ? `${data.slice(0, 60)}…` : data)}`);
+    }
+    if (!isObject(chunk)) throw new BadStream("the server sent an event that is not a JSON object");
+    if (chunk.error !== undefined) {
+      const e = isObject(chunk.error) ? chunk.error : {};
+      throw new ApiError(200, typeof e.message === "string" ? e.message : "the server reported an error", typeof e.code === "string" ? e.code : undefined);
+    }
+    const usage = usageOf(chunk.usage);
+    if (usage) this.#events.onUsage(usage, statsOf(chunk.k3));
+    for (const choice of Array.isArray(chunk.choices) ? chunk.choices : []) {
+      if (!isObject(choice)) continue;
+      const delta = isObject(choice.delta) ? choice.delta : {};
+      if (typeof delta.reasoning_content === "string" && delta.reasoning_content) this.#events.onReasoning(delta.reasoning_content);
+      if (typeof delta.content === "string" && delta.content) this.#events.onContent(delta.content);
+      if (Array.isArray(delta.tool_calls)) {
+        // Fragments of one call share an index; their arguments concatenate (chat.md 4.4).
+        for (const part of delta.tool_calls) {
+          if (!isObject(part)) continue;
+          const index = isCount(part.index) ? part.index : this.#calls.size;
+          const fn = isObject(part.function) ? part.function : {};
+          const call = this.#calls.get(index) ?? { id: typeof part.id === "string" ? part.id : `call_${index}`, type: "function" as const, function: { name: "", arguments: "" } };
+          if (typeof fn.name === "string") call.function.name += fn.name;
+          if (typeof fn.arguments === "string") call.function.arguments += fn.arguments;
+          this.#calls.set(index, call);
+        }
+        this.#events.onToolCalls([...this.#calls.values()]);
+      }
+      if (typeof choice.finish_reason === "string") this.#events.onFinish(choice.finish_reason);
+    }
+  }
 }
 
 /** Streams one reply; resolves at [DONE] or the end of the body, rejects on an error or an abort. */
@@ -95,40 +191,15 @@ export async function streamChat(request: Record<string, unknown>, apiKey: strin
   const response = await fetch("/v1/chat/completions", { method: "POST", headers: headers(apiKey), body: JSON.stringify(request), signal });
   if (!response.ok) throw await failure(response);
   if (!response.body) throw new ApiError(response.status, "the server sent no body");
-  const reader = new SseReader();
-  const calls = new Map<number, ToolCall>();
+  const reader = new ChatStreamReader(events);
   const decoder = new TextDecoder();
-  const handle = (data: string) => {
-    const chunk = JSON.parse(data) as Chunk;
-    if (chunk.error) {
-      throw new ApiError(200, typeof chunk.error.message === "string" ? chunk.error.message : "the server reported an error", typeof chunk.error.code === "string" ? chunk.error.code : undefined);
-    }
-    if (chunk.usage) events.onUsage(chunk.usage, chunk.k3);
-    for (const choice of chunk.choices ?? []) {
-      const delta = choice.delta ?? {};
-      if (typeof delta.reasoning_content === "string" && delta.reasoning_content) events.onReasoning(delta.reasoning_content);
-      if (typeof delta.content === "string" && delta.content) events.onContent(delta.content);
-      if (Array.isArray(delta.tool_calls)) {
-        // Fragments of one call share an index; their arguments concatenate (chat.md 4.4).
-        for (const part of delta.tool_calls as { index?: number; id?: string; function?: { name?: string; arguments?: string } }[]) {
-          const index = part.index ?? calls.size;
-          const call = calls.get(index) ?? { id: part.id ?? `call_${index}`, type: "function" as const, function: { name: "", arguments: "" } };
-          call.function.name += part.function?.name ?? "";
-          call.function.arguments += part.function?.arguments ?? "";
-          calls.set(index, call);
-        }
-        events.onToolCalls([...calls.values()]);
-      }
-      if (typeof choice.finish_reason === "string") events.onFinish(choice.finish_reason);
-    }
-  };
   const body = response.body.getReader();
   try {
     // A reader rather than `for await`, which Safari's streams do not all have.
     for (;;) {
       const { value, done } = await body.read();
       if (done) break;
-      for (const data of reader.push(decoder.decode(value, { stream: true }))) handle(data);
+      reader.push(decoder.decode(value, { stream: true }));
       if (reader.done) break;
     }
   } finally {

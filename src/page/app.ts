@@ -150,7 +150,7 @@ function fillAssistant(view: AssistantView, m: Message, note: Note | undefined, 
   const reasoning = m.reasoning_content ?? "";
   // Thinking off sends null: then there is no reasoning to fold away.
   view.reasoning.hidden = m.reasoning_content === null || m.reasoning_content === undefined || (reasoning === "" && streaming === undefined);
-  view.reasoningLabel.textContent = streaming === "waiting" ? "Reasoning (waiting for the first token)"
+  view.reasoningLabel.textContent = streaming === "waiting" || streaming === "prefill" ? "Reasoning (waiting for the first token)"
     : streaming === "thinking" ? `Thinking… (${reasoning.length} characters)` : `Reasoning (${reasoning.length} characters)`;
   if (view.reasoningText.textContent !== reasoning) view.reasoningText.textContent = reasoning;
   view.answer.replaceChildren(renderMarkdown(m.content ?? ""));
@@ -290,7 +290,7 @@ async function send(text: string): Promise<void> {
     if (live.phase === next) return;
     live.phase = next;
     livePhase = next;
-    ui.status.textContent = { waiting: "Waiting", thinking: "Thinking", answering: "Answering" }[next];
+    ui.status.textContent = { waiting: "Waiting", prefill: "Prefill", thinking: "Thinking", answering: "Answering" }[next];
     ui.status.className = "";
   };
   const delta = () => {
@@ -328,6 +328,15 @@ async function send(text: string): Promise<void> {
       onUsage: (u, stats) => {
         usage = u;
         k3 = stats;
+      },
+      onProgress: (p) => {
+        // Shown as it comes: on a fast engine the whole prefill is over before the next tick.
+        if (p.kind === "queue") live.queueAhead = p.ahead;
+        else if (live.phase === "waiting" || live.phase === "prefill") {
+          live.prefill = { ...p, arrivedSeconds: (performance.now() - started) / 1000 };
+          phase("prefill");
+        }
+        tick();
       },
     }));
   } catch (error) {

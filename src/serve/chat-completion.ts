@@ -12,7 +12,7 @@ import { openAIToolCall, type OpenAIToolCall } from "../chat/tool-call.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import { usageError } from "../errors.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
-import type { TurnResult } from "../session/conversation.ts";
+import type { PrefillProgress, TurnResult } from "../session/conversation.ts";
 import { generateReply, type GenerationSource } from "../session/reply.ts";
 
 export type { GenerationSource };
@@ -71,7 +71,7 @@ export function prepareCompletion(request: ChatRequest, tokenizer: Tokenizer, ca
 
 export type PreparedCompletion = ReturnType<typeof prepareCompletion>;
 
-/** Runs a prepared completion; `onDelta` sees every delta as it is produced. */
+/** Runs a prepared completion; `onDelta` sees every delta as it is produced, `onPrefill` the prompt going in. */
 export async function runCompletion(
   prepared: PreparedCompletion,
   source: GenerationSource,
@@ -79,11 +79,12 @@ export async function runCompletion(
   stopIds: ReadonlySet<number>,
   onDelta: (delta: Delta) => void,
   cancelled: () => boolean,
+  onPrefill?: (progress: PrefillProgress) => void,
 ): Promise<Completion> {
   const { request, sampling, rendered, maxTokens } = prepared;
   let calls = 0;
   const { message, finishReason, turn } = await generateReply(source, rendered, tokenizer, {
-    thinking: request.thinking, sampling, maxNewTokens: maxTokens, stopIds, stop: request.stop, cancelled,
+    thinking: request.thinking, sampling, maxNewTokens: maxTokens, stopIds, stop: request.stop, cancelled, onPrefill,
     onEvent: (event) => {
       if (event.kind === "reasoning") onDelta({ reasoning_content: event.text });
       else if (event.kind === "content") onDelta({ content: event.text });

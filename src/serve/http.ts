@@ -8,6 +8,8 @@ import type { Server } from "bun";
 import { parseChatRequest } from "../chat/request.ts";
 import { controlIds, stopIds } from "../chat/specials.ts";
 import chatPage from "../page/index.html";
+import { progressComment, type StreamProgress } from "../page/progress.ts";
+import type { PrefillProgress } from "../session/conversation.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import { prepareCompletion, runCompletion, type Completion, type Delta, type GenerationSource, type PreparedCompletion } from "./chat-completion.ts";
 import { apiError, errorResponse, fromThrown } from "./errors.ts";
@@ -36,14 +38,18 @@ class GenerationQueue {
     this.#limit = limit;
   }
 
-  /** Undefined when full; otherwise a promise that resolves when it is this caller's turn. */
-  enter(): Promise<() => void> | undefined {
+  /**
+   * Undefined when full; otherwise a promise that resolves when it is this caller's turn, and
+   * how many generations run or wait ahead of it now.
+   */
+  enter(): { ready: Promise<() => void>; ahead: number } | undefined {
     if (this.#running && this.#waiting >= this.#limit) return undefined;
+    const ahead = this.#waiting + (this.#running ? 1 : 0);
     this.#waiting++;
     const previous = this.#tail;
     let release!: () => void;
     this.#tail = new Promise((resolve) => { release = resolve; });
-    return previous.then(() => {
+    const ready = previous.then(() => {
       this.#waiting--;
       this.#running = true;
       return () => {
@@ -51,6 +57,7 @@ class GenerationQueue {
         release();
       };
     });
+    return { ready, ahead };
   }
 
   /** Resolves when everything queued so far has finished. */
@@ -91,21 +98,28 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
   const unknownModel = (name: string) =>
     errorResponse(apiError(404, "invalid_request_error", `model '${name}' does not exist; this server has '${options.modelName}'`, "model_not_found", "model"));
 
-  /** SSE framing shared by both completion kinds: events, a final error event, [DONE]. */
-  function sse(req: Request, body: (send: (data: unknown) => void) => Promise<void>): Response {
+  /**
+   * SSE framing shared by both completion kinds: progress comments (src/page/progress.ts), events,
+   * a final error event, [DONE]. The first comment goes out at once, and with it the headers (Bun
+   * sends them with the first bytes): a queued client knows it was accepted.
+   */
+  function sse(req: Request, ahead: number, body: (send: (data: unknown) => void, progress: (p: PrefillProgress) => void) => Promise<void>): Response {
     const encoder = new TextEncoder();
     const stream = new ReadableStream<Uint8Array>({
       async start(controller) {
-        const send = (data: unknown) => {
+        const write = (text: string) => {
           if (req.signal.aborted) return;
           try {
-            controller.enqueue(encoder.encode(`data: ${JSON.stringify(data)}\n\n`));
+            controller.enqueue(encoder.encode(text));
           } catch {
-            // The client went away; `cancelled` stops the generation at the next token.
+            // The client went away; `cancelled` stops the generation at the next chunk or token.
           }
         };
+        const send = (data: unknown) => write(`data: ${JSON.stringify(data)}\n\n`);
+        const comment = (p: StreamProgress) => write(progressComment(p));
+        comment({ kind: "queue", ahead });
         try {
-          await body(send);
+          await body(send, (p) => comment({ kind: "prefill", ...p }));
           if (!req.signal.aborted) controller.enqueue(encoder.encode("data: [DONE]\n\n"));
         } catch (error) {
           const e = fromThrown(error);
@@ -137,7 +151,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     const head = { id: `cmpl-${crypto.randomUUID().replaceAll("-", "")}`, object: "text_completion", created: Math.floor(Date.now() / 1000), model: options.modelName };
     const cancelled = () => req.signal.aborted;
     if (!request.stream) {
-      const release = await turn;
+      const release = await turn.ready;
       try {
         const c = await runTextCompletion(request, source, tokenizer, stopIdSet, () => {}, cancelled);
         return Response.json({ ...head, choices: [{ index: 0, text: c.text, logprobs: null, finish_reason: c.finishReason }], usage: c.usage });
@@ -147,10 +161,11 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
         release();
       }
     }
-    return sse(req, async (send) => {
-      const release = await turn;
+    return sse(req, turn.ahead, async (send, progress) => {
+      const release = await turn.ready;
       try {
-        const c = await runTextCompletion(request, source, tokenizer, stopIdSet, (text) => send({ ...head, choices: [{ index: 0, text, logprobs: null, finish_reason: null }] }), cancelled);
+        const text = (piece: string) => send({ ...head, choices: [{ index: 0, text: piece, logprobs: null, finish_reason: null }] });
+        const c = await runTextCompletion(request, source, tokenizer, stopIdSet, text, cancelled, progress);
         send({ ...head, choices: [{ index: 0, text: "", logprobs: null, finish_reason: c.finishReason }] });
         if (request.includeUsage) send({ ...head, choices: [], usage: c.usage });
       } finally {
@@ -176,7 +191,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     const head = { id, created: Math.floor(Date.now() / 1000), model: options.modelName };
     const cancelled = () => req.signal.aborted;
     if (!prepared.request.stream) {
-      const release = await turn;
+      const release = await turn.ready;
       try {
         const c = await runCompletion(prepared, source, tokenizer, stopIdSet, () => {}, cancelled);
         return Response.json(completionBody(head, c));
@@ -186,13 +201,25 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
         release();
       }
     }
-    return sse(req, async (send) => {
+    return sse(req, turn.ahead, async (send, progress) => {
       const chunk = (delta: Record<string, unknown>, finish: string | null) =>
         send({ ...head, object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] });
-      const release = await turn;
+      // The role chunk opens the reply once the prompt is in: every prefill comment comes before the first data chunk.
+      let opened = false;
+      const open = () => {
+        if (!opened) chunk({ role: "assistant" }, null);
+        opened = true;
+      };
+      const release = await turn.ready;
       try {
-        chunk({ role: "assistant" }, null);
-        const c = await runCompletion(prepared, source, tokenizer, stopIdSet, (delta: Delta) => chunk(delta, null), cancelled);
+        const c = await runCompletion(prepared, source, tokenizer, stopIdSet, (delta: Delta) => {
+          open();
+          chunk(delta, null);
+        }, cancelled, (p) => {
+          progress(p);
+          if (p.fed === p.total) open();
+        });
+        open();
         chunk({}, c.finishReason);
         if (prepared.request.includeUsage) send({ ...head, object: "chat.completion.chunk", choices: [], usage: c.usage, k3: c.stats });
       } finally {

@@ -10,6 +10,7 @@ import { resolveSampling, samplingDefaults, type SamplingOptions } from "../deco
 import { usageError } from "../errors.ts";
 import { JsonSyntaxError, parseJsonData } from "../json.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
+import type { PrefillProgress } from "../session/conversation.ts";
 import { StopStrings, type GenerationSource } from "../session/reply.ts";
 
 /** OpenAI's legacy default for a completion's length. */
@@ -90,7 +91,7 @@ export interface TextCompletion {
 
 export async function runTextCompletion(
   request: TextRequest, source: GenerationSource, tokenizer: Tokenizer, stopIds: ReadonlySet<number>,
-  onText: (text: string) => void, cancelled: () => boolean,
+  onText: (text: string) => void, cancelled: () => boolean, onPrefill?: (progress: PrefillProgress) => void,
 ): Promise<TextCompletion> {
   const utf8 = new Utf8Stream();
   const stops = new StopStrings(request.stop);
@@ -101,7 +102,7 @@ export async function runTextCompletion(
     onText(piece);
   };
   const turn = await source.turn({ ids: request.ids, historyEnd: request.ids.length }, {
-    sampler: createSampler(request.sampling), maxNewTokens: request.maxTokens, stopIds, cancelled,
+    sampler: createSampler(request.sampling), maxNewTokens: request.maxTokens, stopIds, cancelled, onPrefill,
     onToken: (id) => {
       if (stopIds.has(id)) return undefined; // the stop id ends the reply and is not text
       emit(stops.push(utf8.push(tokenizer.decode([id]))));

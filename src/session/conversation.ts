@@ -6,7 +6,7 @@
  * it is reused, from the live state or the longest matching snapshot, and only the new ids are
  * fed. Nothing sampled is spliced into history, and the stop id is never fed.
  */
-import { feed, type FinishReason } from "../decode/loop.ts";
+import { feedInSteps, type FinishReason } from "../decode/loop.ts";
 import type { Sampler } from "../decode/sampler.ts";
 import { usageError } from "../errors.ts";
 import type { Model } from "../model/forward.ts";
@@ -27,8 +27,26 @@ export interface TurnOptions {
   stopIds: ReadonlySet<number>;
   /** Each id as it is chosen (for streaming the reply); "stop" ends the reply after it, unfed. */
   onToken?: (token: number) => "stop" | undefined | void;
-  /** Asked between tokens, after the event loop has run: true ends the reply as cancelled. */
+  /**
+   * Asked before each prefill chunk and between tokens, after the event loop has run: true ends
+   * the turn there as cancelled (during the prefill: with nothing generated).
+   */
   cancelled?: () => boolean;
+  /** Told before the first prefill chunk and after every one (a server streams it to the client). */
+  onPrefill?: (progress: PrefillProgress) => void;
+}
+
+/** How far the prefill of a turn has come. */
+export interface PrefillProgress {
+  /** Prompt ids fed so far. */
+  fed: number;
+  /** Prompt ids this turn feeds in all (the rest are reused). */
+  total: number;
+  /** Prompt ids reused, and from where. */
+  reused: number;
+  reusedFrom: TurnResult["reusedFrom"];
+  /** Since the turn began (finding and restoring the reused state included). */
+  seconds: number;
 }
 
 export interface TurnResult {
@@ -49,8 +67,13 @@ export interface TurnResult {
 const isPrefix = (prefix: readonly number[], of: readonly number[]) =>
   prefix.length <= of.length && prefix.every((id, i) => id === of[i]);
 
-/** Lets timers, input and signals (Ctrl-C) run between tokens: the forward pass is synchronous. */
-const yieldToEventLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
+/**
+ * Lets sockets, timers, input and signals (Ctrl-C, a client that went away) run between prefill
+ * chunks and between tokens: the forward pass is synchronous. A timer turn rather than
+ * setImmediate: measured on Bun 1.4.5, bytes a Bun.serve stream enqueued are written to the
+ * socket during a Bun.sleep(0) yield, but only one setImmediate yield later (a chunk late).
+ */
+const yieldToEventLoop = () => Bun.sleep(0);
 
 export interface ConversationOptions {
   /** Ids per forward call when a prompt is fed (the engine's plan sized its activations for it). */
@@ -135,14 +158,6 @@ export class Conversation {
     return { start: 0, from: "none" };
   }
 
-  /** Feeds `ids[from, to)` to the live state and takes a snapshot of `kind` at `to`. */
-  #feedTo(ids: readonly number[], from: number, to: number, kind: SnapshotKind): Float32Array {
-    const logits = feed(this.#model, this.#state, ids.slice(from, to), this.#chunk);
-    this.#fed = ids.slice(0, to);
-    this.#snapshots.add(this.#fed, this.#state, kind);
-    return logits;
-  }
-
   async turn(prompt: RenderedPrompt, options: TurnOptions): Promise<TurnResult> {
     const { ids } = prompt;
     if (ids.length === 0) throw usageError("the rendered prompt is empty");
@@ -162,11 +177,33 @@ export class Conversation {
     const prefillStarted = performance.now();
     const { start, from } = this.#reuse(ids);
     this.#fed = ids.slice(0, start);
+    const since = () => (performance.now() - prefillStarted) / 1000;
+    const report = (fed: number) => options.onPrefill?.({ fed, total: ids.length - start, reused: start, reusedFrom: from, seconds: since() });
     // Snapshot (a) splits the prefill there; chunking does not change the bits (test/gates/chunks).
     const split = historyEnd > start && historyEnd < ids.length;
-    if (split) this.#feedTo(ids, start, historyEnd, "messages end");
-    let logits: Float32Array | undefined = this.#feedTo(ids, split ? historyEnd : start, ids.length, historyEnd >= ids.length ? "messages end" : "prompt end");
-    const prefillSeconds = (performance.now() - prefillStarted) / 1000;
+    const parts: [number, number, SnapshotKind][] = split
+      ? [[start, historyEnd, "messages end"], [historyEnd, ids.length, "prompt end"]]
+      : [[start, ids.length, historyEnd >= ids.length ? "messages end" : "prompt end"]];
+    let logits: Float32Array | undefined;
+    for (const [at, to, kind] of parts) {
+      const part = await feedInSteps(this.#model, this.#state, ids.slice(at, to), this.#chunk, async (done) => {
+        report(at + done - start);
+        await yieldToEventLoop();
+        return !options.cancelled?.();
+      });
+      // Exactly the ids the state has consumed, also when the prefill stopped part way.
+      this.#fed = ids.slice(0, at + part.fed);
+      if (!part.logits) {
+        return {
+          generated: [], finish: "cancelled", fedPromptIds: this.#fed.length - start, reusedPromptIds: start, reusedFrom: from,
+          prefillSeconds: since(), decodeSeconds: 0, snapshots: this.#snapshots.counts,
+        };
+      }
+      this.#snapshots.add(this.#fed, this.#state, kind);
+      logits = part.logits;
+    }
+    report(ids.length - start);
+    const prefillSeconds = since();
 
     const decodeStarted = performance.now();
     const generated: number[] = [];

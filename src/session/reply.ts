@@ -10,7 +10,7 @@ import { MessageBuilder, type AssistantMessage } from "../chat/reply-message.ts"
 import { createSampler } from "../decode/sampling.ts";
 import type { SamplingOptions } from "../decode/sampling-options.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
-import type { RenderedPrompt, TurnOptions, TurnResult } from "./conversation.ts";
+import type { PrefillProgress, RenderedPrompt, TurnOptions, TurnResult } from "./conversation.ts";
 
 /**
  * Where replies come from: the model's conversation (./conversation.ts), or in tests a scripted
@@ -73,8 +73,10 @@ export interface ReplyOptions {
   stop?: readonly string[];
   /** Every event as the reply grows; content already cut at a stop string. */
   onEvent?: (event: ReplyEvent) => void;
-  /** Asked between tokens: true stops the reply there. */
+  /** Asked before each prefill chunk and between tokens: true stops the reply there. */
   cancelled?: () => boolean;
+  /** How far the prompt's prefill has come (before its first chunk and after each). */
+  onPrefill?: (progress: PrefillProgress) => void;
 }
 
 export interface Reply {
@@ -110,6 +112,7 @@ export async function generateReply(source: GenerationSource, rendered: Rendered
       return parser.end === "new-turn" || stops.hit ? "stop" : undefined;
     },
     cancelled: o.cancelled,
+    onPrefill: o.onPrefill,
   });
   takeAll(parser.finish());
   const rest = stops.flush();

@@ -370,5 +370,52 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
       expect(await s.stop()).toBe(0);
     }
   }, 60_000);
+
+  test("the status line shows the prefill as it runs: ids fed of the ids to feed, chunk by chunk, then the reply's phases", async () => {
+    // Prompts fed 4 ids at a time, and a message of some 450 ids: about 110 progress comments.
+    const s = await serve(dir, ["--prefill-chunk", "4"]);
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${s.url}/`);
+      await until(page, `document.getElementById("model-name").textContent === "kimi-k3"`);
+      // Every text the status line is given, as it is given (a later one in the same task does not hide it).
+      await page.evaluate(`(() => {
+        const texts = [];
+        window.__k3status = texts;
+        const line = document.querySelector(".status-line");
+        new MutationObserver((records) => {
+          for (const r of records) {
+            if (r.type === "characterData") texts.push(r.target.data);
+            for (const node of r.addedNodes) texts.push(node.textContent);
+          }
+        }).observe(line, { subtree: true, childList: true, characterData: true });
+      })()`);
+      await page.getByLabel("Max tokens").fill("4");
+      await page.getByLabel("Message").fill(Array.from({ length: 40 }, (_, i) => `word${i % 10} and`).join(" "));
+      await page.keyboard.press("Enter");
+      await turnDone(page, 1);
+      const texts = (await page.evaluate("window.__k3status")) as string[];
+      const prefill = texts.flatMap((t) => {
+        const m = /^Prefill: (\d+) \/ (\d+) ids \((\d+)%\), .+ · Esc stops$/.exec(t);
+        return m ? [{ fed: Number(m[1]), total: Number(m[2]), percent: Number(m[3]) }] : [];
+      });
+      const final = (await page.locator("#status").textContent())!;
+      const prefilled = Number(/^prefill (\d+) ids in /.exec(final)?.[1]);
+      expect(prefilled).toBeGreaterThan(400);
+      // Shown while it ran: many steps, in order, against the total k3's statistics give at the end.
+      const fed = [...new Set(prefill.map((p) => p.fed))];
+      expect(fed.length).toBeGreaterThan(5);
+      expect(fed).toEqual([...fed].sort((a, b) => a - b));
+      expect(prefill.every((p) => p.total === prefilled && p.percent === Math.floor((100 * p.fed) / p.total))).toBe(true);
+      expect(fed.at(-1)!).toBeGreaterThan(prefilled / 2);
+      // The phases in order: waiting, the prefill, the reply (the fixture model only thinks), the statistics.
+      const phases = texts.filter((t) => ["Waiting", "Prefill", "Thinking", "Answering"].includes(t));
+      expect(phases.slice(0, 3)).toEqual(["Waiting", "Prefill", "Thinking"]);
+      expect(texts.indexOf(final)).toBeGreaterThan(texts.findLastIndex((t) => t.startsWith("Prefill: ")));
+    } finally {
+      await page.close();
+      expect(await s.stop()).toBe(0);
+    }
+  }, 60_000);
 });
 

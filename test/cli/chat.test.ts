@@ -150,4 +150,31 @@ describe("k3 chat in a terminal", () => {
     expect(lstatSync(link).isSymbolicLink()).toBe(true);
     expect(JSON.parse(readFileSync(join(dir, "kept", "real.json"), "utf8"))).toEqual([]);
   }, 30_000);
+
+  test("Ctrl-C during the prefill stops it at the next chunk; the next turn goes on from the ids it fed", async () => {
+    // Some 450 prompt ids fed one at a time: a prefill long enough to be interrupted.
+    const pty = new PtySession([executablePath, ...chat(["--max-tokens", "4", "--temperature", "0", "--prefill-chunk", "1"])]);
+    sessions.push(pty);
+    await pty.waitFor(/> $/);
+    let mark = pty.screen.length;
+    pty.send(`${Array.from({ length: 40 }, (_, i) => `word${i % 10} and`).join(" ")}\r`);
+    await pty.waitFor(/word9 and\r?\n/, mark);
+    await Bun.sleep(150);
+    pty.send("\u0003");
+    await pty.waitFor(/\[stopped\]\n> $/, mark);
+    mark = pty.screen.length;
+    pty.send("/stats\r");
+    const [, prompt, fed] = await pty.waitFor(/turn: prompt (\d+) ids \((\d+) fed, 0 reused from the start\)[^\n]*\(cancelled\)/, mark);
+    expect(Number(fed)).toBeGreaterThan(0);
+    expect(Number(fed)).toBeLessThan(Number(prompt));
+    mark = pty.screen.length;
+    pty.send("Go on\r");
+    await pty.waitFor(/\n> $/, mark);
+    mark = pty.screen.length;
+    pty.send("/stats\r");
+    const [, , reused] = await pty.waitFor(/turn: prompt (\d+) ids \(\d+ fed, (\d+) reused from the live state\)/, mark);
+    expect(Number(reused)).toBe(Number(fed));
+    pty.send("/exit\r");
+    expect(await pty.exited()).toBe(0);
+  }, 30_000);
 });

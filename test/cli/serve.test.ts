@@ -267,3 +267,146 @@ describe("k3 serve", () => {
     expect(await s.stop()).toBe(0);
   }, 60_000);
 });
+
+/** A raw SSE body as it arrived: its lines, and which read each came in. */
+async function rawStream(r: Response, stop?: (line: string) => boolean): Promise<{ lines: string[]; reads: number[] }> {
+  const lines: string[] = [];
+  const reads: number[] = [];
+  const reader = r.body!.getReader();
+  const decoder = new TextDecoder();
+  let pending = "";
+  for (let read = 0; ; read++) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    pending += decoder.decode(value, { stream: true });
+    const parts = pending.split("\n");
+    pending = parts.pop()!;
+    for (const line of parts) {
+      lines.push(line);
+      reads.push(read);
+      if (stop?.(line)) {
+        await reader.cancel();
+        return { lines, reads };
+      }
+    }
+  }
+  return { lines, reads };
+}
+
+const prefillLine = /^: k3 prefill (\d+)\/(\d+) (\d+\.\d{3})s reused=(\d+) from=(\w+)$/;
+
+describe("k3 serve: prefill progress in the stream", () => {
+  // About 450 prompt ids, fed 4 at a time: a prefill of some 110 chunks.
+  const content = Array.from({ length: 40 }, (_, i) => `word${i % 10} and`).join(" ");
+  const request = { model: "kimi-k3", messages: [{ role: "user" as const, content }], max_tokens: 8, temperature: 0 };
+  const prompt = renderChat(parseChatRequest(JSON.parse(JSON.stringify(request))), tokenizer);
+  const chunk = 4;
+  const serveChunked = () => serve(["--prefill-chunk", String(chunk)]);
+  /** A fresh server's streamed answer to `request` (the first test), for the test after it. */
+  let coldAnswer: { reasoning: string; content: string } | undefined;
+  const streamed = (s: Served, body: object, signal?: AbortSignal) =>
+    fetch(`${s.url}/v1/chat/completions`, { method: "POST", signal, headers: { "content-type": "application/json" }, body: JSON.stringify({ ...body, stream: true, stream_options: { include_usage: true } }) });
+
+  test("a comment per chunk, in order, before the first data chunk, totalling the ids the usage says were fed; the openai client reads the same answer", async () => {
+    expect(prompt.ids.length).toBeGreaterThan(400);
+    const s = await serveChunked();
+    const { lines, reads } = await rawStream(await streamed(s, request));
+    expect(lines[0]).toBe(": k3 queue 0");
+    const firstData = lines.findIndex((l) => l.startsWith("data: "));
+    const progress = lines.flatMap((l, i) => (l.startsWith(": k3 prefill") ? [i] : []));
+    expect(progress.every((i) => i < firstData)).toBe(true);
+    const fed = progress.map((i) => {
+      const m = prefillLine.exec(lines[i]!);
+      expect(m).not.toBeNull();
+      return { fed: Number(m![1]), total: Number(m![2]), seconds: Number(m![3]), reused: Number(m![4]), from: m![5] };
+    });
+    const data = lines.filter((l) => l.startsWith("data: ") && l !== "data: [DONE]").map((l) => JSON.parse(l.slice(6)));
+    const last = data.at(-1) as { usage: { prompt_tokens: number }; k3: { prefilled_ids: number; reused_prompt_ids: number } };
+    expect(last.usage.prompt_tokens).toBe(prompt.promptTokens);
+    expect(last.k3).toMatchObject({ prefilled_ids: prompt.ids.length, reused_prompt_ids: 0 });
+    // Before the first chunk and after every one: 0, 4, 8, ... to the messages' end, then on from there.
+    const chunks = Math.ceil(prompt.historyEnd / chunk) + Math.ceil((prompt.ids.length - prompt.historyEnd) / chunk);
+    expect(fed).toHaveLength(chunks + 1);
+    expect(fed.map((p) => p.total)).toEqual(fed.map(() => last.k3.prefilled_ids));
+    expect(fed[0]!.fed).toBe(0);
+    expect(fed.at(-1)!.fed).toBe(last.k3.prefilled_ids);
+    for (let i = 1; i < fed.length; i++) {
+      expect(fed[i]!.fed - fed[i - 1]!.fed).toBeGreaterThan(0);
+      expect(fed[i]!.fed - fed[i - 1]!.fed).toBeLessThanOrEqual(chunk);
+      expect(fed[i]!.seconds).toBeGreaterThanOrEqual(fed[i - 1]!.seconds);
+    }
+    expect(fed.every((p) => p.reused === 0 && p.from === "none")).toBe(true);
+    // Live: the comments came in many reads, while the prefill ran, not in one piece at its end.
+    expect(new Set(progress.map((i) => reads[i])).size).toBeGreaterThan(3);
+    // The role chunk opens the reply; what the raw stream says is what the openai client reads.
+    expect(data[0].choices[0].delta).toEqual({ role: "assistant" });
+    const rawText = (key: string) => data.map((d) => d.choices[0]?.delta?.[key] ?? "").join("");
+    const raw = { reasoning: rawText("reasoning_content"), content: rawText("content") };
+    coldAnswer = raw;
+    // The same request through the openai client (reusing the messages' end, a shorter prefill, still commented).
+    const stream = await client(s).chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } });
+    const parsed = { reasoning: "", content: "" };
+    let usage: unknown;
+    for await (const c of stream) {
+      const delta = (c.choices[0]?.delta ?? {}) as { content?: string | null; reasoning_content?: string };
+      parsed.reasoning += delta.reasoning_content ?? "";
+      parsed.content += delta.content ?? "";
+      usage ??= c.usage;
+    }
+    expect(parsed).toEqual(raw);
+    expect(usage).toEqual(last.usage);
+    const whole = (await completion(await post(s, request))).choices[0]!.message;
+    expect({ reasoning: whole.reasoning_content ?? "", content: whole.content ?? "" }).toEqual(raw);
+    // /v1/completions streams its prefill the same way.
+    const text = await rawStream(await fetch(`${s.url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt: content, max_tokens: 2, stream: true, stream_options: { include_usage: true } }) }));
+    const textProgress = text.lines.filter((l) => prefillLine.test(l));
+    expect(text.lines.filter(Boolean).slice(0, 2)).toEqual([": k3 queue 0", textProgress[0]!]);
+    expect(text.lines.findIndex((l) => l.startsWith("data: "))).toBeGreaterThan(text.lines.indexOf(textProgress.at(-1)!));
+    const textUsage = JSON.parse(text.lines.filter((l) => l.startsWith("data: {")).at(-1)!.slice(6)).usage;
+    const [, fedText, totalText, , reusedText] = prefillLine.exec(textProgress.at(-1)!)!;
+    expect(fedText).toBe(totalText);
+    expect(Number(totalText) + Number(reusedText)).toBe(textUsage.prompt_tokens);
+    expect(await s.stop()).toBe(0);
+  }, 60_000);
+
+  test("a client that goes away during the prefill stops it at the next chunk; the next request is answered as a fresh server answers it", async () => {
+    const s = await serveChunked();
+    const abort = new AbortController();
+    const seen = await rawStream(await streamed(s, request, abort.signal), (line) => Number(prefillLine.exec(line)?.[1] ?? 0) >= 40);
+    abort.abort();
+    expect(seen.lines.some((l) => l.startsWith("data: "))).toBe(false);
+    // The same request again: it goes on from the ids the stopped prefill fed, no more and no fewer.
+    const again = await completion(await post(s, request));
+    expect(again.k3.reused_from).toBe("live");
+    expect(again.k3.reused_prompt_ids).toBeGreaterThanOrEqual(40);
+    expect(again.k3.reused_prompt_ids).toBeLessThan(prompt.ids.length / 2); // it stopped well before the end
+    expect(again.k3.reused_prompt_ids % chunk).toBe(0);
+    expect(again.k3.reused_prompt_ids + again.k3.prefilled_ids).toBe(prompt.ids.length);
+    // The answer a fresh server gave the same request (the test before, which reused nothing).
+    expect(coldAnswer).toBeDefined();
+    const message = again.choices[0]!.message;
+    expect({ reasoning: message.reasoning_content ?? "", content: message.content ?? "" }).toEqual(coldAnswer!);
+    expect(await s.stop()).toBe(0);
+  }, 60_000);
+
+  test("a request queued behind a generation gets its headers and the queue comment at once", async () => {
+    const s = await serveChunked();
+    const busy = new AbortController();
+    let busyDone = false;
+    const long = fetch(`${s.url}/v1/chat/completions`, {
+      method: "POST", signal: busy.signal, body: JSON.stringify({ messages: [{ role: "user", content: "Write a long story" }], max_tokens: 3000, temperature: 0 }),
+    }).then(() => { busyDone = true; }, () => { busyDone = true; });
+    await Bun.sleep(300);
+    const queued = new AbortController();
+    const r = await streamed(s, { messages: [{ role: "user", content: "Hi" }], max_tokens: 2 }, queued.signal);
+    expect(r.status).toBe(200);
+    expect(r.headers.get("content-type")).toBe("text/event-stream");
+    const first = await rawStream(r, () => true);
+    expect(first.lines).toEqual([": k3 queue 1"]);
+    expect(busyDone).toBe(false); // it came while the other generation still ran
+    queued.abort();
+    busy.abort();
+    await long;
+    expect(await s.stop()).toBe(0);
+  }, 60_000);
+});

@@ -7,7 +7,7 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { argmax, greedy, type Sampler } from "../../src/decode/sampler.ts";
-import { Conversation, type RenderedPrompt } from "../../src/session/conversation.ts";
+import { Conversation, type PrefillProgress, type RenderedPrompt } from "../../src/session/conversation.ts";
 import { conversationOptions } from "../support/conversation.ts";
 import { expectation, openFixture } from "../support/fixtures.ts";
 
@@ -117,6 +117,67 @@ describe("a conversation reuses exact prefixes only", () => {
     expect(r).toMatchObject({ finish: "cancelled" });
     expect(r.generated).toHaveLength(3);
     c.close();
+  });
+
+  test("the prefill reports its progress before the first chunk and after each, and yields between them", async () => {
+    using engine = openFixture("tiny13", 128);
+    const c = new Conversation(engine.model, { ...conversationOptions(engine), chunk: 3 });
+    const first = prompt(system, genPrompt);
+    const reports: PrefillProgress[] = [];
+    let timers = 0;
+    const ticking = setInterval(() => timers++, 0);
+    const seenTimers: number[] = [];
+    const one = await c.turn(first, { sampler: greedy, maxNewTokens: 2, stopIds: noStop, onPrefill: (p) => { reports.push(p); seenTimers.push(timers); } });
+    clearInterval(ticking);
+    // Chunks of 3 from the start, split at the end of the messages (8): 0-3, 3-6, 6-8, then 8-11.
+    expect(reports.map((p) => p.fed)).toEqual([0, 3, 6, 8, 11]);
+    expect(reports.every((p) => p.total === first.ids.length && p.reused === 0 && p.reusedFrom === "none")).toBe(true);
+    expect(reports.map((p) => p.seconds)).toEqual(reports.map((p) => p.seconds).sort((a, b) => a - b));
+    expect(one.fedPromptIds).toBe(reports.at(-1)!.total);
+    // The event loop ran between chunks: a timer fired while the prefill went on.
+    expect(seenTimers.at(-1)!).toBeGreaterThan(seenTimers[0]!);
+    const second = prompt([...first.ids, ...one.generated.slice(0, -1), ...ids.slice(10, 14)], genPrompt);
+    const again: PrefillProgress[] = [];
+    const two = await c.turn(second, { sampler: greedy, maxNewTokens: 2, stopIds: noStop, onPrefill: (p) => again.push(p) });
+    expect(again.map((p) => [p.fed, p.total, p.reused, p.reusedFrom])).toEqual([[0, 7, 12, "live"], [3, 7, 12, "live"], [4, 7, 12, "live"], [7, 7, 12, "live"]]);
+    // From the 12 reused ids: 12-15, 15-16 (the messages end), 16-19.
+    expect(two.reusedPromptIds).toBe(12);
+    c.close();
+  });
+
+  test("cancelled during the prefill: nothing generated, the state holds exactly the ids it fed, and the next turns equal cold runs bit for bit", async () => {
+    using engine = openFixture("tiny13", 128);
+    const c = new Conversation(engine.model, { ...conversationOptions(engine), chunk: 3 });
+    const first = prompt(system, genPrompt);
+    let fed = 0;
+    const stopAt = (at: number) => ({ onPrefill: (p: PrefillProgress) => { fed = p.fed; }, cancelled: () => fed >= at });
+    // Stopped before the chunk at 6, inside the messages: no snapshot was taken.
+    const cut = await c.turn(first, { sampler: greedy, maxNewTokens: 5, stopIds: noStop, ...stopAt(6) });
+    expect(cut).toMatchObject({ generated: [], finish: "cancelled", fedPromptIds: 6, reusedPromptIds: 0 });
+    expect(c.snapshotIds).toEqual([]);
+    // The retry goes on from the 6 ids the state holds, and its every row of logits is the cold one.
+    const sampler = recording();
+    const retry = await c.turn(first, { sampler, maxNewTokens: 5, stopIds: noStop });
+    expect(retry).toMatchObject({ reusedFrom: "live", reusedPromptIds: 6, fedPromptIds: first.ids.length - 6 });
+    expect(sampler.rows).toEqual(await coldLogits(first, 5));
+    // Another conversation stopped at the end of its messages: snapshot (a) is there, and the prompt's end is not.
+    const other = prompt([ids[9] as number, ...system.slice(1)], genPrompt);
+    const atEnd = await c.turn(other, { sampler: greedy, maxNewTokens: 5, stopIds: noStop, ...stopAt(8) });
+    expect(atEnd).toMatchObject({ finish: "cancelled", fedPromptIds: 8 });
+    expect(c.snapshotIds[0]).toEqual(other.ids.slice(0, 8));
+    // A cancel before the first chunk feeds nothing and leaves the state as it was.
+    const none = await c.turn(other, { sampler: greedy, maxNewTokens: 5, stopIds: noStop, cancelled: () => true });
+    expect(none).toMatchObject({ finish: "cancelled", fedPromptIds: 0, reusedPromptIds: 8, reusedFrom: "live" });
+    const next = prompt([...other.ids.slice(0, 8), ...ids.slice(15, 20)], genPrompt);
+    const nextSampler = recording();
+    const after = await c.turn(next, { sampler: nextSampler, maxNewTokens: 5, stopIds: noStop });
+    expect(after).toMatchObject({ reusedFrom: "live", reusedPromptIds: 8 });
+    // And back to the first conversation, whose states the second one displaced.
+    const backSampler = recording();
+    await c.turn(first, { sampler: backSampler, maxNewTokens: 5, stopIds: noStop });
+    c.close();
+    expect(nextSampler.rows).toEqual(await coldLogits(next, 5));
+    expect(backSampler.rows).toEqual(await coldLogits(first, 5));
   });
 
   test("a turn that cannot fit the context is refused before anything is fed", async () => {

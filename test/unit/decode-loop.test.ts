@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { decode, finishReasons } from "../../src/decode/loop.ts";
+import { decode, feed, feedInSteps, finishReasons } from "../../src/decode/loop.ts";
 import { argmax, greedy, type Sampler } from "../../src/decode/sampler.ts";
 import type { Forward } from "../../src/model/sequence.ts";
 
@@ -71,5 +71,28 @@ describe("the decode loop", () => {
     expect(seen).toEqual([3, 6]);
     expect(run.finish).toBe("cancelled");
     expect(finishReasons).toContain(run.finish);
+  });
+});
+
+describe("feeding a prompt in steps", () => {
+  test("the same chunks as feed, a pause before each; stopping at a pause feeds nothing more", async () => {
+    const whole: number[][] = [];
+    const stepped: number[][] = [];
+    const ids = [1, 2, 3, 4, 5, 6, 7];
+    const logits = feed(toyModel(whole), { seen: [] }, ids, 3);
+    const pauses: number[] = [];
+    const r = await feedInSteps(toyModel(stepped), { seen: [] }, ids, 3, async (done) => (pauses.push(done), true));
+    expect(stepped).toEqual(whole);
+    expect(whole).toEqual([[1, 2, 3], [4, 5, 6], [7]]);
+    expect(r).toEqual({ fed: 7, logits });
+    expect(pauses).toEqual([0, 3, 6]);
+    const cut: number[][] = [];
+    const state = { seen: [] as number[] };
+    const stopped = await feedInSteps(toyModel(cut), state, ids, 3, async (done) => done < 6);
+    expect(stopped).toEqual({ fed: 6, logits: undefined });
+    expect(state.seen).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(await feedInSteps(toyModel(), { seen: [] }, ids, undefined, async () => false)).toEqual({ fed: 0, logits: undefined });
+    await expect(feedInSteps(toyModel(), { seen: [] }, [], 3, async () => true)).rejects.toThrow("no ids to feed");
+    expect(() => feed(toyModel(), { seen: [] }, ids, 0)).toThrow("chunk size 0");
   });
 });

@@ -5,6 +5,7 @@
 import type { FuzzTarget, Seed } from "../harness.ts";
 import { argvTarget } from "./argv.ts";
 import { chatRequestTarget } from "./chat-request.ts";
+import { chatStreamTarget } from "./chat-stream.ts";
 import { completionRequestTarget } from "./completion-request.ts";
 import { configTarget } from "./config.ts";
 import { downloadRecordTarget } from "./download-record.ts";
@@ -35,4 +36,5 @@ export const targets: readonly FuzzTarget<Seed>[] = [
   stateFileTarget,
   hubAnswersTarget,
   downloadRecordTarget,
+  chatStreamTarget,
 ];
