@@ -150,7 +150,7 @@ function speculationReport(result: RunResult): string | undefined {
   const rate = s.drafted > 0 ? ((100 * s.accepted) / s.drafted).toFixed(1) : "0.0";
   return `speculative decode: ${s.sweeps} verification sweeps; ${s.drafted} drafted, ${s.accepted} accepted (${rate}%), ` +
     `${emitted} emitted; per sweep ${perSweep(s.drafted)} drafted, ${perSweep(s.accepted)} accepted, ${perSweep(emitted)} emitted; ` +
-    `${result.generatedIds.length - emitted} tokens decoded one at a time`;
+    `${result.generatedIds.length - emitted} tokens decoded one at a time; ${s.replays} sweeps replayed what they kept (a partial acceptance)`;
 }
 
 /** The teacher-forced check's lines (runtime.md 9.4): the agreement, then the mismatches only. */

@@ -14,6 +14,8 @@ import { ngramDrafter } from "../../src/decode/ngram-drafter.ts";
 import { argmax, type Sampler } from "../../src/decode/sampler.ts";
 import { createSampler } from "../../src/decode/sampling.ts";
 import { samplingDefaults } from "../../src/decode/sampling-options.ts";
+import type { Forward } from "../../src/model/sequence.ts";
+import type { SequenceState } from "../../src/model/state.ts";
 import { writeStateFile } from "../../src/model/state-file.ts";
 import { expectation, openFixture } from "../support/fixtures.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -110,8 +112,35 @@ for (const seeded of [false, true]) {
         expect(s.drafted).toBe(4 * s.sweeps);
         expect(s.accepted).toBe(acceptedPerSweep * s.sweeps);
         expect(s.emitted).toBe((acceptedPerSweep + 1) * s.sweeps);
+        expect(s.replays).toBe(rightFor === Infinity ? 0 : s.sweeps); // a partial acceptance goes back and replays
       });
     }
+
+    test("every forward (the sweep, its replay) and the drafter's sync fall inside a step, so the step times cover the work", () => {
+      using engine = openFixture(name, prompt.length + gen + 1);
+      const model = engine.model;
+      let inStep = false;
+      const outside: string[] = [];
+      const watched: Forward<SequenceState> = {
+        vocabSize: model.vocabSize,
+        newState: () => model.newState(),
+        release: (state) => model.release(state),
+        run: (state, ids, outputs) => {
+          if (!inStep) outside.push(`forward over ${ids.length} ids`);
+          return model.run(state, ids, outputs);
+        },
+      };
+      const wrongAfterTwo = oracle(serial.ids, 2);
+      const drafter: Drafter = { propose: wrongAfterTwo.propose, sync: () => { if (!inStep) outside.push("drafter sync"); } };
+      const result = decode(watched, prompt, {
+        maxNewTokens: gen, mode: "incremental", sampler: recorded(seeded), prefillChunk: 64, speculative: { drafter, maxDraft: 4 },
+        beforeStep: () => { inStep = true; },
+        afterStep: () => { inStep = false; },
+      });
+      expect(result.generated).toEqual(serial.ids);
+      expect(outside).toEqual([]);
+      expect(result.speculation!.replays).toBeGreaterThan(0);
+    });
 
     test("a stop id among accepted drafts ends the run there, with the serial state", () => {
       const stop = new Set([serial.ids[9] as number]);
