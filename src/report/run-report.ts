@@ -173,6 +173,9 @@ export function runReport(result: RunResult): string {
     `layers completed: ${result.layers}/${plan.modelLayers}; routed expert drops: ${result.expertDrops}`,
     ...(last ? [cacheReport(plan.expertCache, last.experts, result.experts.residentSlots)] : []),
     ...[prefillReport(result), speculationReport(result)].filter((block): block is string => block !== undefined),
+    ...(result.resumedFrom
+      ? [`restored ${result.resumedFrom.path} (${formatBytes(result.resumedFrom.bytes)}, ${result.resumedFrom.priorPositions} positions) in ${result.resumedFrom.seconds.toFixed(2)} s`]
+      : []),
     ...(result.savedState
       ? [`wrote ${result.savedState.path} (${formatBytes(result.savedState.bytes)}, ${result.savedState.positions} positions) in ${result.savedState.seconds.toFixed(2)} s`]
       : []),

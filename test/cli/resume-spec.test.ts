@@ -5,7 +5,7 @@
  * counts the reference's teacher-forced agreement; every misuse is refused with its exit code.
  */
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expectation, modelDir, oracleModels } from "../support/fixtures.ts";
 import { k3 } from "../support/k3.ts";
@@ -18,8 +18,8 @@ interface Run {
   generated_ids: number[];
   full_ids: number[];
   speculation: { sweeps: number; drafted: number; accepted: number; emitted: number } | null;
-  resumed_from: { prior_positions: number; prior_ids: number } | null;
-  saved_state: { positions: number } | null;
+  resumed_from: { prior_positions: number; prior_ids: number; bytes: number; seconds: number } | null;
+  saved_state: { positions: number; bytes: number } | null;
 }
 
 function run(args: string[]): Run {
@@ -56,10 +56,17 @@ for (const name of oracleModels) {
         expect(first.generated_ids).toEqual(whole.generated_ids.slice(0, 6));
         // The last emitted id is pending: stored, not yet fed (runtime.md 8.3).
         expect(first.saved_state!.positions).toBe(prompt.length + 5);
-        const resumed = run([dir, "--load-state", state, "--gen", "5", ...budget()]);
+        expect(first.saved_state!.bytes).toBe(statSync(state).size);
+        const r = k3([dir, "--load-state", state, "--gen", "5", ...budget(), "--out", "-"]);
+        expect(r.code).toBe(0);
+        const resumed = JSON.parse(r.stdout) as Run;
         expect(resumed.generated_ids).toEqual(whole.generated_ids.slice(6));
         expect(resumed.full_ids).toEqual(whole.full_ids);
-        expect(resumed.resumed_from).toMatchObject({ prior_positions: prompt.length + 5, prior_ids: prompt.length + 6 });
+        expect(resumed.resumed_from).toMatchObject({ prior_positions: prompt.length + 5, prior_ids: prompt.length + 6, bytes: statSync(state).size });
+        // The restore is timed and reported (the state bench quotes it).
+        expect(resumed.resumed_from!.seconds).toBeGreaterThanOrEqual(0);
+        expect(r.stderr).toContain(`restored ${state} (`);
+        expect(r.stderr).toMatch(new RegExp(`, ${prompt.length + 5} positions\\) in [\\d.]+ s`));
         // A new prompt after the history: the same as one run over the whole sequence.
         const more = [3, 1, 4];
         const continued = run([dir, "--load-state", state, "--ids", ids(more), "--gen", "5", ...budget()]);
