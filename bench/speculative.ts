@@ -157,7 +157,7 @@ export interface SpeculativeBench {
   sweep: Run;
   serial: Run;
   warm: WarmSweeps;
-  /** O_DIRECT read rate of trunk.bin, one request per layer (as the engine reads it), bytes per second. */
+  /** O_DIRECT read rate of trunk.bin, the faster of the probe's request shapes, bytes per second. */
   diskBytesPerSecond: number;
   plain: Run;
   spec: Run;
@@ -169,7 +169,8 @@ export async function benchSpeculative(paths = benchPaths()): Promise<Speculativ
   await prepare(paths);
   progress("O_DIRECT reads of trunk.bin (the disk limit)");
   const passes = measureDirectBandwidth(paths.trunkDir, "before", 1);
-  const diskBytesPerSecond = Math.max(...passes.filter((p) => p.shape.kind === "layers").map((p) => p.mbps)) * 1e6;
+  // The faster request shape: the engine keeps trunk and expert reads in flight together.
+  const diskBytesPerSecond = Math.max(...passes.map((p) => p.mbps)) * 1e6;
   // Step 0 of a 5-id prompt: in one forward (the sweep's shape), or one id per forward.
   const five = ids(5, 17).join(",");
   const prime = await run(paths, "priming run (not reported as a figure)", ["--ids", five, "--gen", "1", "--prefill-chunk", "5"]);
@@ -228,7 +229,7 @@ export function speculativeReport(b: SpeculativeBench): string {
   const plain = decodeSecondsPerToken(b.plain.json);
   const spec = decodeSecondsPerToken(b.spec.json);
   return [
-    `speculative (K3-width, 1.5 GB streamed trunk, ${cacheGb} GB expert cache; O_DIRECT one read per layer ${(b.diskBytesPerSecond / 1e9).toFixed(2)} GB/s):`,
+    `speculative (K3-width, 1.5 GB streamed trunk, ${cacheGb} GB expert cache; O_DIRECT sequential read ${(b.diskBytesPerSecond / 1e9).toFixed(2)} GB/s):`,
     `  one sweep over 1 + 4 positions ${sweep.seconds.toFixed(2)} s against 5 serial steps ${serial.seconds.toFixed(2)} s: ` +
       `a fully accepted draft is ${(serial.seconds / sweep.seconds).toFixed(2)}x faster (issue 13 expects >= 3x; the disk floors' ratio is ${(serial.floor / sweep.floor).toFixed(2)}x)`,
     `    sweep  ${sweep.line}`,

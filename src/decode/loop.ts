@@ -165,8 +165,13 @@ function decodeIncremental<State>(model: Forward<State>, prompt: readonly number
     }
     const keep = verified.slice(0, emitted);
     if (emitted < verified.length) {
-      rewind.restore(snapshot);
-      model.run(state, keep);
+      // From what the sweep recorded when the model can (no weights read again), else by feeding the kept ids anew.
+      if (model.replay) {
+        model.replay(state, snapshot, emitted);
+      } else {
+        rewind.restore(snapshot);
+        model.run(state, keep);
+      }
       if (stats) stats.replays++;
     }
     fed.push(...keep);
@@ -203,7 +208,7 @@ function decodeIncremental<State>(model: Forward<State>, prompt: readonly number
       // One forward over the pending id and the draft, logits at every position (runtime.md 9.2).
       snapshot = rewind.snapshot(snapshot ?? undefined);
       const verified = [pending, ...draft];
-      const rows = model.run(state, verified, "all");
+      const rows = model.run(state, verified, "all", { replayable: true });
       const V = model.vocabSize;
       for (let i = 0; i <= draft.length; i++) {
         const stepStarted = i === 0 ? started : performance.now();

@@ -17,7 +17,10 @@ setDefaultTimeout(60_000);
 interface Run {
   generated_ids: number[];
   full_ids: number[];
-  speculation: { sweeps: number; drafted: number; accepted: number; emitted: number } | null;
+  speculation: { sweeps: number; drafted: number; accepted: number; emitted: number; replays: number } | null;
+  layers: number;
+  plan: { prefill_chunk: number };
+  trunk_stats: { binds: number } | null;
   resumed_from: { prior_positions: number; prior_ids: number; bytes: number; seconds: number } | null;
   saved_state: { positions: number; bytes: number } | null;
 }
@@ -107,7 +110,14 @@ for (const name of oracleModels) {
             const serial = run([dir, "--ids", ids(p), "--gen", "16", ...sampling, ...budget()]);
             const spec = run([dir, "--ids", ids(p), "--gen", "16", "--spec", "4", ...sampling, ...budget()]);
             expect(spec.generated_ids).toEqual(serial.generated_ids);
-            if (p === repetitive) expect(spec.speculation!.sweeps).toBeGreaterThan(0); // the drafter did fire
+            const s = spec.speculation!;
+            if (p === repetitive) expect(s.sweeps).toBeGreaterThan(0); // the drafter did fire
+            if (spec.trunk_stats) {
+              // Streamed: every layer is bound once per forward (the prefill's chunks, each one-id step,
+              // each sweep), and a partial acceptance's replay binds none (it reads no weights).
+              const forwards = Math.ceil(p.length / spec.plan.prefill_chunk) + (16 - 1 - s.emitted) + s.sweeps;
+              expect(spec.trunk_stats.binds).toBe(spec.layers * forwards);
+            }
           }
         });
       }
@@ -117,6 +127,9 @@ for (const name of oracleModels) {
       const r = k3([dir, "--ids", ids(repetitive), "--gen", "16", "--spec", "12", "--out", "-"]);
       expect(r.code).toBe(0);
       expect(r.stderr).toContain("speculative decode: up to 8 drafted tokens per sweep, n-gram lookup, verified batched");
+      // The memory plan holds the sweep's snapshot and replay record.
+      expect(r.stderr).toMatch(/^\s+speculation\s+[\d.]+ [KMG]?B$/m);
+      expect(k3([dir, "--ids", ids(repetitive), "--gen", "16", "--out", "-"]).stderr).not.toMatch(/^\s+speculation\s/m);
       expect(r.stderr).toMatch(/speculative decode: \d+ verification sweeps; \d+ drafted, \d+ accepted \([\d.]+%\), \d+ emitted; per sweep/);
     });
   });
