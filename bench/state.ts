@@ -2,13 +2,13 @@
  * State files and the teacher-forced check on the K3-width checkpoint at the 1.5 GB streamed
  * budget (issue 13), each run a child process of dist/k3:
  *
- *   1. one uninterrupted run over a 256-id prompt for 8 tokens (the reference);
+ *   1. one uninterrupted run over a 248-id prompt for 8 tokens (the reference);
  *   2. the same prompt for 4 tokens with --save-state: the file's size and the save time, set
  *      against a plain buffered write of as many bytes beside it (the save does not fsync either);
  *   3. --load-state of that file for 4 more tokens: the restore time, set against a plain
  *      buffered read of the file (where a resume in the same session reads it from) and an
  *      O_DIRECT read of it (a resume after the page cache lost it), and the resumed run's first
- *      step against a cold run over the same 260 ids (what the state file saves);
+ *      step against a cold run over the same 252 ids (what the state file saves);
  *   4. --tf-check over the reference's whole sequence: seconds per position against the
  *      reference's chunked prefill, per prompt position.
  *
@@ -30,7 +30,8 @@ import { benchPaths, ensureExecutable, prepare, type StreamingPaths } from "./st
 const progress = (line: string) => process.stderr.write(`[state] ${line}\n`);
 const cacheGb = 2;
 const trunkGb = 1.5;
-const promptLength = 256;
+/** With the 8 tokens of the uninterrupted run, 256 ids: the check's 255 positions take as many prefill chunks (4 of 64) as the prompt. */
+const promptLength = 248;
 const savedTokens = 4;
 const resumedTokens = 4;
 
@@ -204,8 +205,9 @@ export function stateReport(b: StateBench): string {
     `  resumed run's first step (the pending id) ${resumedFirst.toFixed(2)} s against a cold run's first step over the same ${b.saved.full_ids.length} ids ${coldFirst.toFixed(2)} s ` +
       `(${(coldFirst / resumedFirst).toFixed(1)}x); whole runs ${b.resumed.steps.reduce((a, s) => a + s.seconds, 0).toFixed(2)} s against ${b.cold.steps.reduce((a, s) => a + s.seconds, 0).toFixed(2)} s of steps for ${resumedTokens} tokens; ` +
       `ids ${b.failures.length === 0 ? "identical to the uninterrupted run" : "see FAIL"}`,
-    `  --tf-check over ${b.tfIds} ids: ${b.tf.matches}/${b.tf.positions} agree, ${b.tf.seconds.toFixed(2)} s (${tfPer.toFixed(4)} s per position) against the ` +
-      `uninterrupted run's prefill of ${b.prompt} ids in chunks of ${chunk}, ${prefill.toFixed(2)} s (${prefillPer.toFixed(4)} s per prompt id): ${(tfPer / prefillPer).toFixed(2)}x`,
+    `  --tf-check over ${b.tfIds} ids: ${b.tf.matches}/${b.tf.positions} agree, ${b.tf.seconds.toFixed(2)} s in ${Math.ceil(b.tf.positions / chunk)} chunks ` +
+      `(${tfPer.toFixed(4)} s per position) against the uninterrupted run's prefill of ${b.prompt} ids in ${Math.ceil(b.prompt / chunk)} chunks of up to ${chunk}, ` +
+      `${prefill.toFixed(2)} s (${prefillPer.toFixed(4)} s per prompt id): ${(tfPer / prefillPer).toFixed(2)}x`,
     ...b.failures.map((f) => `  FAIL: ${f}`),
   ];
   return out.join("\n");
