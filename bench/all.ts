@@ -16,6 +16,9 @@
  *                 resident and streamed (skipped with the streaming part)
  *   6. speculative the same checkpoint, streamed: one verification sweep against serial steps,
  *                 and --spec 4 against plain decode (skipped with the streaming part)
+ *   6b. state     the same checkpoint, streamed: a state file's size, save and restore times
+ *                 against plain writes and reads of as many bytes, a resumed run against a cold one,
+ *                 and --tf-check against a chunked prefill (skipped with the streaming part)
  *   7. ultra      the same checkpoint: peak RSS of --preset ultra against --preset laptop, and
  *                 the laptop budgets with --ultra-low-memory (skipped with the streaming part)
  *   8. hybrid     the same checkpoint, streamed: plain decode against hybrid decode with the
@@ -24,7 +27,7 @@
  * Figures go to stdout, progress to stderr. Exits 1 when a benchmark found a correctness
  * failure (ids differing across budgets, tokenizer output differing from tiktoken, peak RSS
  * over the memory plan, ultra's peak RSS not below the laptop's by the tables, a draft that read
- * an expert).
+ * an expert, a resumed run or --tf-check disagreeing with an uninterrupted run).
  */
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { attentionReport, benchAttention } from "./attention.ts";
@@ -32,6 +35,7 @@ import { benchIndex } from "./index-headers.ts";
 import { benchKernels, ceilingLines, formatKernelRows } from "./kernels.ts";
 import { benchPrefill, prefillReport } from "./prefill.ts";
 import { benchSpeculative, speculativeReport } from "./speculative.ts";
+import { benchState, stateReport } from "./state.ts";
 import { benchHybrid, hybridReport } from "./hybrid.ts";
 import { benchUltra, ultraReport } from "./ultra.ts";
 import { benchStreaming, streamingReport, streamingSkipReason } from "./streaming.ts";
@@ -126,6 +130,17 @@ await part("speculative", async () => {
   const result = await benchSpeculative();
   console.log(speculativeReport(result));
   if (!result.identical) failed = true;
+});
+
+await part("state", async () => {
+  const skip = streamingSkipReason();
+  if (skip) {
+    console.log(`state: skipped (${skip})`);
+    return;
+  }
+  const result = await benchState();
+  console.log(stateReport(result));
+  if (result.failures.length > 0) failed = true;
 });
 
 await part("ultra", async () => {

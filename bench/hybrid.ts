@@ -9,6 +9,7 @@
  * `bun run bench/hybrid.ts` alone, or part of `bun run bench`.
  */
 import { existsSync } from "node:fs";
+import { loadavg } from "node:os";
 import { join } from "node:path";
 import { executablePath } from "../tools/build.ts";
 import { benchPaths, ensureExecutable, prepare, type StreamingPaths } from "./streaming.ts";
@@ -21,7 +22,9 @@ interface RunJson {
   generated_ids: number[];
   steps: { seconds: number }[];
   peak_rss_bytes: number;
-  speculation: { sweeps: number; drafted: number; accepted: number; emitted: number } | null;
+  speculation: { sweeps: number; drafted: number; accepted: number; emitted: number; replays: number } | null;
+  /** 1-minute load average just before the run (the machine is shared); set by the bench. */
+  load: number;
   hybrid: {
     drafter: { fed_ids: number; restores: number; seconds: number };
     experts: { picks: number; served: number; skipped: number; shared_only: number };
@@ -31,12 +34,13 @@ interface RunJson {
 }
 
 async function run(paths: StreamingPaths, label: string, args: string[]): Promise<RunJson> {
-  progress(label);
+  const load = loadavg()[0] ?? 0;
+  progress(`${label} (load average ${load.toFixed(2)})`);
   const all = [paths.dir, "--trunk", paths.trunkDir, "--trunk-gb", "1.5", "--cache-gb", String(cacheGb), ...args, "--out", "-"];
   const child = Bun.spawn([executablePath, ...all], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
   const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
   if (code !== 0) throw new Error(`${label}: dist/k3 exited ${code}: ${stderr.trimEnd().split("\n").slice(-5).join(" | ")}`);
-  return JSON.parse(stdout) as RunJson;
+  return { ...(JSON.parse(stdout) as RunJson), load };
 }
 
 /** The int8 draft trunk beside the packed trunk; quantize-trunk is a no-op when it is already there. */
@@ -85,9 +89,10 @@ export function hybridReport(b: HybridBench): string {
   const hybrid = decodeSecondsPerToken(b.hybrid);
   return [
     `hybrid (K3-width, exact trunk streamed at 1.5 GB, ${cacheGb} GB expert cache; int8 draft ${b.draftDir}, default 6 GB draft budget; quantize-trunk ${b.quantizeSeconds.toFixed(1)} s):`,
-    `  ${generation} tokens: plain ${plain.toFixed(3)} s/token, hybrid ${hybrid.toFixed(3)} s/token after step 0 (${(plain / hybrid).toFixed(2)}x); ` +
+    `  ${generation} tokens: plain ${plain.toFixed(3)} s/token, hybrid ${hybrid.toFixed(3)} s/token after step 0, replays included (${(plain / hybrid).toFixed(2)}x; ` +
+      `load average ${b.plain.load.toFixed(2)} and ${b.hybrid.load.toFixed(2)} before); ` +
       `peak RSS ${(b.plain.peak_rss_bytes / 1e9).toFixed(2)} GB and ${(b.hybrid.peak_rss_bytes / 1e9).toFixed(2)} GB`,
-    `  ${s ? `${s.sweeps} rounds, ${s.drafted} drafted, ${s.accepted} accepted (${s.drafted > 0 ? ((100 * s.accepted) / s.drafted).toFixed(1) : "0.0"}%), mean accepted run ${s.sweeps > 0 ? (s.accepted / s.sweeps).toFixed(2) : "0"}` : "no speculation figures"}; ` +
+    `  ${s ? `${s.sweeps} rounds, ${s.drafted} drafted, ${s.accepted} accepted (${s.drafted > 0 ? ((100 * s.accepted) / s.drafted).toFixed(1) : "0.0"}%), mean accepted run ${s.sweeps > 0 ? (s.accepted / s.sweeps).toFixed(2) : "0"}, ${s.replays} replayed` : "no speculation figures"}; ` +
       `${h ? `draft ${h.drafter.seconds.toFixed(1)} s over ${h.drafter.fed_ids} ids, routing ${h.experts.served}/${h.experts.picks} picks served from the cache, expert reads while drafting ${h.expert_reads_while_drafting}` : "no draft figures"}; ` +
       `ids ${b.identical ? "identical" : "FAIL: DIFFERENT"}`,
     ...b.failures.map((f) => `  FAIL: ${f}`),

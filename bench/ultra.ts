@@ -9,7 +9,7 @@
  * `bun run bench/ultra.ts` alone, or part of `bun run bench`.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { benchPaths, ensureExecutable, prepare, runK3, type StreamingRun } from "./streaming.ts";
 
@@ -20,6 +20,8 @@ export interface UltraBench {
   laptopUltra: StreamingRun;
   /** The embedding and LM head as the laptop run holds them. */
   tablesBytes: number;
+  /** 1-minute load average before each of the three runs (the machine is shared). */
+  loads: number[];
   failures: string[];
 }
 
@@ -33,9 +35,14 @@ export async function benchUltra(paths = benchPaths()): Promise<UltraBench> {
   let laptop: StreamingRun;
   let ultra: StreamingRun;
   let laptopUltra: StreamingRun;
+  const loads: number[] = [];
+  const load = () => loads.push(loadavg()[0] ?? 0);
   try {
+    load();
     laptop = await runK3("--preset laptop", paths, [...trunk, "--preset", "laptop"], outDir);
+    load();
     ultra = await runK3("--preset ultra", paths, [...trunk, "--preset", "ultra"], outDir);
+    load();
     laptopUltra = await runK3("laptop + ultra mode", paths, [...trunk, "--preset", "laptop", "--ultra-low-memory"], outDir);
   } finally {
     rmSync(outDir, { recursive: true, force: true });
@@ -49,14 +56,17 @@ export async function benchUltra(paths = benchPaths()): Promise<UltraBench> {
   if (laptop.peakRss !== undefined && ultra.peakRss !== undefined && laptop.peakRss - ultra.peakRss < tablesBytes) {
     failures.push(`--preset ultra peak RSS ${gb(ultra.peakRss)} is not below --preset laptop's ${gb(laptop.peakRss)} by the ${gb(tablesBytes)} of embedding and LM head`);
   }
-  return { laptop, ultra, laptopUltra, tablesBytes, failures };
+  return { laptop, ultra, laptopUltra, tablesBytes, loads, failures };
 }
 
 const gb = (bytes: number) => `${(bytes / 1e9).toFixed(3)} GB`;
 const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
 
 export function ultraReport(b: UltraBench): string {
-  const out = [`ultra (K3-width, packed trunk; embedding + LM head ${mb(b.tablesBytes)} resident in the laptop run):`];
+  const out = [
+    `ultra (K3-width, packed trunk; embedding + LM head ${mb(b.tablesBytes)} resident in the laptop run; ` +
+      `load average ${b.loads.map((l) => l.toFixed(2)).join(", ")} before the three runs):`,
+  ];
   for (const r of [b.laptop, b.ultra, b.laptopUltra]) {
     const tables = term(r, "embed + lm_head") ?? term(r, "embed + lm_head (STREAMED)");
     out.push(

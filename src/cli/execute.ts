@@ -71,7 +71,7 @@ function openForRun(spec: RunSpec) {
       spec.speculative ? spec.speculative + 1 : 1,
     ),
     budgets: spec.budgets, trunkDir: spec.trunkDir, faults: spec.faults, trunkReadFaults: spec.trunkReadFaults, trace: spec.trace,
-    draft: spec.draft, mode: spec.mode,
+    draft: spec.draft, mode: spec.mode, speculative: spec.speculative,
   };
   const engine = openEngine(request, {
     onPlan: (plan) => {

@@ -53,13 +53,17 @@ export interface DecodeOptions<State = unknown> {
   speculative?: { drafter: Drafter; maxDraft: number };
 }
 
-/** What speculation did: sweeps that verified a draft, ids drafted, ids accepted, ids those sweeps emitted. */
+/**
+ * What speculation did: sweeps that verified a draft, ids drafted, ids accepted, ids those sweeps
+ * emitted, and the sweeps that kept less than they fed, so the state went back and replayed.
+ */
 export interface SpeculationStats {
   maxDraft: number;
   sweeps: number;
   drafted: number;
   accepted: number;
   emitted: number;
+  replays: number;
 }
 
 export interface DecodeResult {
@@ -106,23 +110,33 @@ export async function feedInSteps<State>(
 
 /**
  * What every step ends with, in both modes: the sampler chooses from one row of logits, the
- * step is recorded and reported, and the caller's onToken or a stop id may end the run there.
+ * caller's onToken or a stop id may end the run there, and the step is recorded and reported.
+ * `choose` and `record` are the two halves, for a sweep that has work to finish between them.
  */
 function emitter(options: DecodeOptions<never>) {
   const sampler = options.sampler ?? greedy;
   const out = { generated: [] as number[], steps: [] as StepRecord[], finish: undefined as FinishReason | undefined };
-  const emit = (logits: Float32Array, started: number): number => {
-    const step = out.generated.length;
+  /** Picks the next id and tells the caller at once (a streamed token does not wait for the step's bookkeeping). */
+  const choose = (logits: Float32Array): number => {
     const token = sampler.choose(logits);
     sampler.accept?.(token);
     out.generated.push(token);
-    const record = { step, token, seconds: (performance.now() - started) / 1000 };
-    out.steps.push(record);
-    options.afterStep?.(record);
-    out.finish = options.onToken?.(token, step) || (options.stopIds?.has(token) ? "stop" : undefined);
+    out.finish = options.onToken?.(token, out.generated.length - 1) || (options.stopIds?.has(token) ? "stop" : undefined);
     return token;
   };
-  return { out, emit };
+  /** Closes the step of the last id chosen: its wall time from `started`, reported. */
+  const record = (started: number): void => {
+    const step = out.generated.length - 1;
+    const record = { step, token: out.generated[step] as number, seconds: (performance.now() - started) / 1000 };
+    out.steps.push(record);
+    options.afterStep?.(record);
+  };
+  const emit = (logits: Float32Array, started: number): number => {
+    const token = choose(logits);
+    record(started);
+    return token;
+  };
+  return { out, emit, choose, record };
 }
 
 export function decode<State>(model: Forward<State>, prompt: readonly number[], options: DecodeOptions<State>): DecodeResult {
@@ -148,16 +162,44 @@ export function decode<State>(model: Forward<State>, prompt: readonly number[], 
 
 /** Incremental decode: prefill once, then one id per step, or with speculation up to maxDraft + 1 ids per sweep. */
 function decodeIncremental<State>(model: Forward<State>, prompt: readonly number[], options: DecodeOptions<State>): DecodeResult {
-  const { out, emit } = emitter(options as DecodeOptions<never>);
+  const { out, emit, choose, record } = emitter(options as DecodeOptions<never>);
   const { generated, steps } = out;
   let firstLogits: Float32Array | undefined;
   const state = options.state ?? model.newState();
   const spec = options.speculative;
   const rewind = state as unknown as Rewindable<unknown>;
   let snapshot: unknown;
-  const stats: SpeculationStats | undefined = spec && { maxDraft: spec.maxDraft, sweeps: 0, drafted: 0, accepted: 0, emitted: 0 };
+  const stats: SpeculationStats | undefined = spec && { maxDraft: spec.maxDraft, sweeps: 0, drafted: 0, accepted: 0, emitted: 0, replays: 0 };
   /** Every id the state has fed, for the drafter's sync (prompt from the state's own start). */
   const fed: number[] = [];
+  /**
+   * After a sweep over `verified` that emitted its first `emitted` ids: the statistics, and the
+   * state brought to those ids. It absorbed the whole draft; when fewer ids were emitted it goes
+   * back to the snapshot and feeds only those kept (runtime.md 9.2, step 5).
+   */
+  const settle = (verified: readonly number[], emitted: number) => {
+    const draft = verified.slice(1);
+    const sweep = generated.slice(-emitted);
+    if (stats) {
+      stats.sweeps++;
+      stats.drafted += draft.length;
+      stats.accepted += sweep.filter((token, i) => i < draft.length && token === draft[i]).length;
+      stats.emitted += emitted;
+    }
+    const keep = verified.slice(0, emitted);
+    if (emitted < verified.length) {
+      // From what the sweep recorded when the model can (no weights read again), else by feeding the kept ids anew.
+      if (model.replay) {
+        model.replay(state, snapshot, emitted);
+      } else {
+        rewind.restore(snapshot);
+        model.run(state, keep);
+      }
+      if (stats) stats.replays++;
+    }
+    fed.push(...keep);
+    spec?.drafter.sync?.(fed);
+  };
   try {
     if (options.maxNewTokens === 0) {
       // Nothing to generate: a caller that keeps the state still gets the prompt absorbed.
@@ -189,30 +231,18 @@ function decodeIncremental<State>(model: Forward<State>, prompt: readonly number
       // One forward over the pending id and the draft, logits at every position (runtime.md 9.2).
       snapshot = rewind.snapshot(snapshot ?? undefined);
       const verified = [pending, ...draft];
-      const rows = model.run(state, verified, "all");
+      const rows = model.run(state, verified, "all", { replayable: true });
       const V = model.vocabSize;
-      let emitted = 0;
       for (let i = 0; i <= draft.length; i++) {
-        if (i > 0) options.beforeStep?.(generated.length); // later ids of a sweep cost nothing more
-        const token = emit(rows.subarray(i * V, (i + 1) * V), i === 0 ? started : performance.now());
-        emitted++;
-        if (out.finish !== undefined || i === draft.length || token !== draft[i]) break;
+        const stepStarted = i === 0 ? started : performance.now();
+        if (i > 0) options.beforeStep?.(generated.length); // later ids of a sweep cost nothing more, unless the sweep ends there
+        const token = choose(rows.subarray(i * V, (i + 1) * V));
+        const last = out.finish !== undefined || i === draft.length || token !== draft[i];
+        // The sweep's last id pays for what the sweep leaves to do (a replay, the drafter's sync), so every forward is in a step's time.
+        if (last) settle(verified, i + 1);
+        record(stepStarted);
+        if (last) break;
       }
-      const sweep = generated.slice(-emitted);
-      if (stats) {
-        stats.sweeps++;
-        stats.drafted += draft.length;
-        stats.accepted += sweep.filter((token, i) => i < draft.length && token === draft[i]).length;
-        stats.emitted += emitted;
-      }
-      // The state absorbed the whole draft; when fewer ids were emitted, go back and feed only those kept.
-      const keep = verified.slice(0, emitted);
-      if (emitted < verified.length) {
-        rewind.restore(snapshot);
-        model.run(state, keep);
-      }
-      fed.push(...keep);
-      spec?.drafter.sync?.(fed);
     }
   } finally {
     if (snapshot) (snapshot as { free(): void }).free();

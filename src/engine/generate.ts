@@ -8,7 +8,7 @@ import { decode, type DecodeMode } from "../decode/loop.ts";
 import { ngramDrafter } from "../decode/ngram-drafter.ts";
 import { createSampler } from "../decode/sampling.ts";
 import { samplingDefaults, type SamplingOptions } from "../decode/sampling-options.ts";
-import { readStateFile, writeStateFile } from "../model/state-file.ts";
+import { readStateFile, stateFileBytes, writeStateFile } from "../model/state-file.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import { addStats, emptyStats } from "../weights/expert-cache.ts";
 import type { ExpertStepStats, TrunkStats } from "./result.ts";
@@ -71,7 +71,9 @@ export function generate(engine: Engine, prompt: readonly number[], options: Gen
   let hybrid: ReturnType<typeof startHybrid>;
   try {
     // The pending-token rule (runtime.md 8.3): everything the file holds after its cached positions is fed first.
+    const restoreStarted = performance.now();
     const resumed = options.loadState && carried ? readStateFile(options.loadState, carried) : undefined;
+    const restoreSeconds = (performance.now() - restoreStarted) / 1000;
     const history = resumed?.ids ?? [];
     const fedFirst = [...history.slice(resumed?.position ?? 0), ...prompt];
     // A draft model starts from position 0 (its state is never saved): the resumed positions are its history.
@@ -126,7 +128,12 @@ export function generate(engine: Engine, prompt: readonly number[], options: Gen
       hybrid: hybrid?.stats(),
       ultraLowMemory: engine.tables.streamed,
       embeddingBytesRead: tables.embeddingBytesRead, lmHeadBytesRead: tables.lmHeadBytesRead, tableReadSeconds: tables.readSeconds,
-      resumedFrom: resumed && options.loadState ? { path: options.loadState, priorPositions: resumed.position, priorIds: history.length } : undefined,
+      resumedFrom: resumed && options.loadState && carried
+        ? {
+          path: options.loadState, priorPositions: resumed.position, priorIds: history.length,
+          bytes: stateFileBytes(carried, resumed.position, history.length), seconds: restoreSeconds,
+        }
+        : undefined,
       savedState,
     };
   } finally {

@@ -50,6 +50,8 @@ export interface EngineRequest {
   trace?: boolean;
   /** RAM the caller will hold in state snapshots (multi-turn reuse), counted in the plan. */
   snapshotBytes?: number;
+  /** Speculative decode: the most drafted ids per sweep (the sweep's snapshot and replay record are planned). */
+  speculative?: number;
   /** Hybrid decode: a draft trunk (usually `k3 quantize-trunk`'s), streamed within its own budget. */
   draft?: { trunkDir: string; budgetBytes: number };
   /** How the run decodes: in ultra-low-memory mode full recompute reuses one recurrent slot. */
@@ -225,7 +227,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
       config, layerCount, positions: request.positions, callTokens: request.prefillChunk,
       trunk: { mode: trunk.mode, bytes: trunk.mode === "streamed" ? trunk.plan.bytes : trunk.bytes },
       tablesBytes, expertCacheBytes: expertCache.slots * expertCache.slotBytes, baselineBytes: process.memoryUsage().rss,
-      snapshotBytes: request.snapshotBytes ?? 0,
+      snapshotBytes: request.snapshotBytes ?? 0, sweepTokens: request.speculative ? request.speculative + 1 : undefined,
       draft: draft && { trunkBytes: draft.plan.bytes }, tablesStreamed: ultra !== undefined, oneRecurrentSlot: ultra?.oneRecurrentSlot,
     }),
   };

@@ -73,8 +73,8 @@ export interface RunResult {
   lmHeadBytesRead: number;
   /** Seconds spent waiting for those reads (the I/O share's "model tables" term). */
   tableReadSeconds: number;
-  /** The state file the run resumed from: its path and the positions it held. */
-  resumedFrom: { path: string; priorPositions: number; priorIds: number } | undefined;
+  /** The state file the run resumed from: its path, the positions and ids it held, its size and the seconds its restore took. */
+  resumedFrom: { path: string; priorPositions: number; priorIds: number; bytes: number; seconds: number } | undefined;
   /** The state file written after the run. */
   savedState: { path: string; bytes: number; positions: number; seconds: number } | undefined;
 }

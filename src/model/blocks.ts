@@ -10,7 +10,7 @@ import { offsetPointer } from "../native/memory.ts";
 import type { ExpertSource } from "../weights/experts.ts";
 import type { DenseWeights, ExpertWeights, KdaWeights, MlaWeights, MoeWeights } from "../weights/types.ts";
 import type { F32, F32Pool } from "./f32.ts";
-import type { KdaState, MlaCache } from "./state.ts";
+import type { KdaReplayRecord, KdaState, MlaCache } from "./state.ts";
 
 export interface BlockContext {
   config: ModelConfig;
@@ -19,8 +19,12 @@ export interface BlockContext {
 }
 
 /** An expert's six tensor addresses, as the routed-expert kernel takes them. */
-/** model.md 6.6. `x` is the normalised input [tokens][E]; returns [tokens][E]. */
-export function kda(ctx: BlockContext, w: KdaWeights, state: KdaState, x: F32): F32 {
+/**
+ * model.md 6.6. `x` is the normalised input [tokens][E]; returns [tokens][E]. With `record`, what
+ * the conv histories and the recurrence consume is kept there, so a prefix of these positions
+ * can be replayed onto a snapshot without the layer's weights (`replayKda`).
+ */
+export function kda(ctx: BlockContext, w: KdaWeights, state: KdaState, x: F32, record?: KdaReplayRecord): F32 {
   const { config: c, pool, tokens: T } = ctx;
   const H = c.kdaNumHeads;
   const D = c.kdaHeadDim;
@@ -48,6 +52,11 @@ export function kda(ctx: BlockContext, w: KdaWeights, state: KdaState, x: F32): 
   kernels.matmul(w.fb, zLow, z, T);
   const alpha = pool.alloc(T * P, "kda alpha");
   kernels.kdaDecay(z, w.aLog, w.dtBias, alpha, undefined, T, H, D, c.gateLowerBound);
+  if (record) {
+    for (const [into, from] of [[record.qRaw, qRaw], [record.kRaw, kRaw], [record.vRaw, vRaw], [record.k, k], [record.v, v], [record.alpha, alpha], [record.beta, beta]] as const) {
+      into.a.set(from.a);
+    }
+  }
   const o = pool.alloc(T * P, "kda output");
   kernels.kdaRecurrence(q, k, v, alpha, beta, state.recurrent, o, T, H, D);
   const gate = pool.alloc(T * P, "kda gate");
@@ -57,6 +66,29 @@ export function kda(ctx: BlockContext, w: KdaWeights, state: KdaState, x: F32): 
   const out = pool.alloc(T * c.hiddenSize, "kda out");
   kernels.matmul(w.o, normed, out, T);
   return out;
+}
+
+/**
+ * Brings one KDA layer's carried state (restored to where the recorded call began) forward over
+ * the first `tokens` recorded positions, as a call over just those positions would (runtime.md
+ * 9.2's replay, without the weights): the conv histories take the raw projections through the
+ * same kernel (the taps only shape its output, which is dropped; the history is a shift of raw
+ * inputs), and the recurrence takes the recorded k, v, decay and write strength. The query only
+ * shapes the recurrence's output, which is dropped too, so k stands in for it.
+ */
+export function replayKda(ctx: BlockContext, state: KdaState, record: KdaReplayRecord): void {
+  const { config: c, pool, tokens: T } = ctx;
+  const H = c.kdaNumHeads;
+  const D = c.kdaHeadDim;
+  const P = H * D;
+  const noTaps = pool.alloc(P * c.shortConvKernel, "replay conv taps");
+  noTaps.fill(0);
+  const dropped = pool.alloc(T * P, "replay dropped output");
+  kernels.shortConv(record.qRaw.sub(0, T * P), noTaps, state.convQ, dropped, T, P, c.shortConvKernel);
+  kernels.shortConv(record.kRaw.sub(0, T * P), noTaps, state.convK, dropped, T, P, c.shortConvKernel);
+  kernels.shortConv(record.vRaw.sub(0, T * P), noTaps, state.convV, dropped, T, P, c.shortConvKernel);
+  const k = record.k.sub(0, T * P);
+  kernels.kdaRecurrence(k, k, record.v.sub(0, T * P), record.alpha.sub(0, T * P), record.beta.sub(0, T * H), state.recurrent, dropped, T, H, D);
 }
 
 /**

@@ -9,10 +9,10 @@ import { stopIfSignalled } from "../native/signals.ts";
 import type { ExpertSource } from "../weights/experts.ts";
 import type { ModelTables } from "../weights/model-tables.ts";
 import type { Trunk } from "../weights/trunk.ts";
-import { denseMlp, kda, latentMoe, mla, type BlockContext } from "./blocks.ts";
+import { denseMlp, kda, latentMoe, mla, replayKda, type BlockContext } from "./blocks.ts";
 import { F32Pool, type F32 } from "./f32.ts";
-import type { Forward, Outputs } from "./sequence.ts";
-import { SequenceState } from "./state.ts";
+import type { Forward, Outputs, RunOptions } from "./sequence.ts";
+import { SequenceState, StateSnapshot } from "./state.ts";
 
 export class Model implements Forward<SequenceState> {
   readonly config: ModelConfig;
@@ -53,13 +53,14 @@ export class Model implements Forward<SequenceState> {
     state.free();
   }
 
-  run(state: SequenceState, ids: readonly number[], outputs: Outputs = "last"): Float32Array {
+  run(state: SequenceState, ids: readonly number[], outputs: Outputs = "last", options: RunOptions = {}): Float32Array {
     const c = this.config;
     const T = ids.length;
     const E = c.hiddenSize;
     const first = state.position;
     if (first + T > state.capacity) throw new Error(`sequence of ${first + T} positions exceeds the state's ${state.capacity}`);
     if (state.oneRecurrentSlot && first > 0) throw new Error("a one-slot state takes one pass over its whole sequence, not a continuation");
+    state.recorded = undefined; // this call moves the state on: an earlier record no longer starts where it is
     const stepPool = this.#stepPool;
     const pool = this.#layerPool;
     stepPool.reset();
@@ -86,7 +87,7 @@ export class Model implements Forward<SequenceState> {
       kernels.rmsnorm(a, w.inputNorm, normed, T, E, c.rmsNormEps);
       if (w.attention.kind === "kda" && state.oneRecurrentSlot) state.clearRecurrentSlot(); // this layer's turn of the one slot
       const attended = w.attention.kind === "kda"
-        ? kda(ctx, w.attention, state.kda.get(layer)!, normed)
+        ? kda(ctx, w.attention, state.kda.get(layer)!, normed, options.replayable ? state.replayRecord(layer, T) : undefined)
         : mla(ctx, w.attention, state.mla.get(layer)!, first, normed);
       // Layer 0 is always a boundary, so `partial` is never the embedding snapshot here.
       if (partial) {
@@ -113,7 +114,32 @@ export class Model implements Forward<SequenceState> {
     const logits = pool.alloc(rows * c.vocabSize, "logits");
     this.#tables.project(normed, logits, rows);
     state.position += T;
+    if (options.replayable) state.recorded = { first, tokens: T };
     return logits.a.slice();
+  }
+
+  /**
+   * Takes `state` back to `snapshot` (taken just before its last call, a replayable one) and
+   * forward over that call's first `tokens` ids, exactly as feeding them would, from what the
+   * call recorded: no weight is read. The MLA rows of those positions were written by the call
+   * and are the same bits a call over only them writes (chunking never changes the bits); rows
+   * past them are stale and unreachable until rewritten.
+   */
+  replay(state: SequenceState, snapshot: unknown, tokens: number): void {
+    if (!(snapshot instanceof StateSnapshot)) throw new Error("replay: the snapshot is not a sequence state's");
+    const recorded = state.recorded;
+    if (!recorded || recorded.first !== snapshot.position || tokens < 1 || tokens > recorded.tokens) {
+      throw new Error(`replay: ${tokens} ids from position ${snapshot.position}, but the last replayable call recorded ${recorded ? `${recorded.tokens} from ${recorded.first}` : "nothing"}`);
+    }
+    state.restore(snapshot);
+    const pool = this.#layerPool;
+    for (const [layer, kdaState] of state.kda) {
+      pool.reset();
+      replayKda({ config: this.config, pool, tokens }, kdaState, state.replayRecord(layer, recorded.tokens));
+    }
+    pool.reset();
+    state.position = snapshot.position + tokens;
+    state.recorded = undefined;
   }
 
   /** Frees the activation buffers (the weights belong to the trunk and tables). */

@@ -6,6 +6,11 @@
 /** Which positions of a call get logits: the last one (decoding), or every one (verifying a draft). */
 export type Outputs = "last" | "all";
 
+/** How a call runs: `replayable` keeps what a later `replay` needs to return to a prefix of it. */
+export interface RunOptions {
+  replayable?: boolean;
+}
+
 export interface Forward<State> {
   /** The vocabulary size: the width of one row of logits. */
   readonly vocabSize: number;
@@ -14,7 +19,13 @@ export interface Forward<State> {
    * Feeds `ids` after whatever `state` has consumed. Returns [rows][vocab] logits, one row for
    * "last" (the default) or one per id for "all"; each row is bit-identical either way.
    */
-  run(state: State, ids: readonly number[], outputs?: Outputs): Float32Array;
+  run(state: State, ids: readonly number[], outputs?: Outputs, options?: RunOptions): Float32Array;
+  /**
+   * Optional: after a replayable call, takes `state` back to `snapshot` (taken just before that
+   * call) and forward over the call's first `tokens` ids without running the model again, with
+   * exactly the state feeding them would leave. Without it, a caller restores and feeds them.
+   */
+  replay?(state: State, snapshot: unknown, tokens: number): void;
   release(state: State): void;
 }
 

@@ -27,6 +27,24 @@ export interface MlaCache {
   kr: F32;
 }
 
+/**
+ * What one KDA layer's recurrence and conv histories consumed during the last replayable call
+ * (a verification sweep), position by position: enough to bring the layer from a snapshot taken
+ * before the call to any prefix of the call's positions without its weights (runtime.md 9.2).
+ * Rows are [tokens][P] (beta [tokens][heads]), the first `recorded.tokens` valid.
+ */
+export interface KdaReplayRecord {
+  /** The raw projections, as the conv histories take them. */
+  qRaw: F32;
+  kRaw: F32;
+  vRaw: F32;
+  /** The recurrence's inputs: k L2-normalised, v, the decay and the write strength. */
+  k: F32;
+  v: F32;
+  alpha: F32;
+  beta: F32;
+}
+
 /** The kinds of carried buffer, in the order a layer's sections are stored. */
 const sectionKinds = ["kda recurrent", "kda conv q", "kda conv k", "kda conv v", "mla latent", "mla kr"] as const;
 type SectionKind = (typeof sectionKinds)[number];
@@ -56,7 +74,14 @@ export class SequenceState {
    * state cannot be snapshot, written out or fed twice.
    */
   readonly oneRecurrentSlot: boolean;
+  /**
+   * The last replayable call: the position it started at and its positions, while each KDA
+   * layer's record still holds them; any other call clears it (its rows would be stale).
+   */
+  recorded: { first: number; tokens: number } | undefined;
   readonly #pool = new F32Pool();
+  /** Per KDA layer, allocated on the first replayable call and replaced by a larger one when a call needs it. */
+  readonly #records = new Map<number, { tokens: number; record: KdaReplayRecord; pool: F32Pool }>();
 
   constructor(config: ModelConfig, layerCount: number, capacity: number, options: { oneRecurrentSlot?: boolean } = {}) {
     this.capacity = capacity;
@@ -83,6 +108,24 @@ export class SequenceState {
         });
       }
     }
+  }
+
+  /** The replay record of KDA layer `layer`, with room for `tokens` positions. */
+  replayRecord(layer: number, tokens: number): KdaReplayRecord {
+    if (this.oneRecurrentSlot) throw new Error("a one-slot recompute state cannot be replayed");
+    const held = this.#records.get(layer);
+    if (held && held.tokens >= tokens) return held.record;
+    held?.pool.free();
+    const c = this.config;
+    const rows = tokens * c.kdaNumHeads * c.kdaHeadDim;
+    const pool = new F32Pool();
+    const alloc = (length: number, what: string) => pool.alloc(length, `KDA replay record (${what}) of layer ${layer}`);
+    const record: KdaReplayRecord = {
+      qRaw: alloc(rows, "raw q"), kRaw: alloc(rows, "raw k"), vRaw: alloc(rows, "raw v"),
+      k: alloc(rows, "k"), v: alloc(rows, "v"), alpha: alloc(rows, "alpha"), beta: alloc(tokens * c.kdaNumHeads, "beta"),
+    };
+    this.#records.set(layer, { tokens, record, pool });
+    return record;
   }
 
   /** Zeroes the shared slot of a one-slot state before the next KDA layer takes it over. */
@@ -114,6 +157,7 @@ export class SequenceState {
   /** Back to position 0 with zero recurrent and conv state, as a fresh state starts. */
   reset(): void {
     for (const k of this.kda.values()) for (const buffer of [k.recurrent, k.convQ, k.convK, k.convV]) buffer.fill(0);
+    this.recorded = undefined;
     this.position = 0; // MLA rows are rewritten before they are read, so they need no clearing
   }
 
@@ -172,6 +216,9 @@ export class SequenceState {
 
   free(): void {
     this.#pool.free();
+    for (const held of this.#records.values()) held.pool.free();
+    this.#records.clear();
+    this.recorded = undefined;
   }
 }
 

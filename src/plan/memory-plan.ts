@@ -30,6 +30,11 @@ export interface PlanInputs {
   /** RAM for multi-turn state snapshots (--snapshot-gb); none for a single run. */
   snapshotBytes?: number;
   /**
+   * Speculative decode (runtime.md 9.2): ids per verification sweep (the draft and the pending
+   * id). The state is snapshot before every sweep and the sweep records what a replay needs.
+   */
+  sweepTokens?: number;
+  /**
    * Hybrid decode (runtime.md 9.3): the draft model's streamed trunk (its ring plan's bytes). The
    * draft also holds its own state, snapshot, KV cache and activations, planned here like the
    * exact model's; it shares the embedding, the LM head and the expert cache.
@@ -75,6 +80,16 @@ export function kvBytesPerPosition(c: ModelConfig, layerCount: number): number {
 export function recurrentStateBytes(c: ModelConfig, layerCount: number): number {
   const P = c.kdaNumHeads * c.kdaHeadDim;
   return (layerCount - mlaLayerCount(c, layerCount)) * (c.kdaNumHeads * c.kdaHeadDim * c.kdaHeadDim + 3 * P * (c.shortConvKernel - 1)) * 4;
+}
+
+/**
+ * What a verification sweep over `tokens` ids records for its replay (model/state.ts): per KDA
+ * layer and position the raw q, k, v, the normalised k, v and the decay (P floats each) and the
+ * write strength (one per head). Released, a sweep of 5: 69 × 5 × 73,824 × 4 B = 101.9 MB.
+ */
+export function replayRecordBytes(c: ModelConfig, layerCount: number, tokens: number): number {
+  const P = c.kdaNumHeads * c.kdaHeadDim;
+  return (layerCount - mlaLayerCount(c, layerCount)) * tokens * (6 * P + c.kdaNumHeads) * 4;
 }
 
 /** One KDA layer's recurrent matrices and conv histories: the slot ultra's recompute reuses (6.73 MB released). */
@@ -131,6 +146,8 @@ export function memoryPlan(p: PlanInputs): MemoryPlan {
     ["buffers", bufferBytes(c, p.callTokens, p.layerCount, p.positions)],
     ["KV cache", kv],
     ...(p.snapshotBytes ? [["state snapshots", p.snapshotBytes] as const] : []),
+    // the snapshot taken before every sweep, and what the sweep records for a replay
+    ...(p.sweepTokens ? [["speculation", recurrent + replayRecordBytes(c, p.layerCount, p.sweepTokens)] as const] : []),
     ...(p.draft
       ? ([
         ["draft trunk (STREAMED)", p.draft.trunkBytes],

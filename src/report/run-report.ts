@@ -150,7 +150,7 @@ function speculationReport(result: RunResult): string | undefined {
   const rate = s.drafted > 0 ? ((100 * s.accepted) / s.drafted).toFixed(1) : "0.0";
   return `speculative decode: ${s.sweeps} verification sweeps; ${s.drafted} drafted, ${s.accepted} accepted (${rate}%), ` +
     `${emitted} emitted; per sweep ${perSweep(s.drafted)} drafted, ${perSweep(s.accepted)} accepted, ${perSweep(emitted)} emitted; ` +
-    `${result.generatedIds.length - emitted} tokens decoded one at a time`;
+    `${result.generatedIds.length - emitted} tokens decoded one at a time; ${s.replays} sweeps replayed what they kept (a partial acceptance)`;
 }
 
 /** The teacher-forced check's lines (runtime.md 9.4): the agreement, then the mismatches only. */
@@ -173,6 +173,9 @@ export function runReport(result: RunResult): string {
     `layers completed: ${result.layers}/${plan.modelLayers}; routed expert drops: ${result.expertDrops}`,
     ...(last ? [cacheReport(plan.expertCache, last.experts, result.experts.residentSlots)] : []),
     ...[prefillReport(result), speculationReport(result)].filter((block): block is string => block !== undefined),
+    ...(result.resumedFrom
+      ? [`restored ${result.resumedFrom.path} (${formatBytes(result.resumedFrom.bytes)}, ${result.resumedFrom.priorPositions} positions) in ${result.resumedFrom.seconds.toFixed(2)} s`]
+      : []),
     ...(result.savedState
       ? [`wrote ${result.savedState.path} (${formatBytes(result.savedState.bytes)}, ${result.savedState.positions} positions) in ${result.savedState.seconds.toFixed(2)} s`]
       : []),

@@ -5,7 +5,7 @@
  * counts the reference's teacher-forced agreement; every misuse is refused with its exit code.
  */
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expectation, modelDir, oracleModels } from "../support/fixtures.ts";
 import { k3 } from "../support/k3.ts";
@@ -17,9 +17,12 @@ setDefaultTimeout(60_000);
 interface Run {
   generated_ids: number[];
   full_ids: number[];
-  speculation: { sweeps: number; drafted: number; accepted: number; emitted: number } | null;
-  resumed_from: { prior_positions: number; prior_ids: number } | null;
-  saved_state: { positions: number } | null;
+  speculation: { sweeps: number; drafted: number; accepted: number; emitted: number; replays: number } | null;
+  layers: number;
+  plan: { prefill_chunk: number };
+  trunk_stats: { binds: number } | null;
+  resumed_from: { prior_positions: number; prior_ids: number; bytes: number; seconds: number } | null;
+  saved_state: { positions: number; bytes: number } | null;
 }
 
 function run(args: string[]): Run {
@@ -56,10 +59,17 @@ for (const name of oracleModels) {
         expect(first.generated_ids).toEqual(whole.generated_ids.slice(0, 6));
         // The last emitted id is pending: stored, not yet fed (runtime.md 8.3).
         expect(first.saved_state!.positions).toBe(prompt.length + 5);
-        const resumed = run([dir, "--load-state", state, "--gen", "5", ...budget()]);
+        expect(first.saved_state!.bytes).toBe(statSync(state).size);
+        const r = k3([dir, "--load-state", state, "--gen", "5", ...budget(), "--out", "-"]);
+        expect(r.code).toBe(0);
+        const resumed = JSON.parse(r.stdout) as Run;
         expect(resumed.generated_ids).toEqual(whole.generated_ids.slice(6));
         expect(resumed.full_ids).toEqual(whole.full_ids);
-        expect(resumed.resumed_from).toMatchObject({ prior_positions: prompt.length + 5, prior_ids: prompt.length + 6 });
+        expect(resumed.resumed_from).toMatchObject({ prior_positions: prompt.length + 5, prior_ids: prompt.length + 6, bytes: statSync(state).size });
+        // The restore is timed and reported (the state bench quotes it).
+        expect(resumed.resumed_from!.seconds).toBeGreaterThanOrEqual(0);
+        expect(r.stderr).toContain(`restored ${state} (`);
+        expect(r.stderr).toMatch(new RegExp(`, ${prompt.length + 5} positions\\) in [\\d.]+ s`));
         // A new prompt after the history: the same as one run over the whole sequence.
         const more = [3, 1, 4];
         const continued = run([dir, "--load-state", state, "--ids", ids(more), "--gen", "5", ...budget()]);
@@ -100,7 +110,14 @@ for (const name of oracleModels) {
             const serial = run([dir, "--ids", ids(p), "--gen", "16", ...sampling, ...budget()]);
             const spec = run([dir, "--ids", ids(p), "--gen", "16", "--spec", "4", ...sampling, ...budget()]);
             expect(spec.generated_ids).toEqual(serial.generated_ids);
-            if (p === repetitive) expect(spec.speculation!.sweeps).toBeGreaterThan(0); // the drafter did fire
+            const s = spec.speculation!;
+            if (p === repetitive) expect(s.sweeps).toBeGreaterThan(0); // the drafter did fire
+            if (spec.trunk_stats) {
+              // Streamed: every layer is bound once per forward (the prefill's chunks, each one-id step,
+              // each sweep), and a partial acceptance's replay binds none (it reads no weights).
+              const forwards = Math.ceil(p.length / spec.plan.prefill_chunk) + (16 - 1 - s.emitted) + s.sweeps;
+              expect(spec.trunk_stats.binds).toBe(spec.layers * forwards);
+            }
           }
         });
       }
@@ -110,6 +127,9 @@ for (const name of oracleModels) {
       const r = k3([dir, "--ids", ids(repetitive), "--gen", "16", "--spec", "12", "--out", "-"]);
       expect(r.code).toBe(0);
       expect(r.stderr).toContain("speculative decode: up to 8 drafted tokens per sweep, n-gram lookup, verified batched");
+      // The memory plan holds the sweep's snapshot and replay record.
+      expect(r.stderr).toMatch(/^\s+speculation\s+[\d.]+ [KMG]?B$/m);
+      expect(k3([dir, "--ids", ids(repetitive), "--gen", "16", "--out", "-"]).stderr).not.toMatch(/^\s+speculation\s/m);
       expect(r.stderr).toMatch(/speculative decode: \d+ verification sweeps; \d+ drafted, \d+ accepted \([\d.]+%\), \d+ emitted; per sweep/);
     });
   });

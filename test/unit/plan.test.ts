@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { autoBudget, readMemory, resolveBudgets } from "../../src/plan/budget.ts";
 import { positionCeiling } from "../../src/plan/limits.ts";
-import { checkKvFits, checkPlanFits, memoryPlan, recurrentStateBytes } from "../../src/plan/memory-plan.ts";
+import { checkKvFits, checkPlanFits, memoryPlan, recurrentStateBytes, replayRecordBytes } from "../../src/plan/memory-plan.ts";
 import { releasedConfig } from "../../tools/checkpoint/released-config.ts";
 import { planTrunk } from "../../src/plan/trunk-plan.ts";
 import { K3Error } from "../../src/errors.ts";
@@ -155,6 +155,20 @@ describe("memory plan", () => {
     expect(without.terms.some((t) => t.name === "state snapshots")).toBe(false);
     expect(with3.terms.find((t) => t.name === "state snapshots")?.bytes).toBe(1_393_901_568);
     expect(with3.totalBytes - without.totalBytes).toBe(1_393_901_568);
+  });
+
+  test("speculative decode is a term: the snapshot before each sweep and the sweep's replay record (101.9 MB released for --spec 4)", () => {
+    // 69 KDA layers x 5 positions x (6 x 12,288 + 96 heads) floats x 4 B.
+    expect(replayRecordBytes(releasedConfig, 93, 5)).toBe(101_877_120);
+    const inputs = {
+      config: releasedConfig, layerCount: 93, positions: 8192, callTokens: 64,
+      trunk: { mode: "streamed" as const, bytes: 16e9 }, tablesBytes: 4.7e9, expertCacheBytes: 10e9, baselineBytes: 1e8,
+    };
+    const without = memoryPlan(inputs);
+    const spec4 = memoryPlan({ ...inputs, sweepTokens: 5 });
+    expect(without.terms.some((t) => t.name === "speculation")).toBe(false);
+    expect(spec4.terms.find((t) => t.name === "speculation")?.bytes).toBe(464_633_856 + 101_877_120);
+    expect(spec4.totalBytes - without.totalBytes).toBe(464_633_856 + 101_877_120);
   });
 
   test("the request ceiling: the context length, then what the plan fits", () => {

@@ -14,6 +14,8 @@ import { ngramDrafter } from "../../src/decode/ngram-drafter.ts";
 import { argmax, type Sampler } from "../../src/decode/sampler.ts";
 import { createSampler } from "../../src/decode/sampling.ts";
 import { samplingDefaults } from "../../src/decode/sampling-options.ts";
+import type { Forward } from "../../src/model/sequence.ts";
+import type { SequenceState } from "../../src/model/state.ts";
 import { writeStateFile } from "../../src/model/state-file.ts";
 import { expectation, openFixture } from "../support/fixtures.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -110,8 +112,66 @@ for (const seeded of [false, true]) {
         expect(s.drafted).toBe(4 * s.sweeps);
         expect(s.accepted).toBe(acceptedPerSweep * s.sweeps);
         expect(s.emitted).toBe((acceptedPerSweep + 1) * s.sweeps);
+        expect(s.replays).toBe(rightFor === Infinity ? 0 : s.sweeps); // a partial acceptance goes back and replays
       });
     }
+
+    test("every forward (the sweep, its replay) and the drafter's sync fall inside a step, so the step times cover the work", () => {
+      using engine = openFixture(name, prompt.length + gen + 1);
+      const model = engine.model;
+      let inStep = false;
+      const outside: string[] = [];
+      const watched: Forward<SequenceState> = {
+        vocabSize: model.vocabSize,
+        newState: () => model.newState(),
+        release: (state) => model.release(state),
+        run: (state, ids, outputs) => {
+          if (!inStep) outside.push(`forward over ${ids.length} ids`);
+          return model.run(state, ids, outputs);
+        },
+      };
+      const wrongAfterTwo = oracle(serial.ids, 2);
+      const drafter: Drafter = { propose: wrongAfterTwo.propose, sync: () => { if (!inStep) outside.push("drafter sync"); } };
+      const result = decode(watched, prompt, {
+        maxNewTokens: gen, mode: "incremental", sampler: recorded(seeded), prefillChunk: 64, speculative: { drafter, maxDraft: 4 },
+        beforeStep: () => { inStep = true; },
+        afterStep: () => { inStep = false; },
+      });
+      expect(result.generated).toEqual(serial.ids);
+      expect(outside).toEqual([]);
+      expect(result.speculation!.replays).toBeGreaterThan(0);
+    });
+
+    test("a partial acceptance replays from the sweep's record: no forward over the kept ids, the serial ids and logits", () => {
+      using engine = openFixture(name, prompt.length + gen + 1);
+      const model = engine.model;
+      const calls: number[] = [];
+      let replays = 0;
+      const watched: Forward<SequenceState> = {
+        vocabSize: model.vocabSize,
+        newState: () => model.newState(),
+        release: (state) => model.release(state),
+        run: (state, ids, outputs, options) => {
+          calls.push(ids.length);
+          return model.run(state, ids, outputs, options);
+        },
+        replay: (state, snapshot, tokens) => {
+          replays++;
+          model.replay(state, snapshot, tokens);
+        },
+      };
+      const sampler = recorded(seeded);
+      const result = decode(watched, prompt, {
+        maxNewTokens: gen, mode: "incremental", sampler, prefillChunk: 64, speculative: { drafter: oracle(serial.ids, 2), maxDraft: 4 },
+      });
+      const s = result.speculation!;
+      expect(result.generated).toEqual(serial.ids);
+      expect(sampler.rows).toEqual(serial.rows);
+      expect(s.replays).toBe(s.sweeps);
+      expect(replays).toBe(s.sweeps);
+      // The prefill, each one-id step and each sweep: one forward apiece, none for a replay.
+      expect(calls.length).toBe(1 + (gen - 1 - s.emitted) + s.sweeps);
+    });
 
     test("a stop id among accepted drafts ends the run there, with the serial state", () => {
       const stop = new Set([serial.ids[9] as number]);
@@ -129,3 +189,63 @@ for (const seeded of [false, true]) {
     });
   });
 }
+
+describe("replaying a recorded sweep (Model.replay, runtime.md 9.2)", () => {
+  const sweep = expectation(name).tf.ids.slice(12, 17);
+  const bytesOf = (state: SequenceState, ids: readonly number[]) => {
+    const path = join(tempDir("replay"), "state.k3st");
+    writeStateFile(path, state, ids);
+    return readFileSync(path);
+  };
+
+  test("every prefix of a sweep, replayed onto the snapshot before it, is the state feeding that prefix leaves, bit for bit", () => {
+    using engine = openFixture(name, prompt.length + sweep.length + 2);
+    const model = engine.model;
+    for (let n = 1; n <= sweep.length; n++) {
+      const fed = model.newState();
+      const replayed = model.newState();
+      try {
+        model.run(fed, prompt);
+        model.run(fed, sweep.slice(0, n));
+        model.run(replayed, prompt);
+        const snapshot = replayed.snapshot();
+        model.run(replayed, sweep, "all", { replayable: true });
+        model.replay(replayed, snapshot, n);
+        snapshot.free();
+        expect(replayed.position).toBe(prompt.length + n);
+        const ids = [...prompt, ...sweep.slice(0, n)];
+        expect(Buffer.compare(bytesOf(replayed, ids), bytesOf(fed, ids))).toBe(0);
+        // ... and it goes on the same: the next id's logits are the same bits.
+        expect(model.run(replayed, [5])).toEqual(model.run(fed, [5]));
+      } finally {
+        model.release(fed);
+        model.release(replayed);
+      }
+    }
+  });
+
+  test("without a record from the snapshot's position, replay refuses instead of guessing", () => {
+    using engine = openFixture(name, prompt.length + 2 * sweep.length + 2);
+    const model = engine.model;
+    const state = model.newState();
+    try {
+      model.run(state, prompt);
+      const snapshot = state.snapshot();
+      expect(() => model.replay(state, snapshot, 1)).toThrow(/recorded nothing/);
+      model.run(state, sweep, "all"); // not replayable
+      expect(() => model.replay(state, snapshot, 1)).toThrow(/recorded nothing/);
+      state.restore(snapshot);
+      model.run(state, sweep, "all", { replayable: true });
+      expect(() => model.replay(state, snapshot, sweep.length + 1)).toThrow(/recorded 5 from/);
+      model.run(state, [3]); // the state moved on: the record is stale
+      expect(() => model.replay(state, snapshot, 2)).toThrow(/recorded nothing/);
+      const later = state.snapshot();
+      model.run(state, sweep, "all", { replayable: true });
+      expect(() => model.replay(state, snapshot, 2)).toThrow(/recorded 5 from/); // a snapshot from before the record
+      later.free();
+      snapshot.free();
+    } finally {
+      model.release(state);
+    }
+  });
+});
