@@ -6,6 +6,7 @@
  * expert cache loaded (or opened for streaming) and composed into the Model. Everything opened
  * is released on every path: by `close()`, or at once if opening fails half-way.
  */
+import { readFileSync } from "node:fs";
 import type { ModelConfig } from "../checkpoint/config.ts";
 import { indexCheckpoint, type CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { modelTensors, tensorList } from "../checkpoint/tensor-names.ts";
@@ -162,7 +163,18 @@ export interface Engine {
 }
 
 export function peakRssBytes(): number {
-  return process.resourceUsage().maxRSS * 1024; // Linux reports kilobytes
+  // Linux keeps getrusage's ru_maxrss across execve, so a process started by a large parent
+  // (posix_spawn shares the parent's memory until the exec) would report the parent's peak;
+  // /proc/self/status's VmHWM is this process's own high-water mark.
+  if (process.platform === "linux") {
+    try {
+      const hwm = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync("/proc/self/status", "latin1"));
+      if (hwm?.[1] !== undefined) return Number(hwm[1]) * 1024;
+    } catch {
+      // /proc not mounted: fall back to getrusage
+    }
+  }
+  return process.resourceUsage().maxRSS * 1024; // kilobytes
 }
 
 /** Bytes of the model-level tensors (embedding, LM head unless tied, norms). */

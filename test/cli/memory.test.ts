@@ -65,6 +65,23 @@ describe("presets and budgets", () => {
   });
 });
 
+describe("peak RSS is the run's own", () => {
+  // Linux keeps ru_maxrss across execve, and Bun starts children before the exec in the
+  // parent's memory: a getrusage figure would be this (large) test process's peak.
+  test.skipIf(process.platform !== "linux")("a run started by a parent holding 1 GB reports its own peak, not the parent's", () => {
+    let held: Uint8Array | null = new Uint8Array(1 << 30).fill(1);
+    const parentRss = Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync("/proc/self/status", "latin1"))?.[1]) * 1024;
+    expect(parentRss).toBeGreaterThan(1 << 30); // else this test could not fail
+    const r = k3([tiny, ...prompt, "--gen", "1", "--out", "-"]);
+    expect(held[12345]).toBe(1);
+    held = null;
+    expect(r.code).toBe(0);
+    const peak = JSON.parse(r.stdout).peak_rss_bytes as number;
+    expect(peak).toBeGreaterThan(10e6);
+    expect(peak).toBeLessThan(512 << 20);
+  });
+});
+
 describe("the request ceiling: the model's context length, then the plan", () => {
   test("prompt + gen + 1 may reach max_position_embeddings, not pass it (exit 2 before loading)", () => {
     const dir = tempDir("context");
