@@ -26,7 +26,7 @@ describe("k3 chat, one turn", () => {
     expect(message.usage.total_tokens).toBe(message.usage.prompt_tokens + message.usage.completion_tokens);
     expect(run().stdout).toBe(r.stdout);
     expect(k3(chat(["--message", "Hello", "--max-tokens", "10", "--seed", "4", "--json"])).stdout).not.toBe(r.stdout);
-  });
+  }, 30_000); // three runs of the binary: bun's 5 s default was seen to expire on a loaded machine
 
   test("stdin that is not a terminal is one message; the turn's figures go to stderr", () => {
     const r = k3(chat(["--max-tokens", "6", "--no-think"]), { stdin: "Hi there" });
