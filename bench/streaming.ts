@@ -289,7 +289,11 @@ export interface StreamingRun {
   logits: Buffer | undefined;
   stepSeconds: number[];
   peakRss: number | undefined;
-  /** ru_maxrss of the child as the OS reports it to the parent (a cross-check of the JSON). */
+  /**
+   * ru_maxrss of the child as the OS reports it to the parent (a cross-check of the JSON). Linux
+   * carries ru_maxrss across execve, so after a part that grew this bench process (the in-process
+   * sweep pair) it reads at least the bench's own peak; k3's JSON figure (VmHWM) does not.
+   */
   osPeakRss: number | undefined;
   planTotal: number | undefined;
   planTrunk: number | undefined;
