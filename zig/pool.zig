@@ -161,6 +161,16 @@ pub fn scratchFor(worker: usize) []align(scratch_alignment) u8 {
     return s.ptr.?[0..s.bytes];
 }
 
+/// `body` behind the untyped `TaskFn` signature the pool runs (also used by
+/// zig/isa/pool_proxy.zig, whose variants reach this pool through `Api`).
+pub fn erased(comptime Ctx: type, comptime body: fn (Ctx, usize, usize, usize) void) TaskFn {
+    return struct {
+        fn run(raw: *const anyopaque, begin: usize, end: usize, worker: usize) callconv(.c) void {
+            body(@as(Ctx, @ptrCast(@alignCast(raw))), begin, end, worker);
+        }
+    }.run;
+}
+
 /// Runs `body(ctx, begin, end, worker)` over [0, items) in chunks of at least `grain` items,
 /// on all threads, and returns when every item is done. Small jobs (fewer than two grains)
 /// and nested calls run inline on the calling thread.
@@ -170,14 +180,7 @@ pub fn parallelFor(
     ctx: anytype,
     comptime body: fn (@TypeOf(ctx), usize, usize, usize) void,
 ) void {
-    const Ctx = @TypeOf(ctx);
-    const Wrap = struct {
-        fn run(raw: *const anyopaque, begin: usize, end: usize, worker: usize) callconv(.c) void {
-            const typed: Ctx = @ptrCast(@alignCast(raw));
-            body(typed, begin, end, worker);
-        }
-    };
-    parallelForRaw(items, grain, @ptrCast(ctx), Wrap.run);
+    parallelForRaw(items, grain, @ptrCast(ctx), erased(@TypeOf(ctx), body));
 }
 
 /// `parallelFor` with a type-erased body (what `Api.parallel_for` forwards to).

@@ -2,8 +2,9 @@
 //! zig/pool.zig the kernels use, forwarded to the library's one pool through the hidden
 //! `k3_pool_api` table that zig/abi.zig exports. A variant is compiled for another CPU as a
 //! separate object, so importing zig/pool.zig itself would give it a second, private pool.
-//! Only declarations come from zig/pool.zig ("pool_decls": the Api type and the limits); its
-//! state and functions are never referenced here.
+//! Only declarations come from zig/pool.zig ("pool_decls": the Api type, the limits and the
+//! `erased` adapter, which touches no pool state); its state and other functions are never
+//! referenced here.
 const decls = @import("pool_decls");
 
 pub const max_threads = decls.max_threads;
@@ -17,14 +18,7 @@ pub fn parallelFor(
     ctx: anytype,
     comptime body: fn (@TypeOf(ctx), usize, usize, usize) void,
 ) void {
-    const Ctx = @TypeOf(ctx);
-    const Wrap = struct {
-        fn run(raw: *const anyopaque, begin: usize, end: usize, worker: usize) callconv(.c) void {
-            const typed: Ctx = @ptrCast(@alignCast(raw));
-            body(typed, begin, end, worker);
-        }
-    };
-    k3_pool_api.parallel_for(items, grain, @ptrCast(ctx), Wrap.run);
+    k3_pool_api.parallel_for(items, grain, @ptrCast(ctx), decls.erased(@TypeOf(ctx), body));
 }
 
 pub fn reserveScratch(bytes: usize) error{OutOfMemory}!void {
