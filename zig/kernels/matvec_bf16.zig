@@ -92,17 +92,24 @@ pub fn dotScalar(comptime W: type, w: []const W, x: []const f32) f32 {
 const V4 = @Vector(4, f64);
 const F4 = @Vector(4, f32);
 
-/// Sixteen consecutive weights as four f64 vectors holding elements 0-3, 4-7, 8-11, 12-15.
-/// bf16: interleaving zero halves below the bits (vpunpcklwd/vpunpckhwd) is the exact 16-bit
-/// shift; within each 128-bit half that yields elements {0-3, 8-11} and {4-7, 12-15}, which
-/// are routed to their lanes here, so the lane partition is the canonical one.
+/// Sixteen bf16 weights as f32 by interleaving zero halves below the bits (vpunpcklwd /
+/// vpunpckhwd, the exact 16-bit shift): within each 128-bit half that gives elements
+/// {0-3, 8-11} (first) and {4-7, 12-15} (second).
+inline fn unpackBf16(p: [*]const u16) [2]@Vector(8, f32) {
+    const w: @Vector(16, u16) = p[0..16].*;
+    const z: @Vector(16, u16) = @splat(0);
+    return .{
+        @bitCast(@shuffle(u16, z, w, [16]i32{ 0, ~@as(i32, 0), 0, ~@as(i32, 1), 0, ~@as(i32, 2), 0, ~@as(i32, 3), 0, ~@as(i32, 8), 0, ~@as(i32, 9), 0, ~@as(i32, 10), 0, ~@as(i32, 11) })),
+        @bitCast(@shuffle(u16, z, w, [16]i32{ 0, ~@as(i32, 4), 0, ~@as(i32, 5), 0, ~@as(i32, 6), 0, ~@as(i32, 7), 0, ~@as(i32, 12), 0, ~@as(i32, 13), 0, ~@as(i32, 14), 0, ~@as(i32, 15) })),
+    };
+}
+
+/// Sixteen consecutive weights as four f64 vectors holding elements 0-3, 4-7, 8-11, 12-15
+/// (bf16: `unpackBf16`'s halves routed to their lanes, so the partition is the canonical one).
 inline fn widen16(comptime W: type, p: [*]const W) [4]V4 {
     switch (W) {
         u16 => {
-            const w: @Vector(16, u16) = p[0..16].*;
-            const z: @Vector(16, u16) = @splat(0);
-            const lo: @Vector(8, f32) = @bitCast(@shuffle(u16, z, w, [16]i32{ 0, ~@as(i32, 0), 0, ~@as(i32, 1), 0, ~@as(i32, 2), 0, ~@as(i32, 3), 0, ~@as(i32, 8), 0, ~@as(i32, 9), 0, ~@as(i32, 10), 0, ~@as(i32, 11) }));
-            const hi: @Vector(8, f32) = @bitCast(@shuffle(u16, z, w, [16]i32{ 0, ~@as(i32, 4), 0, ~@as(i32, 5), 0, ~@as(i32, 6), 0, ~@as(i32, 7), 0, ~@as(i32, 12), 0, ~@as(i32, 13), 0, ~@as(i32, 14), 0, ~@as(i32, 15) }));
+            const lo, const hi = unpackBf16(p);
             return .{
                 @floatCast(@as(F4, @shuffle(f32, lo, undefined, [4]i32{ 0, 1, 2, 3 }))),
                 @floatCast(@as(F4, @shuffle(f32, hi, undefined, [4]i32{ 0, 1, 2, 3 }))),
@@ -199,10 +206,7 @@ fn wideMask() [16]i32 {
 inline fn widen16Wide(comptime W: type, p: [*]const W) [2]V8 {
     switch (W) {
         u16 => {
-            const w: @Vector(16, u16) = p[0..16].*;
-            const z: @Vector(16, u16) = @splat(0);
-            const lo: @Vector(8, f32) = @bitCast(@shuffle(u16, z, w, [16]i32{ 0, ~@as(i32, 0), 0, ~@as(i32, 1), 0, ~@as(i32, 2), 0, ~@as(i32, 3), 0, ~@as(i32, 8), 0, ~@as(i32, 9), 0, ~@as(i32, 10), 0, ~@as(i32, 11) }));
-            const hi: @Vector(8, f32) = @bitCast(@shuffle(u16, z, w, [16]i32{ 0, ~@as(i32, 4), 0, ~@as(i32, 5), 0, ~@as(i32, 6), 0, ~@as(i32, 7), 0, ~@as(i32, 12), 0, ~@as(i32, 13), 0, ~@as(i32, 14), 0, ~@as(i32, 15) }));
+            const lo, const hi = unpackBf16(p);
             return .{ @floatCast(lo), @floatCast(hi) };
         },
         f32 => {
