@@ -224,6 +224,17 @@ function fillFile(path: string, flags: string, fill: (fd: number) => void): void
   }
 }
 
+/** A staged write whose commit and discard take effect once between them: the first call wins. */
+function once(path: string, commit: () => void, discard: () => void): StagedWrite {
+  let done = false;
+  const first = (action: () => void) => () => {
+    if (done) return;
+    done = true;
+    action();
+  };
+  return { path, commit: first(commit), discard: first(discard) };
+}
+
 /**
  * Prepares `spec.path`: `fill` writes the content through a descriptor, `check` may read the
  * finished temporary back (and throw) before anything is visible. On any failure nothing is
@@ -241,21 +252,15 @@ export function stageWrite(spec: OutputSpec, fill: (fd: number) => void, check?:
     throw runtimeError(`${outputName(spec.path, spec.flag)}: cannot write ${spec.what}: not a regular file`);
   }
   if (target.kind === "in-place") {
-    let done = false;
-    return {
-      path: target.path,
-      commit: () => {
-        if (done) return;
-        done = true;
-        try {
-          if (target.fd === undefined) fillFile(target.path, "w", fill);
-          else fill(target.fd); // ours, open already: not reopened, not closed
-        } catch (error) {
-          throw writeFailure(spec, error);
-        }
-      },
-      discard: () => { done = true; },
-    };
+    const { path, fd } = target;
+    return once(path, () => {
+      try {
+        if (fd === undefined) fillFile(path, "w", fill);
+        else fill(fd); // ours, open already: not reopened, not closed
+      } catch (error) {
+        throw writeFailure(spec, error);
+      }
+    }, () => {});
   }
   const temporary = temporaryPathFor(target.path);
   try {
@@ -265,25 +270,15 @@ export function stageWrite(spec: OutputSpec, fill: (fd: number) => void, check?:
     removeQuietly(temporary);
     throw writeFailure(spec, error);
   }
-  let done = false;
-  return {
-    path: target.path,
-    commit: () => {
-      if (done) return;
-      done = true;
-      try {
-        renameSync(temporary, target.path);
-      } catch (error) {
-        removeQuietly(temporary);
-        throw writeFailure(spec, error);
-      }
-    },
-    discard: () => {
-      if (done) return;
-      done = true;
+  const path = target.path;
+  return once(path, () => {
+    try {
+      renameSync(temporary, path);
+    } catch (error) {
       removeQuietly(temporary);
-    },
-  };
+      throw writeFailure(spec, error);
+    }
+  }, () => removeQuietly(temporary));
 }
 
 /** `bytes` (or UTF-8 text) as a staged write. */
