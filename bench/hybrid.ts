@@ -9,10 +9,9 @@
  * `bun run bench/hybrid.ts` alone, or part of `bun run bench`.
  */
 import { existsSync } from "node:fs";
-import { loadavg } from "node:os";
 import { join } from "node:path";
 import { executablePath } from "../tools/build.ts";
-import { benchPaths, ensureExecutable, prepare, type StreamingPaths } from "./streaming.ts";
+import { benchPaths, ensureExecutable, prepare, runStreamedK3, type StreamingPaths } from "./streaming.ts";
 
 const progress = (line: string) => process.stderr.write(`[hybrid] ${line}\n`);
 const cacheGb = 2;
@@ -34,13 +33,8 @@ interface RunJson {
 }
 
 async function run(paths: StreamingPaths, label: string, args: string[]): Promise<RunJson> {
-  const load = loadavg()[0] ?? 0;
-  progress(`${label} (load average ${load.toFixed(2)})`);
-  const all = [paths.dir, "--trunk", paths.trunkDir, "--trunk-gb", "1.5", "--cache-gb", String(cacheGb), ...args, "--out", "-"];
-  const child = Bun.spawn([executablePath, ...all], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-  if (code !== 0) throw new Error(`${label}: dist/k3 exited ${code}: ${stderr.trimEnd().split("\n").slice(-5).join(" | ")}`);
-  return { ...(JSON.parse(stdout) as RunJson), load };
+  const r = await runStreamedK3(paths, label, args, { trunkGb: 1.5, cacheGb }, progress);
+  return { ...(JSON.parse(r.stdout) as RunJson), load: r.load };
 }
 
 /** The int8 draft trunk beside the packed trunk; quantize-trunk is a no-op when it is already there. */

@@ -26,8 +26,7 @@ import { join } from "node:path";
 import { loadavg } from "node:os";
 import { loadConfig } from "../src/checkpoint/config.ts";
 import { openEngine } from "../src/engine/open.ts";
-import { executablePath } from "../tools/build.ts";
-import { benchPaths, ensureExecutable, measureDirectBandwidth, prepare, type StreamingPaths } from "./streaming.ts";
+import { benchPaths, ensureExecutable, measureDirectBandwidth, prepare, runStreamedK3, type StreamingPaths } from "./streaming.ts";
 
 const progress = (line: string) => process.stderr.write(`[speculative] ${line}\n`);
 const cacheGb = 2;
@@ -56,14 +55,8 @@ interface Run {
 }
 
 async function run(paths: StreamingPaths, label: string, args: string[]): Promise<Run> {
-  const load = loadavg()[0] ?? 0;
-  progress(`${label} (load average ${load.toFixed(2)})`);
-  const all = [paths.dir, "--trunk", paths.trunkDir, "--trunk-gb", "1.5", "--cache-gb", String(cacheGb), ...args, "--out", "-"];
-  const child = Bun.spawn([executablePath, ...all], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-  if (code !== 0) throw new Error(`${label}: dist/k3 exited ${code}: ${stderr.trimEnd().split("\n").slice(-5).join(" | ")}`);
-  const cpu = child.resourceUsage()?.cpuTime;
-  return { json: JSON.parse(stdout) as RunJson, load, userSeconds: Number(cpu?.user ?? 0) / 1e6, systemSeconds: Number(cpu?.system ?? 0) / 1e6 };
+  const r = await runStreamedK3(paths, label, args, { trunkGb: 1.5, cacheGb }, progress);
+  return { json: JSON.parse(r.stdout) as RunJson, load: r.load, userSeconds: r.userSeconds, systemSeconds: r.systemSeconds };
 }
 
 const ids = (n: number, salt: number) => Array.from({ length: n }, (_, i) => 1 + (((i + salt) * 2654435761) >>> 0) % 4000);

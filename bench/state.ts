@@ -20,12 +20,10 @@
  * `bun run bench/state.ts` alone, or part of `bun run bench`.
  */
 import { closeSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, statSync, writeSync } from "node:fs";
-import { loadavg } from "node:os";
 import { dirname, join } from "node:path";
 import { DirectFile, readCapacity } from "../src/native/file.ts";
 import { NativeBuffer } from "../src/native/memory.ts";
-import { executablePath } from "../tools/build.ts";
-import { benchPaths, ensureExecutable, prepare, type StreamingPaths } from "./streaming.ts";
+import { benchPaths, ensureExecutable, prepare, runStreamedK3, type StreamingPaths } from "./streaming.ts";
 
 const progress = (line: string) => process.stderr.write(`[state] ${line}\n`);
 const cacheGb = 2;
@@ -56,14 +54,9 @@ interface TfCheck {
 const loads: number[] = [];
 
 async function spawnK3(paths: StreamingPaths, label: string, args: string[]): Promise<{ stdout: string; stderr: string }> {
-  const load = loadavg()[0] ?? 0;
-  loads.push(load);
-  progress(`${label} (load average ${load.toFixed(2)})`);
-  const all = [paths.dir, "--trunk", paths.trunkDir, "--trunk-gb", String(trunkGb), "--cache-gb", String(cacheGb), ...args, "--out", "-"];
-  const child = Bun.spawn([executablePath, ...all], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
-  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-  if (code !== 0) throw new Error(`${label}: dist/k3 exited ${code}: ${stderr.trimEnd().split("\n").slice(-5).join(" | ")}`);
-  return { stdout, stderr };
+  const r = await runStreamedK3(paths, label, args, { trunkGb, cacheGb }, progress);
+  loads.push(r.load);
+  return r;
 }
 
 const run = async (paths: StreamingPaths, label: string, args: string[]) => JSON.parse((await spawnK3(paths, label, args)).stdout) as RunJson;

@@ -25,7 +25,7 @@
  * `bun run bench/streaming.ts`; progress goes to stderr, figures to stdout.
  */
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, statfsSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { loadavg, tmpdir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { allTensors, trunkTensors } from "../src/checkpoint/tensor-names.ts";
 import { envValue } from "../src/env.ts";
@@ -356,6 +356,33 @@ interface RunOptions {
   isa?: string;
   /** Dump the first step's logits and keep them. */
   logits?: boolean;
+}
+
+/** What `runStreamedK3` returns: the run's outputs, the load average before it, its CPU seconds. */
+export interface StreamedK3Run {
+  stdout: string;
+  stderr: string;
+  load: number;
+  /** The child's CPU seconds, all its threads (compute and I/O), user and system. */
+  userSeconds: number;
+  systemSeconds: number;
+}
+
+/**
+ * One dist/k3 run on the packed trunk streamed at `trunkGb` with a `cacheGb` expert cache and
+ * `--out -` (the shape the speculative, state and hybrid benches share), logged with the load
+ * average before it; a non-zero exit throws with the end of its stderr.
+ */
+export async function runStreamedK3(paths: StreamingPaths, label: string, args: string[], budgets: { trunkGb: number; cacheGb: number },
+  log: (line: string) => void): Promise<StreamedK3Run> {
+  const load = loadavg()[0] ?? 0;
+  log(`${label} (load average ${load.toFixed(2)})`);
+  const all = [paths.dir, "--trunk", paths.trunkDir, "--trunk-gb", String(budgets.trunkGb), "--cache-gb", String(budgets.cacheGb), ...args, "--out", "-"];
+  const child = Bun.spawn([executablePath, ...all], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  if (code !== 0) throw new Error(`${label}: dist/k3 exited ${code}: ${stderr.trimEnd().split("\n").slice(-5).join(" | ")}`);
+  const cpu = child.resourceUsage()?.cpuTime;
+  return { stdout, stderr, load, userSeconds: Number(cpu?.user ?? 0) / 1e6, systemSeconds: Number(cpu?.system ?? 0) / 1e6 };
 }
 
 /** One dist/k3 run on the bench checkpoint (its own process, so its peak RSS is its own), figures from its results. */
