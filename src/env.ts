@@ -7,7 +7,7 @@ export const environment = {
   OMP_NUM_THREADS: { audience: "users", effect: "compute threads when K3_THREADS is not set" },
   K3_ISA: { audience: "users", effect: "scalar|v3|v4: forces that kernel variant (else the widest the CPU runs); output does not change with it" },
   K3_NOHUGE: { audience: "users", effect: "turns off the huge-page advice for weight buffers" },
-  XDG_CACHE_HOME: { audience: "users", effect: "where k3 demo unpacks its model (else $HOME/.cache)" },
+  XDG_CACHE_HOME: { audience: "users", effect: "where k3 demo (and chat/serve --demo) unpack the demo model (else $HOME/.cache)" },
   HOME: { audience: "users", effect: "the home directory, for the demo's cache" },
   K3_API_KEY: { audience: "users", effect: "the key k3 serve requires, when --api-key is not given" },
   HF_TOKEN: { audience: "users", effect: "the Hugging Face access token k3 download sends to the Hub (and nowhere else); never printed" },

@@ -1,6 +1,7 @@
 /**
- * What `k3 chat` and `k3 serve` share: the options that open a chat model (tokenizer, memory,
- * context, reply length, config, layers) and opening it, with one line saying what was loaded.
+ * What `k3 chat` and `k3 serve` share: the options that open a chat model (the model and
+ * tokenizer directories or --demo, memory, context, reply length, config, layers) and opening
+ * it, with one line saying what was loaded.
  */
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,12 +14,17 @@ import { log } from "../report/log.ts";
 import { formatBytes } from "../report/format.ts";
 import type { ConversationOptions } from "../session/conversation.ts";
 import { loadTokenizer, type Tokenizer } from "../tokenizer/index.ts";
+import { usageError } from "../errors.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
-import { checkLayers, checkTokenizerFits, configOption, injectedFaults, layersOption, prefillChunkOption, tokOption } from "./common-options.ts";
+import { checkLayers, checkTokenizerFits, configOption, injectedFaults, layersOption, prefillChunkOption, tokMissingMessage, tokOption } from "./common-options.ts";
+import { demoModelName, unpackDemo } from "./demo-assets.ts";
 import { memoryOptions, parseGb } from "./memory-options.ts";
+import { usageText, type CommandInfo } from "./usage.ts";
 
 export interface ChatModelOptions {
   tokDir: string | undefined;
+  /** Run the demo model built into k3: it is then the model directory and the tokenizer. */
+  demo: boolean;
   configPath: string | undefined;
   layers: number | undefined;
   budgets: BudgetAction[];
@@ -38,13 +44,17 @@ export interface ChatModelOptions {
 }
 
 export const chatModelDefaults = {
-  ctx: 8192, prefillChunk: defaultPrefillChunk, maxTokens: 2048, snapshotBytes: undefined, snapshotDiskBytes: 8e9, snapshotDir: undefined,
+  demo: false, ctx: 8192, prefillChunk: defaultPrefillChunk, maxTokens: 2048, snapshotBytes: undefined, snapshotDiskBytes: 8e9, snapshotDir: undefined,
 } as const;
 
 /** The tokenizer and memory options, for the top of a command's table. */
 export function chatModelOptions<T extends ChatModelOptions>(maxTokensWhat: string): OptionDef<T>[] {
   return [
     tokOption("Tokenizer directory (tiktoken.model + tokenizer_config.json with the K3 control tokens)"),
+    {
+      name: "demo", description: "Run the demo Kimi K3 built into k3 (trained here, its own tokenizer): no <model_dir> and no --tok",
+      apply: (o) => { o.demo = true; },
+    },
     ...memoryOptions<T>(),
     {
       name: "ctx", value: "N", description: `Positions a conversation can hold, prompt and replies (default ${chatModelDefaults.ctx})`,
@@ -77,17 +87,50 @@ export function chatModelTailOptions<T extends ChatModelOptions>(): OptionDef<T>
   return [configOption<T>(), layersOption<T>("Bind only the first N layers (the output is then not the full model)")];
 }
 
+/** The positional every chat command takes: what it says in usage. */
+export const modelDirPositional = { name: "model_dir", description: "Checkpoint directory (the .safetensors shards and config.json); none with --demo" };
+
+/** What a chat command runs on: a model directory and a tokenizer directory, or the demo (both at once). */
+export type ChatModelSource = { demo: true } | { demo: false; modelDir: string; tokDir: string };
+
 /**
- * Loads the tokenizer and opens the engine for `command`, with the snapshot RAM in its plan;
- * returns what a Conversation on it needs. The caller closes the engine.
+ * The source the command line names: `<model_dir> --tok DIR`, or `--demo` alone. Anything else
+ * is a usage error; the demo is unpacked later, by openChatModel, after every other check.
+ */
+export async function chatModelSource<T extends ChatModelOptions>(
+  command: CommandInfo<T>, modelDir: string | undefined, o: T,
+): Promise<ChatModelSource> {
+  const verb = command.name.replace(/^k3 /, "");
+  if (o.demo) {
+    const extra = [modelDir === undefined ? undefined : "<model_dir>", o.tokDir === undefined ? undefined : "--tok"].filter((x) => x !== undefined);
+    if (extra.length > 0) throw usageError(`${verb}: --demo is the model directory and the tokenizer: give no ${extra.join(" and no ")} with it`);
+    return { demo: true };
+  }
+  if (!modelDir) throw usageError(`${verb} needs <model_dir> (or --demo)`, await usageText(command));
+  if (!o.tokDir) throw usageError(tokMissingMessage(verb));
+  return { demo: false, modelDir, tokDir: o.tokDir };
+}
+
+/** The model and tokenizer directories of a source: the demo's is unpacked here, once per call. */
+function directories(source: ChatModelSource): { modelDir: string; tokDir: string } {
+  if (!source.demo) return source;
+  const dir = unpackDemo();
+  return { modelDir: dir, tokDir: dir };
+}
+
+/**
+ * Loads the tokenizer and opens the engine for `command` (unpacking the demo first when it is
+ * the source), with the snapshot RAM in its plan; returns what a Conversation on it needs. The
+ * caller closes the engine.
  */
 export function openChatModel(
-  command: string, modelDir: string, o: ChatModelOptions & { tokDir: string },
+  command: string, source: ChatModelSource, o: ChatModelOptions,
 ): { engine: Engine; tokenizer: Tokenizer; conversation: ConversationOptions } {
+  const { modelDir, tokDir } = directories(source);
   const { config } = loadConfig(o.configPath ?? join(modelDir, "config.json"));
   const layerCount = checkLayers(o.layers, config);
-  const tokenizer = loadTokenizer(o.tokDir);
-  const mismatch = checkTokenizerFits(tokenizer, config, o.tokDir);
+  const tokenizer = loadTokenizer(tokDir);
+  const mismatch = checkTokenizerFits(tokenizer, config, tokDir);
   if (mismatch) log.warn(mismatch);
   const snapshotBytes = o.snapshotBytes ?? recurrentStateBytes(config, layerCount);
   const engine = openEngine(
@@ -97,7 +140,8 @@ export function openChatModel(
     },
     { onWarning: (w) => log.warn(w), onDrop: (d) => log.error(`EXPERT DROP: layer ${d.layer} expert ${d.expert} failed to load; the reply is CORRUPT (${d.reason})`) },
   );
-  log.info(`${command}: ${modelDir}, ${layerCount} layers, context ${o.ctx} positions, snapshots ${formatBytes(snapshotBytes)} in RAM; loaded in ${engine.loadSeconds.toFixed(1)} s, peak RSS ${formatBytes(engine.peakRssAfterLoadBytes)}`);
+  const what = source.demo ? `${demoModelName(config.numLayers)}, from ${modelDir}` : modelDir;
+  log.info(`${command}: ${what}, ${layerCount} layers, context ${o.ctx} positions, snapshots ${formatBytes(snapshotBytes)} in RAM; loaded in ${engine.loadSeconds.toFixed(1)} s, peak RSS ${formatBytes(engine.peakRssAfterLoadBytes)}`);
   const conversation: ConversationOptions = {
     chunk: engine.plan.prefillChunk,
     snapshots: { ramBytes: snapshotBytes, diskBytes: o.snapshotDiskBytes, parent: o.snapshotDir ?? tmpdir() },

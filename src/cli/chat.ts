@@ -1,6 +1,7 @@
 /**
- * `k3 chat <model_dir> --tok DIR`: talk to Kimi K3. On a terminal, a conversation: the reasoning
- * streamed dimmed, the answer as it is produced, commands after a slash, Ctrl-C stops the reply.
+ * `k3 chat <model_dir> --tok DIR` (or `k3 chat --demo`, the demo model built in): talk to Kimi K3.
+ * On a terminal, a conversation: the reasoning streamed dimmed, the answer as it is produced,
+ * commands after a slash, Ctrl-C stops the reply.
  * With `--message TEXT`, or stdin not a terminal, one turn: the answer on stdout, the reasoning
  * on stderr (or, with --json, the OpenAI-style assistant message with usage on stdout).
  */
@@ -18,11 +19,11 @@ import { formatBytes } from "../report/format.ts";
 import { emit, log } from "../report/log.ts";
 import { ChatSession, type ChatMessage, type ChatTurn } from "../session/chat-session.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
-import { chatModelDefaults, chatModelOptions, chatModelTailOptions, openChatModel, type ChatModelOptions } from "./chat-model.ts";
-import { helpOption, tokMissingMessage } from "./common-options.ts";
+import { chatModelDefaults, chatModelOptions, chatModelSource, chatModelTailOptions, modelDirPositional, openChatModel, type ChatModelOptions } from "./chat-model.ts";
+import { helpOption } from "./common-options.ts";
 import { readStdin } from "./prompt.ts";
 import { samplingOptions, type SamplingTarget } from "./sampling-options.ts";
-import { parseCommandArgs, usageText, type CommandInfo } from "./usage.ts";
+import { parseCommandArgs, type CommandInfo } from "./usage.ts";
 
 interface ChatOptions extends SamplingTarget, ChatModelOptions {
   system: string | undefined;
@@ -55,7 +56,7 @@ const options: readonly OptionDef<ChatOptions>[] = [
 const command: CommandInfo<ChatOptions> = {
   name: "k3 chat",
   description: "Talk to Kimi K3: the chat template, reasoning and answer streamed, multi-turn state kept",
-  positionals: [{ name: "model_dir", description: "Checkpoint directory (the .safetensors shards and config.json)" }],
+  positionals: [modelDirPositional],
   options,
 };
 
@@ -79,14 +80,13 @@ export async function main(args: readonly string[]): Promise<number> {
   const positionals = await parseCommandArgs(args, command, o);
   if (!positionals) return ExitCode.ok;
   const [modelDir] = positionals;
-  if (!modelDir) throw usageError("chat needs <model_dir>", await usageText(command));
-  if (!o.tokDir) throw usageError(tokMissingMessage("chat"));
+  const source = await chatModelSource(command, modelDir, o);
   const sampling = resolveSampling(o.sampling, samplingDefaults.chat);
   const oneTurn = o.message !== undefined || o.json || !process.stdin.isTTY;
   const message = oneTurn ? (o.message ?? new TextDecoder().decode(readStdin(inputLimits.promptTextBytes, "the message"))) : undefined;
   if (oneTurn && message!.trim() === "") throw usageError("chat: the message is empty (give --message TEXT or text on stdin)");
 
-  const opened = openChatModel("k3 chat", modelDir, { ...o, tokDir: o.tokDir });
+  const opened = openChatModel("k3 chat", source, o);
   using engine = opened.engine;
   const tokenizer = opened.tokenizer;
   const session = new ChatSession(engine, tokenizer, {

@@ -9,7 +9,7 @@ export interface Subcommand {
 export const subcommands: readonly Subcommand[] = [
   { name: "pack-trunk", description: "Pack the trunk into one aligned run per layer, for --trunk", load: () => import("./pack-trunk.ts") },
   { name: "quantize-trunk", description: "Quantise a packed trunk to an int8 draft trunk, for --draft-trunk", load: () => import("./quantize-trunk.ts") },
-  { name: "demo", description: "Run the tiny Kimi K3 model built into k3: prompt in, text out", load: () => import("./demo.ts") },
+  { name: "demo", description: "Run the demo Kimi K3 built into k3 (trained here, nothing to download): prompt in, text out", load: () => import("./demo.ts") },
   { name: "tokenize", description: "Encode text (stdin or --file) to token ids", load: () => import("./tokenize.ts") },
   { name: "chat", description: "Talk to Kimi K3: reasoning and answer streamed, the state kept across turns", load: () => import("./chat.ts") },
   { name: "serve", description: "An OpenAI-compatible server with multi-turn state reuse", load: () => import("./serve.ts") },

@@ -53,8 +53,8 @@ export function checkLayers(layers: number | undefined, config: ModelConfig): nu
  * The tokenizer must fit the model: every id ordinary text encodes to (its ranks) must have an
  * embedding, or a prompt would be refused or read wrongly. Returns a warning when the model can
  * emit ids the tokenizer has no text for (a vocabulary padded past the tokenizer); special ids
- * past the model's vocabulary (the demo's byte-level tokenizer) are left alone, since any use
- * of one is refused as an id outside the vocabulary.
+ * past the model's vocabulary (the byte-level test tokenizer on tiny13) are left alone, since
+ * any use of one is refused as an id outside the vocabulary.
  */
 export function checkTokenizerFits(tokenizer: Tokenizer, config: ModelConfig, tokDir: string): string | undefined {
   if (tokenizer.rankCount > config.vocabSize) {

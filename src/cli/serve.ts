@@ -1,17 +1,17 @@
 /**
- * `k3 serve <model_dir> --tok DIR`: an OpenAI-compatible server on loopback, with a chat page at
- * `/` (src/page/). The weights load once; `listening on http://HOST:PORT` on stderr says it is
- * ready. SIGINT and SIGTERM stop accepting, let the generation in flight end, and exit 0.
+ * `k3 serve <model_dir> --tok DIR` (or `k3 serve --demo`): an OpenAI-compatible server on
+ * loopback, with a chat page at `/` (src/page/). The weights load once; `listening on
+ * http://HOST:PORT` on stderr says it is ready. SIGINT and SIGTERM stop accepting, let the generation in flight end, and exit 0.
  */
 import { envValue } from "../env.ts";
-import { ExitCode, usageError } from "../errors.ts";
+import { ExitCode } from "../errors.ts";
 import { log } from "../report/log.ts";
 import { startServer } from "../serve/http.ts";
 import { Conversation } from "../session/conversation.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
-import { chatModelDefaults, chatModelOptions, chatModelTailOptions, openChatModel, type ChatModelOptions } from "./chat-model.ts";
-import { helpOption, tokMissingMessage } from "./common-options.ts";
-import { parseCommandArgs, usageText, type CommandInfo } from "./usage.ts";
+import { chatModelDefaults, chatModelOptions, chatModelSource, chatModelTailOptions, modelDirPositional, openChatModel, type ChatModelOptions } from "./chat-model.ts";
+import { helpOption } from "./common-options.ts";
+import { parseCommandArgs, type CommandInfo } from "./usage.ts";
 
 interface ServeCliOptions extends ChatModelOptions {
   host: string;
@@ -39,7 +39,7 @@ const options: readonly OptionDef<ServeCliOptions>[] = [
 const command: CommandInfo<ServeCliOptions> = {
   name: "k3 serve",
   description: "An OpenAI-compatible server: /v1/chat/completions and /v1/completions (JSON and SSE), /v1/models, /health, and a chat page at /",
-  positionals: [{ name: "model_dir", description: "Checkpoint directory (the .safetensors shards and config.json)" }],
+  positionals: [modelDirPositional],
   options,
 };
 
@@ -51,11 +51,10 @@ export async function main(args: readonly string[]): Promise<number> {
   const positionals = await parseCommandArgs(args, command, o);
   if (!positionals) return ExitCode.ok;
   const [modelDir] = positionals;
-  if (!modelDir) throw usageError("serve needs <model_dir>", await usageText(command));
-  if (!o.tokDir) throw usageError(tokMissingMessage("serve"));
+  const source = await chatModelSource(command, modelDir, o);
   const apiKey = o.apiKey ?? envValue("K3_API_KEY");
   if (!loopback.has(o.host) && apiKey === undefined) log.warn(`listening on ${o.host} without an API key: anyone who can reach it can use it (--api-key or K3_API_KEY)`);
-  const opened = openChatModel("k3 serve", modelDir, { ...o, tokDir: o.tokDir });
+  const opened = openChatModel("k3 serve", source, o);
   using engine = opened.engine;
   const tokenizer = opened.tokenizer;
   const conversation = new Conversation(engine.model, opened.conversation);

@@ -1,10 +1,15 @@
 /**
- * The chat page of `k3 serve` (src/page/) in a real browser: dist/k3 serve on the chat fixture
- * model, headless Chromium (Debian's package) driven by playwright-core. Two turns stream in and
- * equal the API's own answers to the same messages; Escape stops a reply and the server is free
- * at once; a reload restores the conversations; exports and imports round-trip; hostile model
- * text renders inert; an API key is asked for and kept in sessionStorage only. Screenshots at
- * desktop and phone width go to the test's temporary directory (and to $K3_SCREENSHOT_DIR).
+ * The chat page of `k3 serve` (src/page/) in a real browser: `dist/k3 serve --demo` (the demo
+ * model built into k3), headless Chromium (Debian's package) driven by playwright-core. Three
+ * turns stream in and equal the API's own answers to the same messages; Escape stops a reply and
+ * the server is free at once; a reload restores the conversations; exports and imports
+ * round-trip; hostile model text renders inert; an API key is asked for and kept in
+ * sessionStorage only. Screenshots of a conversation with the demo model at desktop and phone
+ * width go to the test's temporary directory (and to $K3_SCREENSHOT_DIR).
+ *
+ * One test runs on the chat fixture model instead (random weights, on a page of its own): Escape
+ * needs a reply long enough to be stopped mid-way, and the fixture writes until --max-tokens
+ * while the demo's replies end by themselves within a second.
  *
  * Code run in the page is given as strings: this project's TypeScript has no DOM types outside
  * src/page/.
@@ -16,10 +21,11 @@ import type { BrowserContext, Page } from "playwright-core";
 import { envValue } from "../../src/env.ts";
 import { browserMissing, openBrowser } from "../support/browser.ts";
 import { chatModelDir } from "../support/chat-fixture.ts";
-import { serve, stopAll, type Served } from "../support/serve.ts";
+import { serve, serveDemo, stopAll, type Served } from "../support/serve.ts";
 import { tempDir } from "../support/tmp.ts";
 
-const dir = chatModelDir();
+/** The random-weight chat fixture: its replies run to --max-tokens. */
+const fixtureDir = chatModelDir();
 
 if (browserMissing) process.stderr.write(`SKIPPED the chat page's browser tests: ${browserMissing}\n`);
 
@@ -95,6 +101,7 @@ const seen = async (page: Page) => (await page.evaluate("window.__k3seen")) as S
 
 describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromium", () => {
   let server: Served;
+  let fixture: Served;
   let browser: BrowserContext;
   let page: Page;
   const shots = tempDir("screenshots");
@@ -104,7 +111,7 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
   const consoleErrors: string[] = [];
 
   beforeAll(async () => {
-    [server, browser] = await Promise.all([serve(dir), openBrowser()]);
+    [server, fixture, browser] = await Promise.all([serveDemo(), serve(fixtureDir), openBrowser()]);
     page = browser.pages()[0] ?? (await browser.newPage());
     page.on("request", (r) => {
       requested.push(r.url());
@@ -158,8 +165,7 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
     expect(await page.evaluate(reasoningOpen)).toBe(true);
     expect(await page.locator("#status").textContent()).toMatch(/^prefill \d+ ids in .+, nothing reused · \d+ tokens in .+: [\d.]+ tok\/s, .+\/token · finish (stop|length)$/);
 
-    // Turn two, thinking off: the answer streams in as Markdown. (The prompts are ones on which
-    // the random fixture model writes for long enough to be watched: 400 tokens here.)
+    // Turn two, thinking off: the answer streams in as Markdown.
     await page.getByLabel("Thinking").uncheck();
     await page.evaluate(recorder);
     await box.fill("Go on");
@@ -190,48 +196,63 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
     expect(await page.locator("article.assistant .turn-stats").nth(2).textContent()).toBe(status);
   }, 60_000);
 
-  test("Escape stops a reply mid-way: the page keeps what came, and the server stops at the next token", async () => {
+  test("Escape stops a reply mid-way: the page keeps what came, and the server stops at the next token (the fixture model)", async () => {
     const messages = [{ role: "user", content: "Write a long poem" }];
     const started = performance.now();
-    const full = await apiAnswer(server, messages, true, 1000);
+    const full = await apiAnswer(fixture, messages, true, 1000);
     const fullSeconds = (performance.now() - started) / 1000;
     expect(full.reasoning_content!.length).toBeGreaterThan(500);
 
+    const page = await browser.newPage(); // the fixture's origin: storage of its own
+    try {
+      await page.goto(`${fixture.url}/`);
+      await until(page, `document.getElementById("model-name").textContent === "kimi-k3"`);
+      expect(await page.locator("article").count()).toBe(0);
+      await page.getByLabel("Temperature").fill("0");
+      await page.getByLabel("Thinking").check();
+      await page.getByLabel("Max tokens").fill("1000");
+      await page.getByLabel("Message").fill("Write a long poem");
+      await page.keyboard.press("Enter");
+      await until(page, `(document.querySelector("article.assistant .reasoning-text")?.textContent.length ?? 0) > 0`, 20_000);
+      await page.keyboard.press("Escape");
+      await turnDone(page, 1);
+      const stoppedAt = performance.now();
+      // A reply the server would still be generating would hold this one up behind it.
+      const next = await post(fixture, { messages: [{ role: "user", content: "Hi" }], max_tokens: 1, temperature: 0 });
+      expect(next.status).toBe(200);
+      const waitedSeconds = (performance.now() - stoppedAt) / 1000;
+      expect(waitedSeconds).toBeLessThan(fullSeconds / 3);
+
+      const c = await currentMessages(page);
+      const partial = c.messages[1]!.reasoning_content!;
+      expect(partial.length).toBeGreaterThan(0);
+      expect(partial.length).toBeLessThan(full.reasoning_content!.length);
+      expect(full.reasoning_content!.startsWith(partial)).toBe(true);
+      expect(c.notes["1"]!.stopped).toBe(true);
+      expect(await page.locator("#status").textContent()).toStartWith("Stopped after");
+      expect(await page.locator("article.assistant .answer").textContent()).toBe("(stopped while thinking)");
+      expect(await page.getByRole("button", { name: "Stop" }).isDisabled()).toBe(true);
+    } finally {
+      await page.close();
+    }
+  }, 60_000);
+
+  test("a reload restores every conversation; export writes the messages the API takes", async () => {
+    // A second conversation beside the story.
     await page.getByRole("button", { name: "New chat" }).click();
     expect(await page.locator("article").count()).toBe(0);
     await page.getByLabel("Thinking").check();
     await page.getByLabel("Max tokens").fill("1000");
-    await page.getByLabel("Message").fill("Write a long poem");
+    await page.getByLabel("Message").fill("What do plants need to grow?");
     await page.keyboard.press("Enter");
-    await until(page, `(document.querySelector("article.assistant .reasoning-text")?.textContent.length ?? 0) > 0`, 20_000);
-    await page.keyboard.press("Escape");
     await turnDone(page, 1);
-    const stoppedAt = performance.now();
-    // A reply the server would still be generating would hold this one up behind it.
-    const next = await post(server, { messages: [{ role: "user", content: "Hi" }], max_tokens: 1, temperature: 0 });
-    expect(next.status).toBe(200);
-    const waitedSeconds = (performance.now() - stoppedAt) / 1000;
-    expect(waitedSeconds).toBeLessThan(fullSeconds / 3);
-
-    const c = await currentMessages(page);
-    const partial = c.messages[1]!.reasoning_content!;
-    expect(partial.length).toBeGreaterThan(0);
-    expect(partial.length).toBeLessThan(full.reasoning_content!.length);
-    expect(full.reasoning_content!.startsWith(partial)).toBe(true);
-    expect(c.notes["1"]!.stopped).toBe(true);
-    expect(await page.locator("#status").textContent()).toStartWith("Stopped after");
-    expect(await page.locator("article.assistant .answer").textContent()).toBe("(stopped while thinking)");
-    expect(await page.getByRole("button", { name: "Stop" }).isDisabled()).toBe(true);
-  }, 60_000);
-
-  test("a reload restores every conversation; export writes the messages the API takes", async () => {
     const before = await stored(page);
     expect(before.conversations).toHaveLength(2);
-    const poem = await page.locator("article").allTextContents();
+    const plants = await page.locator("article").allTextContents();
     await page.reload();
     await until(page, `document.getElementById("model-name").textContent === "kimi-k3"`);
-    expect(await page.locator("article").allTextContents()).toEqual(poem);
-    expect(await page.locator("#history option").allTextContents()).toEqual(["Write a long poem", "Tell me a story"]);
+    expect(await page.locator("article").allTextContents()).toEqual(plants);
+    expect(await page.locator("#history option").allTextContents()).toEqual(["What do plants need to grow?", "Tell me a story"]);
     await page.selectOption("#history", { label: "Tell me a story" });
     const story = before.conversations.find((c) => c.messages[0]?.content?.startsWith("Tell me a story"))!;
     expect(await page.locator("article").count()).toBe(story.messages.length);
@@ -292,23 +313,18 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
   }, 60_000);
 
   test("screenshots at desktop and phone width; nothing was fetched from anywhere but the server", async () => {
-    const showcase = [
-      { role: "user", content: "How do I reverse a list in Python?" },
-      {
-        role: "assistant",
-        reasoning_content: "The user wants to reverse a list. Two idioms: list.reverse() in place, or slicing with [::-1] for a copy. Mention reversed() for iteration.",
-        content: "Two ways, depending on whether you want a copy:\n\n```python\nitems = [1, 2, 3]\nitems.reverse()        # in place: items is now [3, 2, 1]\ncopy = items[::-1]     # a reversed copy\n```\n\nFor a loop, `reversed(items)` walks it backwards **without** copying.",
-      },
-      { role: "user", content: "Thanks! And a tuple?" },
-      { role: "assistant", reasoning_content: "Tuples are immutable, so only the slice or reversed() apply.", content: "Tuples cannot change, so use the slice: `t[::-1]` gives a new tuple." },
-    ];
-    await page.setInputFiles("#import", { name: "example.json", mimeType: "application/json", buffer: Buffer.from(JSON.stringify(showcase)) });
-    await until(page, `document.querySelectorAll("article").length === 4`);
-    // One live turn on the fixture model (random weights: it only "thinks"), for the status line.
-    await page.getByLabel("Max tokens").fill("40");
-    await page.getByLabel("Message").fill("Can you show it in a table?");
+    // A conversation with the demo model, as a first-time user would have it: two turns, thinking on.
+    await page.getByRole("button", { name: "New chat" }).click();
+    await page.getByLabel("Temperature").fill("0");
+    await page.getByLabel("Thinking").check();
+    await page.getByLabel("Max tokens").fill("300");
+    await page.getByLabel("Message").fill("Tell me a story about a cat.");
     await page.keyboard.press("Enter");
-    await turnDone(page, 3);
+    await turnDone(page, 1);
+    await page.getByLabel("Message").fill("What do plants need to grow?");
+    await page.keyboard.press("Enter");
+    await turnDone(page, 2);
+    // QUALITY: once assets/demo is trained, both answers are readable text (see test/cli/demo.test.ts).
     await page.setViewportSize({ width: 1280, height: 960 });
     await page.locator("article.assistant summary").first().click();
     await page.evaluate(`document.getElementById("conversation").scrollTop = 0`);
@@ -336,7 +352,7 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
 
   test("the page and its assets load without the key (from dist/k3 alone); the page asks for it and keeps it in sessionStorage only", async () => {
     // A copy of the executable in an empty directory: the page comes from inside it.
-    const s = await serve(dir, ["--api-key", "sekret"], { isolated: true });
+    const s = await serveDemo(["--api-key", "sekret"], { isolated: true });
     const page = await browser.newPage(); // another origin (port), another tab: storage of its own
     try {
       const html = await fetch(`${s.url}/`);
@@ -372,8 +388,9 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
   }, 60_000);
 
   test("the status line shows the prefill as it runs: ids fed of the ids to feed, chunk by chunk, then the reply's phases", async () => {
-    // Prompts fed 4 ids at a time, and a message of some 450 ids: about 110 progress comments.
-    const s = await serve(dir, ["--prefill-chunk", "4"]);
+    // Prompts fed 4 ids at a time, and a message of some 450 ids (the demo tokenizer makes three
+    // of each "wordN and"): about 130 progress comments.
+    const s = await serveDemo(["--prefill-chunk", "4"]);
     const page = await browser.newPage();
     try {
       await page.goto(`${s.url}/`);
@@ -391,7 +408,7 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
         }).observe(line, { subtree: true, childList: true, characterData: true });
       })()`);
       await page.getByLabel("Max tokens").fill("4");
-      await page.getByLabel("Message").fill(Array.from({ length: 40 }, (_, i) => `word${i % 10} and`).join(" "));
+      await page.getByLabel("Message").fill(Array.from({ length: 150 }, (_, i) => `word${i % 10} and`).join(" "));
       await page.keyboard.press("Enter");
       await turnDone(page, 1);
       const texts = (await page.evaluate("window.__k3status")) as string[];
@@ -408,7 +425,7 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
       expect(fed).toEqual([...fed].sort((a, b) => a - b));
       expect(prefill.every((p) => p.total === prefilled && p.percent === Math.floor((100 * p.fed) / p.total))).toBe(true);
       expect(fed.at(-1)!).toBeGreaterThan(prefilled / 2);
-      // The phases in order: waiting, the prefill, the reply (the fixture model only thinks), the statistics.
+      // The phases in order: waiting, the prefill, the reply (4 ids, all of them reasoning), the statistics.
       const phases = texts.filter((t) => ["Waiting", "Prefill", "Thinking", "Answering"].includes(t));
       expect(phases.slice(0, 3)).toEqual(["Waiting", "Prefill", "Thinking"]);
       expect(texts.indexOf(final)).toBeGreaterThan(texts.findLastIndex((t) => t.startsWith("Prefill: ")));

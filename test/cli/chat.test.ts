@@ -6,7 +6,7 @@ import { executablePath } from "../../tools/build.ts";
 import { chatModelDir } from "../support/chat-fixture.ts";
 import { k3 } from "../support/k3.ts";
 import { PtySession } from "../support/pty.ts";
-import { modelDir } from "../support/fixtures.ts";
+import { fixturesDir, modelDir } from "../support/fixtures.ts";
 import { tempDir } from "../support/tmp.ts";
 
 const dir = chatModelDir();
@@ -56,8 +56,8 @@ describe("k3 chat, one turn", () => {
       expect(r.stderr).toMatch(pattern);
       expect(r.stdout).toBe("");
     }
-    // A tokenizer without the K3 control names cannot render chat (the demo's byte tokenizer).
-    const bytesOnly = k3(["chat", modelDir("tiny13"), "--tok", join(import.meta.dir, "../../assets/demo"), "--message", "x"]);
+    // A tokenizer without the K3 control names cannot render chat (the byte-level test tokenizer).
+    const bytesOnly = k3(["chat", modelDir("tiny13"), "--tok", join(fixturesDir, "byte-tokenizer"), "--message", "x"]);
     expect(bytesOnly.code).toBe(2);
     expect(bytesOnly.stderr).toMatch(/has no <\|open\|> in tokenizer_config\.json's added_tokens_decoder/);
   });

@@ -5,11 +5,11 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
-import OpenAI from "openai";
 import { parseChatRequest, renderChat } from "../../src/chat/index.ts";
 import { loadTokenizer } from "../../src/tokenizer/index.ts";
 import { chatModelDir } from "../support/chat-fixture.ts";
 import { k3 } from "../support/k3.ts";
+import { openaiClient as client, readStream } from "../support/openai.ts";
 import { serve as serveModel, stopAll, type Served } from "../support/serve.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -20,7 +20,6 @@ const serve = (extra: string[] = []) => serveModel(dir, extra);
 
 afterAll(stopAll);
 
-const client = (s: Served, apiKey = "unused") => new OpenAI({ baseURL: `${s.url}/v1`, apiKey, maxRetries: 0 });
 const post = (s: Served, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${s.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: typeof body === "string" ? body : JSON.stringify(body) });
 
@@ -53,19 +52,7 @@ describe("k3 serve", () => {
     const s = await serve();
     const request = { model: "kimi-k3", messages: [{ role: "user" as const, content: "Tell me a story" }], max_tokens: 24, temperature: 1, seed: 9 };
     const whole = await client(s).chat.completions.create(request);
-    const stream = await client(s).chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } });
-    let content = "";
-    let reasoning = "";
-    let finish: string | null = null;
-    let usage: unknown;
-    for await (const chunk of stream) {
-      const choice = chunk.choices[0];
-      const delta = (choice?.delta ?? {}) as { content?: string | null; reasoning_content?: string };
-      content += delta.content ?? "";
-      reasoning += delta.reasoning_content ?? "";
-      finish = choice?.finish_reason ?? finish;
-      if (chunk.usage) usage = chunk.usage;
-    }
+    const { content, reasoning, finish, usage } = await readStream(await client(s).chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } }));
     const message = whole.choices[0]!.message as unknown as { content: string | null; reasoning_content: string | null };
     expect(reasoning).toBe(message.reasoning_content ?? "");
     expect(content).toBe(message.content ?? "");
@@ -344,17 +331,9 @@ describe("k3 serve: prefill progress in the stream", () => {
     const raw = { reasoning: rawText("reasoning_content"), content: rawText("content") };
     coldAnswer = raw;
     // The same request through the openai client (reusing the messages' end, a shorter prefill, still commented).
-    const stream = await client(s).chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } });
-    const parsed = { reasoning: "", content: "" };
-    let usage: unknown;
-    for await (const c of stream) {
-      const delta = (c.choices[0]?.delta ?? {}) as { content?: string | null; reasoning_content?: string };
-      parsed.reasoning += delta.reasoning_content ?? "";
-      parsed.content += delta.content ?? "";
-      usage ??= c.usage;
-    }
-    expect(parsed).toEqual(raw);
-    expect(usage).toEqual(last.usage);
+    const parsed = await readStream(await client(s).chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } }));
+    expect({ reasoning: parsed.reasoning, content: parsed.content }).toEqual(raw);
+    expect(parsed.usage).toEqual(last.usage);
     const whole = (await completion(await post(s, request))).choices[0]!.message;
     expect({ reasoning: whole.reasoning_content ?? "", content: whole.content ?? "" }).toEqual(raw);
     // /v1/completions streams its prefill the same way.

@@ -2,16 +2,15 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import pkg from "../../package.json" with { type: "json" };
-import { modelDir } from "../support/fixtures.ts";
+import { fixturesDir, modelDir } from "../support/fixtures.ts";
 import { executablePath } from "../../tools/build.ts";
 import { k3 } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
 import { envValue } from "../../src/env.ts";
 
 const tiny = modelDir("tiny13");
-/** The demo's byte-level tokenizer: 256 ranks, one per byte, so every id fits tiny13's vocabulary. */
-const byteTok = resolve(import.meta.dir, "../../assets/demo");
+/** The byte-level test tokenizer: 256 ranks, one per byte, so every id fits tiny13's vocabulary. */
+const byteTok = join(fixturesDir, "byte-tokenizer");
 const kimiTok = envValue("K3_KIMI_TOKENIZER") ?? resolve(import.meta.dir, "../../../shared/kimi-tokenizer");
 const haveKimi = existsSync(join(kimiTok, "tiktoken.model"));
 if (!haveKimi) console.warn(`SKIPPED: the real Kimi tokenizer tests (no tiktoken.model in ${kimiTok}; set K3_KIMI_TOKENIZER)`);
@@ -93,19 +92,5 @@ describe("pipelines", () => {
     expect(JSON.parse(ordinary.stdout).ids).not.toContain(163584);
     const back = k3(["detokenize", "--tok", kimiTok], { stdin: ordinary.stdout });
     expect(back.stdout).toBe("[BOS]Hello");
-  });
-});
-
-describe("k3 demo", () => {
-  test("works from an empty directory with the executable alone", () => {
-    const home = tempDir("home");
-    const r = k3(["demo", "--prompt", "Hello", "--gen", "6"], { isolated: true, env: { HOME: home } });
-    expect(r.code).toBe(0);
-    expect(r.stdout.startsWith("Hello")).toBe(true);
-    expect(r.stderr).toContain("--- generated text ---");
-    expect(existsSync(join(home, `.cache/k3/demo-${pkg.version}/config.json`))).toBe(true);
-    // Same model, same tokens as the oracle model run directly.
-    const direct = JSON.parse(k3([tiny, "--tok", byteTok, "--prompt", "Hello", "--gen", "6", "--out", "-"]).stdout);
-    expect(r.stdout).toBe(`Hello${direct.generated_text}\n`);
   });
 });

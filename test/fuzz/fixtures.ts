@@ -11,6 +11,9 @@ import type { FuzzContext } from "./harness.ts";
 export const tinyModel = modelDir("tiny13");
 export const nestedModel = modelDir("nested14");
 export const chatTokenizer = join(fixturesDir, "chat-tokenizer");
+/** The byte-level tokenizer (256 ranks, one per byte): every id it makes fits tiny13's vocabulary. */
+export const byteTokenizer = join(fixturesDir, "byte-tokenizer");
+/** The demo model's BPE tokenizer (3840 ranks and the K3 control ids). */
 export const demoTokenizer = resolve(import.meta.dir, "../../assets/demo");
 /** The prompt every model run feeds: tiny13's oracle prompt. */
 export const promptIds = expectation("tiny13").prompt_ids.join(",");

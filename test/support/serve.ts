@@ -1,5 +1,6 @@
 /**
- * `dist/k3 serve` on a free loopback port (`--port 0`), ready once it says `listening on`. Every
+ * `dist/k3 serve` on a free loopback port (`--port 0`), ready once it says `listening on`: on a
+ * model directory that is its own tokenizer, or on the demo model built in (`--demo`). Every
  * server a test file starts is recorded, so `stopAll` in its afterAll leaves none behind.
  */
 import { copyFileSync } from "node:fs";
@@ -19,19 +20,31 @@ const running: Served[] = [];
 export interface ServeOptions {
   /** Run a copy of dist/k3 alone in an empty directory with a minimal environment. */
   isolated?: boolean;
+  /** Variables added to the server's environment. */
+  env?: Record<string, string>;
 }
 
-export async function serve(modelDir: string, extra: string[] = [], options: ServeOptions = {}): Promise<Served> {
+export function serve(modelDir: string, extra: string[] = [], options: ServeOptions = {}): Promise<Served> {
+  return start([modelDir, "--tok", modelDir, ...extra], options);
+}
+
+/** `k3 serve --demo`, unpacking the demo into a fresh temporary HOME (never the user's cache). */
+export function serveDemo(extra: string[] = [], options: ServeOptions = {}): Promise<Served> {
+  const home = tempDir("home");
+  return start(["--demo", ...extra], { ...options, env: { HOME: home, XDG_CACHE_HOME: join(home, ".cache"), ...options.env } });
+}
+
+async function start(args: string[], options: ServeOptions): Promise<Served> {
   let binary = executablePath;
   let cwd: string | undefined;
-  let env: Record<string, string | undefined> = process.env;
+  let env: Record<string, string | undefined> = { ...process.env, ...options.env };
   if (options.isolated) {
     cwd = tempDir("alone");
     binary = join(cwd, "k3");
     copyFileSync(executablePath, binary);
-    env = { PATH: "/usr/bin:/bin" };
+    env = { PATH: "/usr/bin:/bin", ...options.env };
   }
-  const child = Bun.spawn([binary, "serve", modelDir, "--tok", modelDir, "--port", "0", ...extra], { cwd, env, stdin: "ignore", stdout: "ignore", stderr: "pipe" });
+  const child = Bun.spawn([binary, "serve", ...args, "--port", "0"], { cwd, env, stdin: "ignore", stdout: "ignore", stderr: "pipe" });
   const decoder = new TextDecoder();
   let text = "";
   const reader = (child.stderr as ReadableStream<Uint8Array>).getReader();

@@ -3,9 +3,8 @@
 
     python3 tools/reference/make_fixtures.py
 
-Writes test/fixtures/tiny13/, test/fixtures/nested14/ and test/fixtures/ops/*.json, and copies
-tiny13's checkpoint into assets/demo/, the model `k3 demo` ships (a test checks they agree).
-See tools/reference/README.md for the formats and what each fixture proves.
+Writes test/fixtures/tiny13/, test/fixtures/nested14/ and test/fixtures/ops/*.json. (The demo
+model in assets/demo/ is trained and exported by tools/train-demo, not written here.) See tools/reference/README.md for the formats and what each fixture proves.
 """
 import os
 
@@ -1232,9 +1231,6 @@ def main():
     fx_attnres_model("nested14", m14, e14)
     fx_config()
     fx_names()
-    demo = os.path.join(REPO, "assets", "demo")
-    for name in ("config.json", "model-00001-of-00001.safetensors"):
-        shutil.copyfile(os.path.join(FIX, "tiny13", name), os.path.join(demo, name))
     import check_fixtures
     check_fixtures.main(limit=0.5)
     total = 0

@@ -52,7 +52,8 @@ def main() -> None:
             bound = rel * float(logits.abs().max())
             compare = next((s for s, g in enumerate(gaps) if g < NEAR_TIE * bound), GEN)
             cut += compare < GEN
-            cases.append({"kind": kind, "index": i, "prompt_ids": p["ids"], "generated_ids": ids, "top2_gaps": gaps,
+            source = {"text": p["text"]} if kind == "text" else {"request": p["request"]}
+            cases.append({"kind": kind, "index": i, **source, "prompt_ids": p["ids"], "generated_ids": ids, "top2_gaps": gaps,
                           "compare_steps": compare, "max_abs_logit": float(logits.abs().max())})
             first.append(logits[0].numpy())
             last.append(logits[-1].numpy())

@@ -172,7 +172,7 @@ class KDA(nn.Module):
         g = c.gmin * torch.sigmoid(a * (z + self.dt_bias))                          # log decay in [gmin, 0]
         q = q * (1.0 / math.sqrt(c.D))
         S0 = hist.get("S")
-        if self.chunked:
+        if self.chunked and T > 1:   # one position: the loop is the same recurrence, without padding
             o, S = kda_recurrence_chunked(q, k, v, heads(g), beta, S0)
         else:
             o, S = kda_recurrence_loop(q, k, v, heads(g), beta, S0)

@@ -2,14 +2,14 @@
  * The command line of `k3 <model_dir>` (src/cli/args.ts, run-options.ts): flags from the option
  * table itself, so an option added later is fuzzed too, and values at their edges. Paths are
  * placeholders: {dir} (the input's own directory), {pack} (tiny13's packed trunk), {tok} (the
- * demo's tokenizer); the last two are links made in the input's directory, so that a flag that
+ * byte-level tokenizer); the last two are links made in the input's directory, so that a flag that
  * writes (`--dump-cache-trace {tok}`) writes only there.
  */
 import { join } from "node:path";
 import { findInfoFlag } from "../../../src/cli/args.ts";
 import { parseRunArgs } from "../../../src/cli/run.ts";
 import { runCommand, runOptionTable } from "../../../src/cli/run-options.ts";
-import { demoTokenizer, linkDir, promptIds, runIds, text, tinyModel, tinyPack, utf8 } from "../fixtures.ts";
+import { byteTokenizer, linkDir, promptIds, runIds, text, tinyModel, tinyPack, utf8 } from "../fixtures.ts";
 import type { FuzzContext, FuzzTarget, Seed } from "../harness.ts";
 import { mutateArgv } from "../mutate.ts";
 
@@ -28,7 +28,7 @@ let pack: string | undefined;
 function resolved(args: readonly string[], dir: string): string[] {
   const links = { pack: join(dir, "pack"), tok: join(dir, "tok") };
   linkDir(links.pack, pack as string);
-  linkDir(links.tok, demoTokenizer);
+  linkDir(links.tok, byteTokenizer);
   return args.map((a) => a.replaceAll("{dir}", dir).replaceAll("{pack}", links.pack).replaceAll("{tok}", links.tok));
 }
 

@@ -1,7 +1,7 @@
 /** tiktoken.model (src/tokenizer/rank-file.ts), read with its tokenizer_config.json by loadTokenizer. */
 import { join } from "node:path";
 import { loadTokenizer, RANK_FILE } from "../../../src/tokenizer/index.ts";
-import { chatTokenizer, demoTokenizer, dirWith, read, tokenizerText } from "../fixtures.ts";
+import { byteTokenizer, chatTokenizer, demoTokenizer, dirWith, read, tokenizerText } from "../fixtures.ts";
 import type { FuzzTarget, Seed } from "../harness.ts";
 import { mutateText } from "../mutate.ts";
 
@@ -19,7 +19,7 @@ export function tokenizerMeaning(dir: string): string {
 export const tiktokenTarget: FuzzTarget<TokenizerSeed> = {
   name: "tiktoken",
   about: "tiktoken.model: parseRankFile through loadTokenizer (base64, ranks, gaps, duplicates)",
-  seeds: () => [chatTokenizer, demoTokenizer].map((dir) => ({ label: join(dir, RANK_FILE), bytes: read(join(dir, RANK_FILE)), dir })),
+  seeds: () => [chatTokenizer, byteTokenizer, demoTokenizer].map((dir) => ({ label: join(dir, RANK_FILE), bytes: read(join(dir, RANK_FILE)), dir })),
   mutate: (input, rng, seeds) => mutateText(input, rng, seeds.map((s) => s.bytes)),
   parse(input, seed, scratch) {
     dirWith(join(scratch, "tok"), seed.dir, RANK_FILE, input);

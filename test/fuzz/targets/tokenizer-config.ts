@@ -1,7 +1,7 @@
 /** tokenizer_config.json (src/tokenizer/added-tokens.ts), read with its tiktoken.model by loadTokenizer. */
 import { join } from "node:path";
 import { CONFIG_FILE } from "../../../src/tokenizer/index.ts";
-import { chatTokenizer, demoTokenizer, dirWith, read, tokenizerText } from "../fixtures.ts";
+import { byteTokenizer, chatTokenizer, demoTokenizer, dirWith, read, tokenizerText } from "../fixtures.ts";
 import type { FuzzTarget, Seed } from "../harness.ts";
 import { mutateJson } from "../mutate.ts";
 import { tokenizerMeaning } from "./tiktoken.ts";
@@ -13,7 +13,7 @@ interface TokenizerSeed extends Seed {
 export const tokenizerConfigTarget: FuzzTarget<TokenizerSeed> = {
   name: "tokenizer-config",
   about: "tokenizer_config.json: parseAddedTokens through loadTokenizer (ids, duplicates after unescaping)",
-  seeds: () => [chatTokenizer, demoTokenizer].map((dir) => ({ label: join(dir, CONFIG_FILE), bytes: read(join(dir, CONFIG_FILE)), dir })),
+  seeds: () => [chatTokenizer, byteTokenizer, demoTokenizer].map((dir) => ({ label: join(dir, CONFIG_FILE), bytes: read(join(dir, CONFIG_FILE)), dir })),
   mutate: (input, rng, seeds) => mutateJson(input, rng, seeds.map((s) => s.bytes)),
   parse(input, seed, scratch) {
     dirWith(join(scratch, "tok"), seed.dir, CONFIG_FILE, input);

@@ -1,0 +1,130 @@
+/**
+ * Traffic with learned routing: the demo model (assets/demo, trained) next to the two random
+ * fixtures (tiny13, nested14), each run through dist/k3 over held-out prompts with greedy decode:
+ *
+ * - the routing entropy of every MoE layer (bits; log2 of the expert count is a uniform choice),
+ *   from `--dump-cache-trace`, prefill and decode together;
+ * - the expert cache hit rate of LRU and of Belady (optimal) at 1/8, 1/4 and 1/2 of all routed
+ *   experts, replayed by `k3 sim-cache --slots` on the traces of all prompts back to back (one
+ *   cache serving request after request, as in `k3 serve`);
+ * - the n-gram drafter's acceptance under `--spec 4` on each model's own greedy output.
+ *
+ *   bun run bench/routing.ts          (also part of `bun run bench`)
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { loadavg } from "node:os";
+import { loadConfig } from "../src/checkpoint/config.ts";
+import { prepareReplay, replayBelady, replayLru } from "../src/weights/cache-sim.ts";
+import { readTraceFile } from "../src/weights/expert-trace.ts";
+import { expectation, fixturesDir, modelDir } from "../test/support/fixtures.ts";
+import { tempDir } from "../test/support/tmp.ts";
+
+const root = resolve(import.meta.dir, "..");
+const k3 = join(root, "dist", "k3");
+const GEN = 48;
+
+interface Source {
+  name: string;
+  dir: string;
+  prompts: number[][];
+}
+
+function sources(): Source[] {
+  const demo = JSON.parse(readFileSync(join(fixturesDir, "demo", "expected.json"), "utf8")) as { cases: { prompt_ids: number[] }[] };
+  const fixture = (name: string): Source => {
+    const want = expectation(name);
+    // The random fixtures' vocabularies are tiny; their oracle prompts and teacher-forced ids.
+    return { name: `${name} (random weights)`, dir: modelDir(name), prompts: [want.prompt_ids, want.long.prompt_ids, want.tf.ids] };
+  };
+  return [{ name: "demo (trained)", dir: join(root, "assets", "demo"), prompts: demo.cases.map((c) => c.prompt_ids) }, fixture("tiny13"), fixture("nested14")];
+}
+
+function k3Run(args: string[]): { stdout: string; json?: Record<string, unknown> } {
+  const r = Bun.spawnSync([k3, ...args], { stdout: "pipe", stderr: "pipe" });
+  if (r.exitCode !== 0) throw new Error(`k3 ${args.join(" ")} exited ${r.exitCode}: ${r.stderr.toString().slice(-400)}`);
+  return { stdout: r.stdout.toString() };
+}
+
+export interface RoutingFigures {
+  name: string;
+  experts: number;
+  moeLayers: number;
+  topK: number;
+  requests: number;
+  entropyBits: number[];
+  uniformBits: number;
+  cache: { slots: number; share: number; lru: number; belady: number }[];
+  simCacheCommand: string;
+  simCacheTable: string;
+  spec: { sweeps: number; drafted: number; accepted: number; emitted: number; generated: number };
+}
+
+export function measureRouting(source: Source): RoutingFigures {
+  const { config } = loadConfig(join(source.dir, "config.json"));
+  const work = tempDir("routing");
+  const pieces: Uint8Array[] = [];
+  const spec = { sweeps: 0, drafted: 0, accepted: 0, emitted: 0, generated: 0 };
+  source.prompts.forEach((ids, i) => {
+    const traceDir = join(work, `trace-${i}`);
+    mkdirSync(traceDir);
+    k3Run([source.dir, "--ids", ids.join(","), "--gen", String(GEN), "--dump-cache-trace", traceDir, "--out", join(work, "plain.json")]);
+    if (existsSync(join(traceDir, "expert_trace.bin"))) pieces.push(readFileSync(join(traceDir, "expert_trace.bin")));
+    k3Run([source.dir, "--ids", ids.join(","), "--gen", String(GEN), "--spec", "4", "--out", join(work, "spec.json")]);
+    const results = JSON.parse(readFileSync(join(work, "spec.json"), "utf8")) as { speculation: typeof spec; generated_ids: number[] };
+    const plain = JSON.parse(readFileSync(join(work, "plain.json"), "utf8")) as { generated_ids: number[] };
+    if (JSON.stringify(plain.generated_ids) !== JSON.stringify(results.generated_ids)) throw new Error(`${source.name}: --spec 4 changed the ids of prompt ${i}`);
+    for (const key of ["sweeps", "drafted", "accepted", "emitted"] as const) spec[key] += results.speculation[key];
+    spec.generated += results.generated_ids.length;
+  });
+  const all = join(work, "expert_trace.bin");
+  writeFileSync(all, Buffer.concat(pieces));
+  const trace = readTraceFile(all);
+  const experts = config.numExperts;
+  const moeLayers = config.numLayers - config.firstKDenseReplace;
+  const counts = new Map<number, number[]>();
+  for (let i = 0; i < trace.layers.length; i++) {
+    const row = counts.get(trace.layers[i]!) ?? new Array<number>(experts).fill(0);
+    row[trace.experts[i]!]! += 1;
+    counts.set(trace.layers[i]!, row);
+  }
+  const entropyBits = [...counts.keys()].sort((a, b) => a - b).map((layer) => {
+    const row = counts.get(layer)!;
+    const total = row.reduce((s, n) => s + n, 0);
+    return -row.reduce((h, n) => (n === 0 ? h : h + (n / total) * Math.log2(n / total)), 0);
+  });
+  const keys = new Float64Array(trace.layers.length);
+  for (let i = 0; i < keys.length; i++) keys[i] = trace.layers[i]! * experts + trace.experts[i]!;
+  const replay = prepareReplay(keys);
+  const pool = experts * moeLayers;
+  const shares = [1 / 8, 1 / 4, 1 / 2];
+  const slots = shares.map((s) => Math.max(config.numExpertsPerToken + 1, Math.round(pool * s)));
+  const rate = (o: { hits: number; misses: number }) => o.hits / (o.hits + o.misses);
+  const cache = slots.map((n, i) => ({ slots: n, share: shares[i]!, lru: rate(replayLru(replay, n)), belady: rate(replayBelady(replay, n)) }));
+  const simArgs = ["sim-cache", all, "--slots", slots.join(","), "--tokens", String(source.prompts.reduce((s, p) => s + p.length + GEN, 0))];
+  const simCacheTable = k3Run(simArgs).stdout;
+  return {
+    name: source.name, experts, moeLayers, topK: config.numExpertsPerToken, requests: trace.layers.length, entropyBits,
+    uniformBits: Math.log2(experts), cache, simCacheCommand: `k3 ${simArgs.join(" ")}`, simCacheTable, spec,
+  };
+}
+
+export function routingReport(figures: RoutingFigures[]): string[] {
+  const lines: string[] = [];
+  for (const f of figures) {
+    const mean = f.entropyBits.reduce((s, h) => s + h, 0) / f.entropyBits.length;
+    lines.push(`${f.name}: ${f.moeLayers} MoE layers x ${f.experts} experts, top-${f.topK}, ${f.requests} expert requests`);
+    lines.push(`  routing entropy per MoE layer (bits, uniform = ${f.uniformBits.toFixed(2)}): ${f.entropyBits.map((h) => h.toFixed(2)).join(" ")}; mean ${mean.toFixed(2)} (${((mean / f.uniformBits) * 100).toFixed(0)}% of uniform)`);
+    lines.push(`  cache hit rate, LRU / Belady: ${f.cache.map((c) => `${c.slots} slots (1/${1 / c.share} of all): ${(c.lru * 100).toFixed(1)}% / ${(c.belady * 100).toFixed(1)}%`).join("; ")}`);
+    const s = f.spec;
+    lines.push(`  --spec 4 on its own greedy output: ${s.sweeps} sweeps drafted ${s.drafted} ids, ${s.accepted} accepted (${s.drafted ? ((s.accepted / s.drafted) * 100).toFixed(0) : "-"}%); ${s.generated} ids emitted in ${s.generated - s.emitted + s.sweeps} forward steps`);
+  }
+  return lines;
+}
+
+if (import.meta.main) {
+  console.log(`routing: load average ${(loadavg()[0] ?? 0).toFixed(2)} before`);
+  const figures = sources().map(measureRouting);
+  for (const line of routingReport(figures)) console.log(line);
+  for (const f of figures) console.log(`\n${f.simCacheCommand}\n${f.simCacheTable}`);
+}
