@@ -46,7 +46,7 @@ export function arithmeticDocument(rng: Random): string {
   const lines: string[] = [];
   if (rng.chance(0.2)) lines.push(rng.pick(["Let us do some sums.", "Practice with numbers:", "Adding and taking away:", "Some simple sums:"]));
   for (let i = 0; i < count; i++) {
-    const s = randomSum(rng, small ? 20 : 99);
+    const s = randomSum(rng, small ? 10 : 20);
     lines.push(line(rng, s, rng.chance(0.8) ? shape : rng.int(0, 5)));
   }
   return lines.join(rng.chance(0.8) ? "\n" : " ");

@@ -116,7 +116,7 @@ function sumQuestion(rng: Random, s: Sum): { user: string; story: string | undef
 }
 
 function sumExchange(rng: Random): Exchange {
-  const s = randomSum(rng);
+  const s = randomSum(rng, 20);
   const { user, story } = sumQuestion(rng, s);
   const verb = s.op === "plus" ? `add ${s.a} and ${s.b}` : `take ${s.b} away from ${s.a}`;
   const reasoning = [
@@ -421,7 +421,7 @@ function toolConversation(rng: Random, effort: Effort, callId: string, stopAtCal
   const name = needed.function.name;
   const messages: Message[] = [
     { role: "user", content: user },
-    { role: "assistant", content: "", ...think(callReasoning), tool_calls: [{ id: callId, type: "function", function: { name, arguments: JSON.stringify(args) } }] },
+    { role: "assistant", content: "", ...think([`The user said: "${user}"`, ...callReasoning]), tool_calls: [{ id: callId, type: "function", function: { name, arguments: JSON.stringify(args) } }] },
   ];
   if (!stopAtCall) {
     messages.push({ role: "tool", tool_call_id: callId, content: result });
@@ -474,8 +474,16 @@ function bodyFor(effort: Effort, messages: Message[], tools?: readonly unknown[]
   };
 }
 
+/**
+ * The reasoning opens by quoting the user's message word for word: a small model learns to copy
+ * a span it has just seen (the quote) far sooner than to fetch one slot (which animal, which
+ * numbers) across the prompt, and the rest of the reasoning and the answer then copy from the
+ * quote. Without it, a model trained as long answered "What do cows eat?" with what dogs eat.
+ */
 function assistant(ex: Exchange, effort: Effort): Message {
-  return effort === "off" ? { role: "assistant", content: ex.answer } : { role: "assistant", content: ex.answer, reasoning_content: reasoningText(ex.reasoning, effort) };
+  if (effort === "off") return { role: "assistant", content: ex.answer };
+  const quoted = ex.user.length <= 120 && !ex.user.includes("\n") ? [`The user said: "${ex.user}"`] : [];
+  return { role: "assistant", content: ex.answer, reasoning_content: reasoningText([...quoted, ...ex.reasoning], effort) };
 }
 
 /** One conversation: 75% single-turn, 25% two or three turns; about 5% use tools. */
