@@ -4,13 +4,15 @@ files (so the engine is checked against a third implementation on learned weight
     python tools/train-demo/make_fixtures.py [--model assets/demo] [--prompts DIR/heldout-prompt-ids.json]
 
 For every held-out prompt (text prompts and rendered chat requests, ids from
-tools/train-demo/prompt-ids.ts): GEN greedy ids (incremental decode, ties to the lowest id), the
-top-1 minus top-2 logit gap at each step, and the logits of the first and the last step as raw
-float32. Writes test/fixtures/demo/{expected.json, logits_first.f32, logits_last.f32}.
+tools/train-demo/prompt-ids.ts): greedy ids by incremental decode, ties to the lowest id (TEXT_GEN
+after a text prompt; after a chat prompt the whole reply, up to and including its stop id, at most
+REPLY_GEN), the top-1 minus top-2 logit gap at each step, and the logits of the first and the last
+step as raw float32. Writes test/fixtures/demo/{expected.json, logits_first.f32, logits_last.f32}.
 
-A step whose gap is under NEAR_TIE times the §8.5 budget could legitimately go either way between
-two implementations that round differently; the test compares ids only up to the first such step
-(`compare_steps`), and the generator reports how many prompts were cut.
+The §8.5 budget bounds |engine - torch| for each logit, so two logits can swap places between
+the two implementations only when their gap is under twice the budget (NEAR_TIE): the test
+compares ids up to the first such step (`compare_steps`), and the generator reports how many
+prompts were cut.
 """
 from __future__ import annotations
 
@@ -27,8 +29,9 @@ from model import greedy
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.join(HERE, "..", "..")
-GEN = 24
-NEAR_TIE = 10.0
+TEXT_GEN = 32
+REPLY_GEN = 200
+NEAR_TIE = 2.0
 
 
 def main() -> None:
@@ -46,12 +49,14 @@ def main() -> None:
     cut = 0
     for kind in ("text", "chat"):
         for i, p in enumerate(prompts[kind]):
-            ids, logits = greedy(model, p["ids"], GEN)
+            stop = {c.V - 256 + 1, c.V - 256 + 2} if kind == "chat" else None   # [EOS], <|end_of_msg|>
+            ids, logits = greedy(model, p["ids"], TEXT_GEN if kind == "text" else REPLY_GEN, stop=stop)
+            gen = len(ids)
             top2 = torch.topk(logits, 2, dim=-1).values
             gaps = (top2[:, 0] - top2[:, 1]).tolist()
             bound = rel * float(logits.abs().max())
-            compare = next((s for s, g in enumerate(gaps) if g < NEAR_TIE * bound), GEN)
-            cut += compare < GEN
+            compare = next((s for s, g in enumerate(gaps) if g < NEAR_TIE * bound), gen)
+            cut += compare < gen
             source = {"text": p["text"]} if kind == "text" else {"request": p["request"]}
             cases.append({"kind": kind, "index": i, **source, "prompt_ids": p["ids"], "generated_ids": ids, "top2_gaps": gaps,
                           "compare_steps": compare, "max_abs_logit": float(logits.abs().max())})
@@ -62,7 +67,7 @@ def main() -> None:
     np.stack(last).astype("<f4").tofile(os.path.join(args.out, "logits_last.f32"))
     doc = {
         "model": "assets/demo", "producer": "tools/train-demo/make_fixtures.py (torch, float32, incremental greedy)",
-        "gen": GEN, "vocab": c.V,
+        "text_gen": TEXT_GEN, "reply_gen": REPLY_GEN, "vocab": c.V,
         "tolerance": {"rule": "max|engine - torch| <= rel * max|torch| per logits row (model.md 8.5, w = E)", "w": c.E, "rel": rel},
         "near_tie": f"ids are compared up to the first step whose top-2 gap is under {NEAR_TIE} x the budget",
         "logits_files": {"first": "logits_first.f32", "last": "logits_last.f32", "shape": [len(cases), c.V]},
@@ -71,7 +76,8 @@ def main() -> None:
     with open(os.path.join(args.out, "expected.json"), "w") as f:
         json.dump(doc, f, separators=(",", ":"))
         f.write("\n")
-    print(f"{len(cases)} prompts, {GEN} greedy ids each; {cut} cut at a near-tie; smallest gap {min(min(x['top2_gaps']) for x in cases):.4f}")
+    steps = sum(len(x["generated_ids"]) for x in cases)
+    print(f"{len(cases)} prompts, {steps} greedy ids in all; {cut} cut at a near-tie; smallest gap {min(min(x['top2_gaps']) for x in cases):.4f}")
 
 
 if __name__ == "__main__":
