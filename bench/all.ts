@@ -9,6 +9,9 @@
  *   3. tokenizer  k3's loader and encoder against tiktoken (skipped without the real table)
  *   3b. attention the latent MLA kernel at released widths over 1k-32k cached positions, and the
  *                 planned cache of the released config
+ *   3c. routing   the demo model's learned routing next to the random fixtures': routing entropy,
+ *                 LRU and Belady hit rates (k3 sim-cache), --spec 4 acceptance (bench/routing.ts;
+ *                 a run whose --spec 4 ids differ from plain decode fails)
  *   4. streaming  dist/k3 on the K3-width checkpoint: resident vs streamed trunk, against the
  *                 disk's O_DIRECT bandwidth (skipped with K3_BENCH_SKIP_STREAMING=1, or when the
  *                 disk cannot hold the ~15 GB of checkpoint and pack)
@@ -38,6 +41,7 @@ import { benchSpeculative, speculativeReport } from "./speculative.ts";
 import { benchState, stateReport } from "./state.ts";
 import { benchHybrid, hybridReport } from "./hybrid.ts";
 import { benchUltra, ultraReport } from "./ultra.ts";
+import { measureRouting, routingReport, routingSources } from "./routing.ts";
 import { benchStreaming, streamingReport, streamingSkipReason } from "./streaming.ts";
 import { benchTokenizer } from "./tokenizer.ts";
 
@@ -98,6 +102,11 @@ await part("tokenizer", () => {
 
 await part("attention", () => {
   console.log(attentionReport(benchAttention()));
+});
+
+await part("routing", () => {
+  console.log(`routing: load average ${load()} before`);
+  for (const line of routingReport(routingSources().map(measureRouting))) console.log(line);
 });
 
 await part("streaming", async () => {

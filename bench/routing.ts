@@ -30,7 +30,7 @@ interface Source {
   prompts: number[][];
 }
 
-function sources(): Source[] {
+export function routingSources(): Source[] {
   const demo = JSON.parse(readFileSync(join(fixturesDir, "demo", "expected.json"), "utf8")) as { cases: { prompt_ids: number[] }[] };
   const fixture = (name: string): Source => {
     const want = expectation(name);
@@ -101,7 +101,9 @@ export function measureRouting(source: Source): RoutingFigures {
   const slots = shares.map((s) => Math.max(config.numExpertsPerToken + 1, Math.round(pool * s)));
   const rate = (o: { hits: number; misses: number }) => o.hits / (o.hits + o.misses);
   const cache = slots.map((n, i) => ({ slots: n, share: shares[i]!, lru: rate(replayLru(replay, n)), belady: rate(replayBelady(replay, n)) }));
-  const simArgs = ["sim-cache", all, "--slots", slots.join(","), "--tokens", String(source.prompts.reduce((s, p) => s + p.length + GEN, 0))];
+  // One expert's bytes: w1, w3 [I, Λ] and w2 [Λ, I] in MXFP4, half a byte per weight and a scale byte per 32.
+  const expertBytes = (3 * config.moeIntermediateSize * config.routedExpertHiddenSize * 17) / 32;
+  const simArgs = ["sim-cache", all, "--slots", slots.join(","), "--expert-bytes", String(expertBytes), "--tokens", String(source.prompts.reduce((s, p) => s + p.length + GEN, 0))];
   const simCacheTable = k3Run(simArgs).stdout;
   return {
     name: source.name, experts, moeLayers, topK: config.numExpertsPerToken, requests: trace.layers.length, entropyBits,
@@ -124,7 +126,7 @@ export function routingReport(figures: RoutingFigures[]): string[] {
 
 if (import.meta.main) {
   console.log(`routing: load average ${(loadavg()[0] ?? 0).toFixed(2)} before`);
-  const figures = sources().map(measureRouting);
+  const figures = routingSources().map(measureRouting);
   for (const line of routingReport(figures)) console.log(line);
   for (const f of figures) console.log(`\n${f.simCacheCommand}\n${f.simCacheTable}`);
 }
