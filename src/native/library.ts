@@ -8,7 +8,7 @@ import { arch } from "node:os";
 import libraryPath from "../../zig-out/lib/libk3.so" with { type: "file" };
 import { envValue } from "../env.ts";
 import { runtimeError } from "../errors.ts";
-import { missingCpuFlags, requiredCpuFlags } from "./cpu.ts";
+import { cpuRefusal } from "./cpu.ts";
 import { abiVersion, symbols } from "./abi.ts";
 import { selectIsaAtLoad } from "./isa.ts";
 
@@ -17,24 +17,14 @@ export type Native = ConvertFns<typeof symbols>;
 let loaded: Native | undefined;
 
 function checkCpu(): void {
-  // The arm64 builds target the AArch64 baseline, whose SIMD (NEON) every such CPU has.
-  if (arch() === "arm64") return;
-  if (arch() !== "x64") {
-    throw runtimeError(`k3: this build is for x86-64 (AVX2 + FMA, x86-64-v3) or arm64; this machine is ${arch()}`);
-  }
-  let cpuinfo: string;
+  let cpuinfo: string | undefined;
   try {
     cpuinfo = readFileSync("/proc/cpuinfo", "utf8");
   } catch {
-    return; // No /proc: nothing to check against; dlopen will still fail loudly on a bad CPU.
+    cpuinfo = undefined;
   }
-  const missing = missingCpuFlags(cpuinfo);
-  if (missing.length > 0) {
-    throw runtimeError(
-      `k3: this build needs an x86-64 CPU with ${requiredCpuFlags.join(" and ").toUpperCase()} (x86-64-v3); ` +
-        `this CPU lacks ${missing.join(", ").toUpperCase()}`,
-    );
-  }
+  const refusal = cpuRefusal(arch(), cpuinfo);
+  if (refusal) throw runtimeError(refusal);
 }
 
 /** Where `bun build --compile` puts embedded files: the executable carries only the shipped library. */

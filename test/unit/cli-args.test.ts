@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { parseRunArgs } from "../../src/cli/run.ts";
-import { missingCpuFlags } from "../../src/native/cpu.ts";
+import { cpuRefusal, missingCpuFlags } from "../../src/native/cpu.ts";
 
 describe("run options", () => {
   test("options apply in argv order: a later value wins", () => {
@@ -22,5 +22,13 @@ describe("CPU check", () => {
     expect(missingCpuFlags("flags\t\t: fpu sse2 avx avx2 fma bmi2\n")).toEqual([]);
     expect(missingCpuFlags("flags\t\t: fpu sse2 avx fma\n")).toEqual(["avx2"]);
     expect(missingCpuFlags("processor: 0\n")).toEqual(["avx2", "fma"]);
+  });
+
+  test("the refusal is one line without the k3: prefix the CLI adds (no `k3: k3:`)", () => {
+    expect(cpuRefusal("x64", "flags\t\t: fpu avx2 fma\n")).toBeUndefined();
+    expect(cpuRefusal("arm64", undefined)).toBeUndefined();
+    expect(cpuRefusal("x64", undefined)).toBeUndefined();
+    expect(cpuRefusal("x64", "flags\t\t: fpu sse2 avx\n")).toBe("this build needs an x86-64 CPU with AVX2 and FMA (x86-64-v3); this CPU lacks AVX2, FMA");
+    expect(cpuRefusal("ia32", undefined)).toBe("this build is for x86-64 (AVX2 + FMA, x86-64-v3) or arm64; this machine is ia32");
   });
 });
