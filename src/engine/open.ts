@@ -15,7 +15,7 @@ import { readCapacity, setBufferedFallbackReporter } from "../native/file.ts";
 import { badScaleBytes, threadsFromEnv } from "../native/kernels.ts";
 import type { DecodeMode } from "../decode/loop.ts";
 import { usageError } from "../errors.ts";
-import { readMemory, resolveBudgets, ultraRequested, type BudgetAction, type Budgets } from "../plan/budget.ts";
+import { readMemory, resolveBudgets, trunkBudgetGiven, ultraRequested, type BudgetAction, type Budgets } from "../plan/budget.ts";
 import { checkKvFits, checkPlanFits, memoryPlan, recurrentSlotBytes, type MemoryPlan } from "../plan/memory-plan.ts";
 import { planTrunk, type TrunkPlan } from "../plan/trunk-plan.ts";
 import { kernelsInUse, type KernelVariant } from "./kernels.ts";
@@ -202,8 +202,11 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   if (ultraRequested(request.budgets) && !request.trunkDir) {
     throw usageError("ultra-low-memory mode (--ultra-low-memory or --preset ultra) needs --trunk: a resident trunk cannot keep its memory bound");
   }
-  if (!request.trunkDir && request.budgets.some((b) => b.kind !== "cache")) {
-    warn("--preset/--trunk-gb without --trunk: the trunk is held resident, so the trunk budget does not apply");
+  // Like --draft-trunk-gb without --draft-trunk: a flag that cannot take effect is refused. A
+  // preset still sets the expert cache, so it runs, with a word that its trunk part is unused.
+  if (!request.trunkDir && trunkBudgetGiven(request.budgets)) throw usageError("--trunk-gb is the streamed trunk's budget: it needs --trunk DIR");
+  if (!request.trunkDir && request.budgets.some((b) => b.kind === "preset" || b.kind === "auto")) {
+    warn("--preset without --trunk: the trunk is held resident, so only the preset's expert cache budget applies");
   }
   const index = indexCheckpoint(request.modelDir);
   const indexSeconds = (performance.now() - openedAt) / 1000;

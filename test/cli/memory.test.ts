@@ -38,6 +38,24 @@ describe("presets and budgets", () => {
     }
   });
 
+  test("--trunk-gb without --trunk cannot take effect: exit 2 naming --trunk, in run, chat and serve; a preset still runs", () => {
+    const line = "k3: --trunk-gb is the streamed trunk's budget: it needs --trunk DIR\n";
+    const home = { HOME: tempDir("home") };
+    for (const argv of [
+      [tiny, ...prompt, "--trunk-gb", "4"],
+      [tiny, ...prompt, "--trunk-gb", "auto"],
+      ["chat", "--demo", "--message", "x", "--trunk-gb", "4"],
+      ["serve", "--demo", "--trunk-gb", "0.5", "--port", "0"],
+    ]) {
+      const r = k3(argv, { env: home, timeoutMs: 20_000 });
+      expect([argv.join(" "), r.code, r.stderr]).toEqual([argv.join(" "), 2, line]);
+    }
+    // A preset also sets the expert cache, which does apply: it runs and says what it ignored.
+    const preset = k3([tiny, ...prompt, "--gen", "1", "--preset", "laptop"]);
+    expect(preset.code).toBe(0);
+    expect(preset.stderr).toContain("--preset without --trunk: the trunk is held resident, so only the preset's expert cache budget applies");
+  });
+
   test("--preset auto sizes both budgets from MemAvailable and prints them", () => {
     const r = k3([tiny, ...prompt, "--gen", "2", "--out", "-", "--preset", "auto"]);
     expect(r.code).toBe(0);
