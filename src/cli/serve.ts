@@ -4,6 +4,7 @@
  * http://HOST:PORT` on stderr says it is ready. SIGINT and SIGTERM stop accepting, let the generation in flight end, and exit 0.
  */
 import { envValue } from "../env.ts";
+import { inputLimits } from "../input-limits.ts";
 import { ExitCode } from "../errors.ts";
 import { log } from "../report/log.ts";
 import { startServer } from "../serve/http.ts";
@@ -23,6 +24,9 @@ interface ServeCliOptions extends ChatModelOptions {
 }
 
 const loopback = new Set(["127.0.0.1", "localhost", "::1"]);
+const MiB = 1024 * 1024;
+/** The request reader's limit (src/input-limits.ts) is the most any body can be: one number. */
+const maxRequestMb = inputLimits.requestBytes / MiB;
 
 const options: readonly OptionDef<ServeCliOptions>[] = [
   ...chatModelOptions<ServeCliOptions>("Reply length when a request gives no max_tokens"),
@@ -31,7 +35,7 @@ const options: readonly OptionDef<ServeCliOptions>[] = [
   { name: "api-key", value: "KEY", description: "Require Authorization: Bearer KEY on /v1 (or set K3_API_KEY); never printed", apply: (o, raw) => { o.apiKey = raw; } },
   { name: "model-name", value: "NAME", description: "The model id the API reports and accepts (default kimi-k3)", apply: (o, raw) => { o.modelName = raw; } },
   { name: "queue", value: "N", description: "Requests that may wait behind the one generating (default 8); more get 429", apply: (o, raw, flag) => { o.queue = parseInteger(raw, flag, 0, 10_000); } },
-  { name: "max-body", value: "MB", description: "Largest request body in MB (default 16); larger gets 413", apply: (o, raw, flag) => { o.maxBodyMb = parseInteger(raw, flag, 1, 1024); } },
+  { name: "max-body", value: "MB", description: `Largest request body in MB (default 16, at most ${maxRequestMb}: the request reader's limit); larger gets 413`, apply: (o, raw, flag) => { o.maxBodyMb = parseInteger(raw, flag, 1, 1024); } },
   ...chatModelTailOptions<ServeCliOptions>(),
   helpOption,
 ];
@@ -54,12 +58,13 @@ export async function main(args: readonly string[]): Promise<number> {
   const source = await chatModelSource(command, modelDir, o);
   const apiKey = o.apiKey ?? envValue("K3_API_KEY");
   if (!loopback.has(o.host) && apiKey === undefined) log.warn(`listening on ${o.host} without an API key: anyone who can reach it can use it (--api-key or K3_API_KEY)`);
+  if (o.maxBodyMb > maxRequestMb) log.warn(`--max-body ${o.maxBodyMb} is above the ${maxRequestMb} MB a request may be: bodies over ${maxRequestMb} MB get 413`);
   const opened = openChatModel("k3 serve", source, o);
   using engine = opened.engine;
   const tokenizer = opened.tokenizer;
   const conversation = new Conversation(engine.model, opened.conversation);
   const running = startServer(conversation, tokenizer, {
-    host: o.host, port: o.port, apiKey, modelName: o.modelName, maxBodyBytes: o.maxBodyMb * 1024 * 1024, queue: o.queue,
+    host: o.host, port: o.port, apiKey, modelName: o.modelName, maxBodyBytes: Math.min(o.maxBodyMb * MiB, inputLimits.requestBytes), queue: o.queue,
     defaultMaxTokens: o.maxTokens,
   });
   process.stderr.write(`listening on ${running.url}\n`);

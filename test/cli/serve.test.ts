@@ -206,12 +206,15 @@ describe("k3 serve", () => {
   }, 60_000);
 
   test("hostile traffic: a 100 MB body, 1,000 requests against a queue of 4; memory stays bounded and the next request is answered", async () => {
-    const s = await serve(["--queue", "4"]);
+    // --max-body above the request reader's 64 MB is held to it, and says so: one limit, always 413.
+    const s = await serve(["--queue", "4", "--max-body", "200"]);
+    expect(s.startupLog).toContain("--max-body 200 is above the 64 MB a request may be: bodies over 64 MB get 413");
     const rss = () => Number(readFileSync(`/proc/${s.child.pid}/status`, "utf8").match(/^VmRSS:\s+(\d+) kB/m)?.[1] ?? 0) * 1024;
     const before = rss();
     const huge = new Uint8Array(100 * 1024 * 1024).fill(0x20);
     const big = await fetch(`${s.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: huge });
     expect(big.status).toBe(413);
+    expect(((await big.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "body_too_large", message: `the body is over the ${64 * 1024 * 1024}-byte limit (--max-body)` });
     const flood = await Promise.all(Array.from({ length: 1000 }, () => post(s, { messages: [{ role: "user", content: "Hi" }], max_tokens: 4, temperature: 0 }).then(async (r) => {
       const body = await r.json() as { error?: { code: string } };
       return r.status === 200 ? "ok" : `${r.status} ${body.error?.code}`;

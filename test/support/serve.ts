@@ -11,6 +11,8 @@ import { tempDir } from "./tmp.ts";
 export interface Served {
   url: string;
   child: ReturnType<typeof Bun.spawn>;
+  /** What the server wrote to stderr up to its `listening on` line. */
+  startupLog: string;
   /** SIGTERM, and the exit code (0 when the server stopped cleanly). */
   stop(): Promise<number>;
 }
@@ -53,7 +55,7 @@ async function start(args: string[], options: ServeOptions): Promise<Served> {
     const match = text.match(/listening on (http:\/\/127\.0\.0\.1:\d+)\n/);
     if (match) {
       const served: Served = {
-        url: match[1] as string, child,
+        url: match[1] as string, child, startupLog: text,
         stop: async () => {
           child.kill("SIGTERM");
           return await child.exited;
