@@ -25,17 +25,25 @@ export class K3Error extends Error {
   readonly exitCode: ExitCodeValue;
   /** Extra lines printed after the message (usage text, preset list). */
   readonly detail: string | undefined;
+  /** The request field (or flag) refused, as data: an HTTP error's `param`. */
+  readonly field: string | undefined;
 
-  constructor(exitCode: ExitCodeValue, message: string, detail?: string) {
+  constructor(exitCode: ExitCodeValue, message: string, detail?: string, field?: string) {
     super(message);
     this.name = "K3Error";
     this.exitCode = exitCode;
     this.detail = detail;
+    this.field = field;
   }
 }
 
 export function usageError(message: string, detail?: string): K3Error {
   return new K3Error(ExitCode.usage, message, detail);
+}
+
+/** A usage error about one field: the message names it first (`field: reason`), and it is kept as data. */
+export function fieldError(field: string, reason: string): K3Error {
+  return new K3Error(ExitCode.usage, `${field}: ${reason}`, undefined, field);
 }
 
 export function runtimeError(message: string): K3Error {

@@ -3,11 +3,11 @@
  * (`messages[2].role: ...`), a usage error (exit 2, HTTP 400). Values the client sent are quoted
  * and shortened so a hostile value cannot make the message long or break it over lines.
  */
-import { excerpt, usageError, type K3Error } from "../errors.ts";
+import { excerpt, fieldError, type K3Error } from "../errors.ts";
 import { isJsonArray, isJsonObject, JsonNumber, type JsonArray, type JsonObject, type JsonValue } from "./json-value.ts";
 
 export function refuse(path: string, reason: string): K3Error {
-  return usageError(`${path}: ${reason}`);
+  return fieldError(path, reason);
 }
 
 /** A client's string as it appears in a message: JSON-quoted, at most 40 code points. */

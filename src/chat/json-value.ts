@@ -4,7 +4,7 @@
  * with; objects are Maps so key order is the request's and a repeated key keeps its first
  * position with its last value, as a Python dict built by `json.loads` does.
  */
-import { usageError } from "../errors.ts";
+import { fieldError } from "../errors.ts";
 import { JsonNumber, type JsonArray, type JsonObject, type JsonValue } from "../json.ts";
 
 export { JsonNumber, type JsonArray, type JsonObject, type JsonValue } from "../json.ts";
@@ -52,11 +52,11 @@ export function sortKeysDeep(value: JsonValue): JsonValue {
 export function fromPlainValue(value: unknown, path = "request"): JsonValue {
   if (value === null || typeof value === "boolean" || value instanceof JsonNumber) return value;
   if (typeof value === "string") {
-    if (!value.isWellFormed()) throw usageError(`${path}: a string with a lone surrogate (not a Unicode character)`);
+    if (!value.isWellFormed()) throw fieldError(path, "a string with a lone surrogate (not a Unicode character)");
     return value;
   }
   if (typeof value === "number") {
-    if (!Number.isFinite(value)) throw usageError(`${path}: ${value} is not a JSON number`);
+    if (!Number.isFinite(value)) throw fieldError(path, `${value} is not a JSON number`);
     return new JsonNumber(Number.isInteger(value) && Math.abs(value) < 1e21 ? BigInt(value).toString() : String(value));
   }
   if (Array.isArray(value)) return value.map((item, i) => fromPlainValue(item, `${path}[${i}]`));
@@ -66,5 +66,5 @@ export function fromPlainValue(value: unknown, path = "request"): JsonValue {
   if (typeof value === "object") {
     return new Map(Object.entries(value).map(([key, item]) => [key, fromPlainValue(item, `${path}.${key}`)]));
   }
-  throw usageError(`${path}: a ${typeof value} is not a JSON value`);
+  throw fieldError(path, `a ${typeof value} is not a JSON value`);
 }

@@ -2,7 +2,7 @@
  * The sampling knobs (chat.md 3.4): their names, ranges, defaults and the one validator. The CLI
  * flags and the server's request fields both come through here, so a range is written once.
  */
-import { usageError } from "../errors.ts";
+import { ExitCode, K3Error } from "../errors.ts";
 
 export interface SamplingOptions {
   /** 0 is greedy: argmax, ties to the lowest id, no randomness used, every other knob ignored. */
@@ -84,7 +84,8 @@ export function resolveSampling(
     const value = given[knob] ?? defaults[knob];
     const range = ranges[knob];
     if (typeof value !== "number" || Number.isNaN(value) || !range.accepts(value)) {
-      throw usageError(`${samplingNames[naming][knob]} must be ${range.says}, got ${describe(value)}`);
+      const name = samplingNames[naming][knob];
+      throw new K3Error(ExitCode.usage, `${name} must be ${range.says}, got ${describe(value)}`, undefined, name);
     }
     return value;
   };

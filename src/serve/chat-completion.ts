@@ -10,7 +10,7 @@ import { renderChat } from "../chat/render.ts";
 import type { ChatRequest } from "../chat/request-types.ts";
 import { openAIToolCall, type OpenAIToolCall } from "../chat/tool-call.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
-import { usageError } from "../errors.ts";
+import { fieldError } from "../errors.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import type { PrefillProgress, TurnResult } from "../session/conversation.ts";
 import { generateReply, type GenerationSource } from "../session/reply.ts";
@@ -61,10 +61,10 @@ export function prepareCompletion(request: ChatRequest, tokenizer: Tokenizer, ca
   );
   const rendered = renderChat(request, tokenizer);
   const room = capacity - rendered.ids.length;
-  if (room < 1) throw usageError(`messages: the rendered prompt has ${rendered.ids.length} ids; the context holds ${capacity}`);
+  if (room < 1) throw fieldError("messages", `the rendered prompt has ${rendered.ids.length} ids; the context holds ${capacity}`);
   const maxTokens = request.maxTokens ?? Math.min(limits.defaultMaxTokens, room);
   if (maxTokens > room) {
-    throw usageError(`max_tokens: ${maxTokens} does not fit: the prompt takes ${rendered.ids.length} of the ${capacity} positions`);
+    throw fieldError("max_tokens", `${maxTokens} does not fit: the prompt takes ${rendered.ids.length} of the ${capacity} positions`);
   }
   return { request, sampling, rendered, maxTokens };
 }

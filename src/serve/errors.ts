@@ -1,7 +1,6 @@
 /**
  * Errors as OpenAI clients expect them: an HTTP status and `{"error":{"message","type","param",
- * "code"}}`. A usage error from validation or rendering names its field first
- * (`messages[2].role: ...`), which becomes `param`.
+ * "code"}}`. A usage error about one field carries it (`K3Error.field`), which becomes `param`.
  */
 import { K3Error, ExitCode } from "../errors.ts";
 
@@ -19,9 +18,7 @@ export const apiError = (status: number, type: string, message: string, code: st
 /** A thrown error as the response it deserves: a K3 usage error is the client's (400). */
 export function fromThrown(error: unknown): ApiError {
   if (error instanceof K3Error && error.exitCode === ExitCode.usage) {
-    // "messages[2].role: ..." names its field first; "temperature must be ..." does too, unquoted.
-    const field = error.message.match(/^([A-Za-z_][\w.[\]]*)(?:: | must be )/)?.[1] ?? null;
-    return apiError(400, "invalid_request_error", error.message, "invalid_request", field === "request" ? null : field);
+    return apiError(400, "invalid_request_error", error.message, "invalid_request", error.field ?? null);
   }
   const message = error instanceof Error ? error.message : String(error);
   return apiError(500, "server_error", message, "internal_error");

@@ -7,7 +7,7 @@ import { Utf8Stream } from "../chat/utf8-stream.ts";
 import { finishReason, type OpenAIFinishReason } from "../chat/finish.ts";
 import { createSampler } from "../decode/sampling.ts";
 import { resolveSampling, samplingDefaults, type SamplingOptions } from "../decode/sampling-options.ts";
-import { usageError } from "../errors.ts";
+import { fieldError, usageError } from "../errors.ts";
 import { JsonSyntaxError, parseJsonData } from "../json.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import type { PrefillProgress } from "../session/conversation.ts";
@@ -32,14 +32,14 @@ type Body = Record<string, unknown>;
 function integer(body: Body, key: string): number | undefined {
   const v = body[key];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) throw usageError(`${key}: expected a whole number of at least 1`);
+  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) throw fieldError(key, "expected a whole number of at least 1");
   return v;
 }
 
 function numberOf(body: Body, key: string): number | undefined {
   const v = body[key];
   if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number") throw usageError(`${key}: expected a number, got ${typeof v}`);
+  if (typeof v !== "number") throw fieldError(key, `expected a number, got ${typeof v}`);
   return v;
 }
 
@@ -61,13 +61,13 @@ export function parseTextRequest(bytes: Uint8Array, tokenizer: Tokenizer, capaci
   }
   if (typeof root !== "object" || root === null || Array.isArray(root)) throw usageError("request: expected a JSON object");
   const body = root as Body;
-  if (typeof body.prompt !== "string" || body.prompt.length === 0) throw usageError("prompt: expected a non-empty string");
-  if (body.n !== undefined && body.n !== 1) throw usageError("n: only 1 is supported");
-  if (body.echo === true) throw usageError("echo: not supported");
-  if (body.logprobs !== undefined && body.logprobs !== null) throw usageError("logprobs: not supported");
+  if (typeof body.prompt !== "string" || body.prompt.length === 0) throw fieldError("prompt", "expected a non-empty string");
+  if (body.n !== undefined && body.n !== 1) throw fieldError("n", "only 1 is supported");
+  if (body.echo === true) throw fieldError("echo", "not supported");
+  if (body.logprobs !== undefined && body.logprobs !== null) throw fieldError("logprobs", "not supported");
   const stopField = body.stop;
   const stop = stopField === undefined || stopField === null ? [] : typeof stopField === "string" ? [stopField] : stopField;
-  if (!Array.isArray(stop) || !stop.every((s) => typeof s === "string" && s.length > 0)) throw usageError("stop: expected a non-empty string or an array of them");
+  if (!Array.isArray(stop) || !stop.every((s) => typeof s === "string" && s.length > 0)) throw fieldError("stop", "expected a non-empty string or an array of them");
   const sampling = resolveSampling({
     temperature: numberOf(body, "temperature"), topP: numberOf(body, "top_p"), topK: numberOf(body, "top_k"), minP: numberOf(body, "min_p"),
     seed: numberOf(body, "seed"), presencePenalty: numberOf(body, "presence_penalty"), frequencyPenalty: numberOf(body, "frequency_penalty"),
@@ -75,7 +75,7 @@ export function parseTextRequest(bytes: Uint8Array, tokenizer: Tokenizer, capaci
   const ids = tokenizer.encode(body.prompt); // control-token text becomes the control ids
   const room = capacity - ids.length;
   const maxTokens = integer(body, "max_tokens") ?? Math.min(defaultCompletionTokens, Math.max(room, 1));
-  if (room < 1 || maxTokens > room) throw usageError(`max_tokens: the prompt's ${ids.length} ids and ${maxTokens} more do not fit the ${capacity} positions`);
+  if (room < 1 || maxTokens > room) throw fieldError("max_tokens", `the prompt's ${ids.length} ids and ${maxTokens} more do not fit the ${capacity} positions`);
   const options = body.stream_options as Body | undefined;
   return {
     model: typeof body.model === "string" ? body.model : undefined, ids, promptTokens: ids.length, maxTokens, sampling,
