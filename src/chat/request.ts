@@ -4,6 +4,7 @@
  * k3 does not use (`user`, `metadata`, `logprobs`, ...) are accepted and ignored; fields that
  * would change the prompt in a way k3 cannot honour are refused.
  */
+import { checkGivenSampling } from "../decode/sampling-options.ts";
 import { usageError } from "../errors.ts";
 import { inputLimits } from "../input-limits.ts";
 import { Fields, quote, refuse, typeName } from "./fields.ts";
@@ -94,16 +95,19 @@ function readRequest(root: JsonValue, options: ParseOptions): ChatRequest {
   };
 }
 
-/** Ranges of validity only; chat.md 3.4 rule 5: any valid value is accepted. */
+/**
+ * Read as numbers here, checked by the one table of ranges (decode/sampling-options.ts) that the
+ * flags, /v1/completions and /set use too; chat.md 3.4 rule 5: any valid value is accepted.
+ */
 function parseSampling(body: Fields): Sampling {
+  const any = (key: string) => body.number(key, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY);
+  const given = checkGivenSampling({
+    temperature: any("temperature"), topP: any("top_p"), topK: any("top_k"), minP: any("min_p"), seed: any("seed"),
+    presencePenalty: any("presence_penalty"), frequencyPenalty: any("frequency_penalty"),
+  }, "field");
   return {
-    temperature: body.number("temperature", 0, Number.POSITIVE_INFINITY),
-    topP: body.number("top_p", 0, 1, true),
-    topK: body.integer("top_k", -1, Number.POSITIVE_INFINITY),
-    minP: body.number("min_p", 0, 1),
-    seed: body.integer("seed", Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY),
-    presencePenalty: body.number("presence_penalty", -2, 2),
-    frequencyPenalty: body.number("frequency_penalty", -2, 2),
+    temperature: given.temperature, topP: given.topP, topK: given.topK, minP: given.minP, seed: given.seed,
+    presencePenalty: given.presencePenalty, frequencyPenalty: given.frequencyPenalty,
   };
 }
 

@@ -9,19 +9,19 @@ import { existsSync } from "node:fs";
 import { createInterface, type Interface } from "node:readline";
 import { EFFORTS, type Effort } from "../chat/request-types.ts";
 import type { ReplyEvent } from "../chat/parse.ts";
-import { resolveSampling, samplingDefaults, samplingNames, type SamplingKnob } from "../decode/sampling-options.ts";
+import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import { ExitCode, quoteArgument, usageError } from "../errors.ts";
 import { readOrFail, writeAtomically } from "../fs.ts";
 import { inputLimits } from "../input-limits.ts";
 import { JsonSyntaxError, parseJsonData } from "../json.ts";
-import { maxGeneratedTokens } from "../plan/limits.ts";
 import { formatBytes } from "../report/format.ts";
 import { emit, log } from "../report/log.ts";
 import { ChatSession, type ChatMessage, type ChatTurn } from "../session/chat-session.ts";
-import { parseInteger, type OptionDef } from "./args.ts";
+import type { OptionDef } from "./args.ts";
 import { chatModelDefaults, chatModelOptions, chatModelSource, chatModelTailOptions, modelDirPositional, openChatModel, type ChatModelOptions } from "./chat-model.ts";
 import { helpOption } from "./common-options.ts";
 import { readStdin } from "./prompt.ts";
+import { applySet } from "./chat-set.ts";
 import { samplingOptions, type SamplingTarget } from "./sampling-options.ts";
 import { parseCommandArgs, type CommandInfo } from "./usage.ts";
 
@@ -294,7 +294,7 @@ function runSlash(text: string, session: ChatSession, last: ChatTurn | undefined
         say(`(effort ${arg})`);
         break;
       case "/set":
-        say(setKnob(session, rest));
+        say(applySet(session.settings, rest));
         break;
       case "/stats":
         say(last ? statsLine(last) : "(no turn yet)");
@@ -306,20 +306,6 @@ function runSlash(text: string, session: ChatSession, last: ChatTurn | undefined
     say(`k3: ${(error as Error).message}`);
   }
   return true;
-}
-
-/** `/set max-tokens N` or `/set temperature 0.7` (any sampling knob, by its flag name). */
-function setKnob(session: ChatSession, [knob, value, ...extra]: string[]): string {
-  if (!knob || value === undefined || extra.length > 0) throw usageError("/set takes a knob and a value, e.g. /set temperature 0.7");
-  if (knob === "max-tokens") {
-    session.settings.maxNewTokens = parseInteger(value, "/set max-tokens", 1, maxGeneratedTokens);
-    return `(max-tokens ${session.settings.maxNewTokens})`;
-  }
-  const entry = (Object.entries(samplingNames.flag) as [SamplingKnob, string][]).find(([, flag]) => flag === `--${knob}`);
-  if (!entry) throw usageError(`/set: unknown knob ${quoteArgument(knob)} (max-tokens, ${Object.values(samplingNames.flag).map((f) => f.slice(2)).join(", ")})`);
-  const number = Number(value);
-  session.settings.sampling = resolveSampling({ ...session.settings.sampling, [entry[0]]: value.trim() === "" ? Number.NaN : number }, session.settings.sampling);
-  return `(${knob} ${session.settings.sampling[entry[0]]})`;
 }
 
 /** A saved transcript: a JSON array of messages, each an object with a string role. */

@@ -58,18 +58,44 @@ interface Range {
 
 const between = (low: number, high: number): ((v: number) => boolean) => (v) => v >= low && v <= high;
 
-/** 2^64: seeds are taken modulo 2^64, so anything beyond cannot be told apart and is refused. */
-const SEED_LIMIT = 2 ** 64;
 
 const ranges: Record<SamplingKnob, Range> = {
   temperature: { accepts: between(0, 2), says: "a number from 0 to 2 (0 is greedy)" },
   topP: { accepts: (v) => v > 0 && v <= 1, says: "a number above 0 and at most 1 (1 is off)" },
-  topK: { accepts: (v) => Number.isSafeInteger(v) && v >= 0, says: "a whole number of at least 0 (0 is off)" },
+  // -1 is "off" as vLLM and llama.cpp spell it; it is read as 0.
+  topK: { accepts: (v) => Number.isSafeInteger(v) && v >= -1, says: "a whole number of at least -1 (0 and -1 are off)" },
   minP: { accepts: between(0, 1), says: "a number from 0 to 1 (0 is off)" },
-  seed: { accepts: (v) => Number.isInteger(v) && v >= -(SEED_LIMIT / 2) && v < SEED_LIMIT, says: "a whole number in [-2^63, 2^64)" },
+  // Beyond 2^53 a number no longer holds every integer: 2^53 + 1 would silently seed as 2^53.
+  seed: { accepts: (v) => Number.isSafeInteger(v), says: "a whole number of at most 2^53 - 1 in size" },
   presencePenalty: { accepts: between(-2, 2), says: "a number from -2 to 2 (0 is off)" },
   frequencyPenalty: { accepts: between(-2, 2), says: "a number from -2 to 2 (0 is off)" },
 };
+
+/** The knob's valid values in words, for usage text: the table's own sentence. */
+export function samplingRange(knob: SamplingKnob): string {
+  return ranges[knob].says;
+}
+
+/** One knob's value, checked against the table; `name` spells it in the refusal and is its field. */
+function checkKnob(knob: SamplingKnob, value: unknown, name: string): number {
+  const range = ranges[knob];
+  if (typeof value !== "number" || Number.isNaN(value) || !range.accepts(value)) {
+    throw new K3Error(ExitCode.usage, `${name} must be ${range.says}, got ${describe(value)}`, undefined, name);
+  }
+  return knob === "topK" && value === -1 ? 0 : value;
+}
+
+/**
+ * The knobs a request or command line gave, each checked (absent ones stay absent): what the
+ * chat request reader keeps, so a request is refused when it is read, by the same table.
+ */
+export function checkGivenSampling(given: Partial<Record<SamplingKnob, unknown>>, naming: SamplingNaming): Partial<Record<SamplingKnob, number>> {
+  const out: Partial<Record<SamplingKnob, number>> = {};
+  for (const knob of Object.keys(ranges) as SamplingKnob[]) {
+    if (given[knob] !== undefined) out[knob] = checkKnob(knob, given[knob], samplingNames[naming][knob]);
+  }
+  return out;
+}
 
 /**
  * `defaults` with `given` laid over it, every knob checked; an out-of-range or non-number value
@@ -80,15 +106,7 @@ export function resolveSampling(
   defaults: SamplingOptions,
   naming: SamplingNaming = "flag",
 ): SamplingOptions {
-  const check = (knob: SamplingKnob): number => {
-    const value = given[knob] ?? defaults[knob];
-    const range = ranges[knob];
-    if (typeof value !== "number" || Number.isNaN(value) || !range.accepts(value)) {
-      const name = samplingNames[naming][knob];
-      throw new K3Error(ExitCode.usage, `${name} must be ${range.says}, got ${describe(value)}`, undefined, name);
-    }
-    return value;
-  };
+  const check = (knob: SamplingKnob): number => checkKnob(knob, given[knob] ?? defaults[knob], samplingNames[naming][knob]);
   return {
     temperature: check("temperature"), topP: check("topP"), topK: check("topK"), minP: check("minP"),
     seed: check("seed"), presencePenalty: check("presencePenalty"), frequencyPenalty: check("frequencyPenalty"),

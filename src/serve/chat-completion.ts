@@ -53,7 +53,7 @@ export function prepareCompletion(request: ChatRequest, tokenizer: Tokenizer, ca
   const s = request.sampling;
   const sampling = resolveSampling(
     {
-      temperature: s.temperature, topP: s.topP, topK: s.topK === -1 ? 0 : s.topK, minP: s.minP, seed: s.seed,
+      temperature: s.temperature, topP: s.topP, topK: s.topK, minP: s.minP, seed: s.seed,
       presencePenalty: s.presencePenalty, frequencyPenalty: s.frequencyPenalty,
     },
     samplingDefaults.chat,

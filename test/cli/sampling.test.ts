@@ -37,7 +37,7 @@ describe("sampling flags", () => {
     const cases: [string[], string][] = [
       [["--temperature", "3"], "k3: --temperature must be a number from 0 to 2 (0 is greedy), got 3\n"],
       [["--top-p", "0"], "k3: --top-p must be a number above 0 and at most 1 (1 is off), got 0\n"],
-      [["--top-k", "2.5"], "k3: --top-k must be a whole number of at least 0 (0 is off), got 2.5\n"],
+      [["--top-k", "2.5"], "k3: --top-k must be a whole number of at least -1 (0 and -1 are off), got 2.5\n"],
       [["--seed", "x"], "k3: --seed expects a number, got 'x'\n"],
     ];
     for (const [extra, message] of cases) {

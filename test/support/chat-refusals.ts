@@ -103,10 +103,10 @@ export const REFUSALS: readonly Refusal[] = [
   { name: "a tool result whose tool cannot be named", request: { messages: [user, { role: "tool", tool_call_id: "c9", content: "18C" }] }, message: "messages[1]: cannot tell which tool result 1 comes from" },
   // Other fields.
   { name: "n = 2", request: withUser({ n: 2 }), message: "n: 2 is not supported (k3 returns one choice: n must be 1)" },
-  { name: "a negative temperature", request: withUser({ temperature: -0.1 }), message: "temperature: -0.1 is out of range (>= 0)" },
-  { name: "top_p 0", request: withUser({ top_p: 0 }), message: "top_p: 0 is out of range (> 0 and <= 1)" },
+  { name: "a negative temperature", request: withUser({ temperature: -0.1 }), message: "temperature must be a number from 0 to 2 (0 is greedy), got -0.1" },
+  { name: "top_p 0", request: withUser({ top_p: 0 }), message: "top_p must be a number above 0 and at most 1 (1 is off), got 0" },
   { name: "max_tokens 0", request: withUser({ max_tokens: 0 }), message: "max_tokens: 0 is out of range (>= 1)" },
   { name: "max_tokens not whole", request: withUser({ max_tokens: 1.5 }), message: "max_tokens: expected a whole number, got 1.5" },
-  { name: "a seed beyond 2^53", request: `{"messages": [${JSON.stringify(user)}], "seed": 18446744073709551616}`, message: "seed: 18446744073709551616 is too large" },
+  { name: "a seed beyond 2^53", request: `{"messages": [${JSON.stringify(user)}], "seed": 18446744073709551616}`, message: "seed must be a whole number of at most 2^53 - 1 in size, got 18446744073709552000" },
   { name: "stop with a number", request: withUser({ stop: ["a", 1] }), message: "stop[1]: expected a string, got a number" },
 ];
