@@ -10,7 +10,7 @@ import { renderChat } from "../chat/render.ts";
 import type { ChatRequest } from "../chat/request-types.ts";
 import { openAIToolCall, type OpenAIToolCall } from "../chat/tool-call.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
-import { fieldError } from "../errors.ts";
+import { fitReply } from "../decode/reply-room.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import type { PrefillProgress, TurnResult } from "../session/conversation.ts";
 import { generateReply, type GenerationSource } from "../session/reply.ts";
@@ -60,12 +60,10 @@ export function prepareCompletion(request: ChatRequest, tokenizer: Tokenizer, ca
     "field",
   );
   const rendered = renderChat(request, tokenizer);
-  const room = capacity - rendered.ids.length;
-  if (room < 1) throw fieldError("messages", `the rendered prompt has ${rendered.ids.length} ids; the context holds ${capacity}`);
-  const maxTokens = request.maxTokens ?? Math.min(limits.defaultMaxTokens, room);
-  if (maxTokens > room) {
-    throw fieldError("max_tokens", `${maxTokens} does not fit: the prompt takes ${rendered.ids.length} of the ${capacity} positions`);
-  }
+  const maxTokens = fitReply({
+    promptIds: rendered.ids.length, maxTokens: request.maxTokens, defaultMaxTokens: limits.defaultMaxTokens, capacity,
+    promptField: "messages", maxTokensField: "max_tokens",
+  });
   return { request, sampling, rendered, maxTokens };
 }
 

@@ -7,6 +7,7 @@ import { Utf8Stream } from "../chat/utf8-stream.ts";
 import { finishReason, type OpenAIFinishReason } from "../chat/finish.ts";
 import { createSampler } from "../decode/sampling.ts";
 import { resolveSampling, samplingDefaults, type SamplingOptions } from "../decode/sampling-options.ts";
+import { fitReply } from "../decode/reply-room.ts";
 import { fieldError, usageError } from "../errors.ts";
 import { JsonSyntaxError, parseJsonData } from "../json.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
@@ -73,9 +74,10 @@ export function parseTextRequest(bytes: Uint8Array, tokenizer: Tokenizer, capaci
     seed: numberOf(body, "seed"), presencePenalty: numberOf(body, "presence_penalty"), frequencyPenalty: numberOf(body, "frequency_penalty"),
   }, samplingDefaults.chat, "field");
   const ids = tokenizer.encode(body.prompt); // control-token text becomes the control ids
-  const room = capacity - ids.length;
-  const maxTokens = integer(body, "max_tokens") ?? Math.min(defaultCompletionTokens, Math.max(room, 1));
-  if (room < 1 || maxTokens > room) throw fieldError("max_tokens", `the prompt's ${ids.length} ids and ${maxTokens} more do not fit the ${capacity} positions`);
+  const maxTokens = fitReply({
+    promptIds: ids.length, maxTokens: integer(body, "max_tokens"), defaultMaxTokens: defaultCompletionTokens, capacity,
+    promptField: "prompt", maxTokensField: "max_tokens",
+  });
   const options = body.stream_options as Body | undefined;
   return {
     model: typeof body.model === "string" ? body.model : undefined, ids, promptTokens: ids.length, maxTokens, sampling,

@@ -8,6 +8,7 @@
  */
 import { feedInSteps, type FinishReason } from "../decode/loop.ts";
 import type { Sampler } from "../decode/sampler.ts";
+import { fitReply } from "../decode/reply-room.ts";
 import { usageError } from "../errors.ts";
 import type { Model } from "../model/forward.ts";
 import { readStateFile, writeStateFile } from "../model/state-file.ts";
@@ -161,9 +162,11 @@ export class Conversation {
   async turn(prompt: RenderedPrompt, options: TurnOptions): Promise<TurnResult> {
     const { ids } = prompt;
     if (ids.length === 0) throw usageError("the rendered prompt is empty");
-    if (ids.length + options.maxNewTokens > this.capacity) {
-      throw usageError(`the conversation needs ${ids.length} prompt + ${options.maxNewTokens} reply positions; the context holds ${this.capacity} (raise --ctx, lower --max-tokens, or /reset)`);
-    }
+    // The servers' endpoints refuse with their field names first; this is k3 chat's refusal.
+    fitReply({
+      promptIds: ids.length, maxTokens: options.maxNewTokens, defaultMaxTokens: options.maxNewTokens, capacity: this.capacity,
+      promptField: "--ctx", maxTokensField: "--max-tokens", hint: "raise --ctx, lower --max-tokens, or /reset",
+    });
     try {
       return await this.#turn(prompt, options);
     } catch (error) {

@@ -174,6 +174,17 @@ describe("k3 serve", () => {
     await expectError(await fetch(`${s.url}/v1/chat/completions`, { headers: auth }), 405, "method_not_allowed");
     await expectError(await fetch(`${s.url}/v1/nothing`, { headers: auth }), 404, "not_found");
     await expectError(await post(s, { messages: [{ role: "user", content: "x".repeat(2 * 1024 * 1024) }] }, auth), 413, "body_too_large");
+    // The context rule (src/decode/reply-room.ts), the same on both endpoints: the field that does not fit.
+    const fits = /^max_tokens: 1000000 more ids do not fit: the prompt takes \d+ of the \d+ positions the context holds$/;
+    const tooLong = "x ".repeat(20_000);
+    for (const [path, prompt, promptField] of [["/v1/chat/completions", { messages: [{ role: "user", content: "x" }] }, "messages"], ["/v1/completions", { prompt: "x" }, "prompt"]] as const) {
+      const at = (body: unknown) => fetch(`${s.url}${path}`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify(body) });
+      const over = await expectError(await at({ ...prompt, max_tokens: 1_000_000 }), 400, "invalid_request");
+      expect([over.param, over.message]).toEqual(["max_tokens", expect.stringMatching(fits)]);
+      const whole = path === "/v1/completions" ? { prompt: tooLong } : { messages: [{ role: "user", content: tooLong }] };
+      const full = await expectError(await at(whole), 400, "invalid_request");
+      expect([full.param, full.message]).toEqual([promptField, expect.stringMatching(/^\w+: the prompt has \d+ ids; the context holds \d+$/)]);
+    }
     // One generates, none may wait: a second request meanwhile is told to come back.
     const long = post(s, { messages: [{ role: "user", content: "Write a long story" }], max_tokens: 3000, temperature: 0 }, auth);
     await Bun.sleep(300);

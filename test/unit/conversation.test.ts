@@ -183,7 +183,7 @@ describe("a conversation reuses exact prefixes only", () => {
   test("a turn that cannot fit the context is refused before anything is fed", async () => {
     using engine = openFixture("tiny13", 16);
     const c = new Conversation(engine.model, conversationOptions(engine));
-    await expect(c.turn(prompt(system, genPrompt), { sampler: greedy, maxNewTokens: 10, stopIds: noStop })).rejects.toThrow(/the context holds 16/);
+    await expect(c.turn(prompt(system, genPrompt), { sampler: greedy, maxNewTokens: 10, stopIds: noStop })).rejects.toThrow(/^--max-tokens: 10 more ids do not fit: the prompt takes 11 of the 16 positions the context holds \(raise --ctx/);
     c.close();
   });
 });
