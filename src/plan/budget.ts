@@ -114,16 +114,16 @@ export function autoBudget(memory: MemoryFacts, sizes: ModelSizes): AutoBudget {
   };
 }
 
-/**
- * Whether the options ask for ultra-low-memory mode: `--ultra-low-memory` or `--preset ultra`
- * switch it on, any other preset (auto included) off, in argv order (runtime.md 1.4). With an
- * auto budget still in effect it is refused: ultra needs explicit, bounded budgets.
- */
 /** Whether `--trunk-gb` (a number or `auto`) was given: a budget only a streamed trunk has. */
 export function trunkBudgetGiven(actions: readonly BudgetAction[]): boolean {
   return actions.some((a) => a.kind === "trunk" || (a.kind === "auto" && !a.preset));
 }
 
+/**
+ * Whether the options ask for ultra-low-memory mode: `--ultra-low-memory` or `--preset ultra`
+ * switch it on, any other preset (auto included) off, in argv order (runtime.md 1.4). With an
+ * auto budget still in effect it is refused: ultra needs explicit, bounded budgets.
+ */
 export function ultraRequested(actions: readonly BudgetAction[]): boolean {
   let ultra = false;
   for (const action of actions) {
