@@ -1,11 +1,7 @@
 /** What several targets start from: the fixture models, a packed trunk of tiny13, tokenizer dirs. */
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { loadConfig } from "../../src/checkpoint/config.ts";
-import { indexCheckpoint } from "../../src/checkpoint/safetensors.ts";
-import { TensorReader } from "../../src/weights/tensor-reader.ts";
-import { packTrunk } from "../../src/weights/trunk-pack.ts";
-import { expectation, fixturesDir, modelDir } from "../support/fixtures.ts";
+import { expectation, fixturesDir, modelDir, packTrunkOf } from "../support/fixtures.ts";
 import type { FuzzContext } from "./harness.ts";
 
 export const tinyModel = modelDir("tiny13");
@@ -35,14 +31,7 @@ export function tinyPack(ctx: FuzzContext): string {
   const dir = join(ctx.work, "tiny13-pack");
   if (existsSync(join(dir, "trunk.json"))) return dir;
   mkdirSync(dir, { recursive: true });
-  const { config } = loadConfig(join(tinyModel, "config.json"));
-  const index = indexCheckpoint(tinyModel);
-  const reader = new TensorReader(index);
-  try {
-    packTrunk(index, reader, config, config.numLayers, dir, { force: false, onProgress: () => {} });
-  } finally {
-    reader.close();
-  }
+  packTrunkOf(tinyModel, dir);
   return dir;
 }
 

@@ -19,7 +19,6 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { controlIds, stopIds } from "../../src/chat/specials.ts";
 import { loadConfig } from "../../src/checkpoint/config.ts";
-import { indexCheckpoint } from "../../src/checkpoint/safetensors.ts";
 import { feed } from "../../src/decode/loop.ts";
 import { argmax } from "../../src/decode/sampler.ts";
 import { generate } from "../../src/engine/generate.ts";
@@ -27,9 +26,8 @@ import { openEngine, type Engine } from "../../src/engine/open.ts";
 import type { BudgetAction } from "../../src/plan/budget.ts";
 import { loadTokenizer } from "../../src/tokenizer/index.ts";
 import { gbToBytes } from "../../src/units.ts";
-import { TensorReader } from "../../src/weights/tensor-reader.ts";
-import { packTrunk } from "../../src/weights/trunk-pack.ts";
 import { demoDir, readDemoExpectation, type DemoCase } from "./demo.ts";
+import { packTrunkOf } from "./fixtures.ts";
 
 export const STREAMED_IDS = 16;
 
@@ -99,13 +97,7 @@ function main(outDir: string): void {
 
   // Streamed: pack the trunk, then one ring slot and the smallest expert cache.
   const trunk = join(outDir, "packed");
-  const index = indexCheckpoint(demoDir);
-  const reader = new TensorReader(index);
-  try {
-    packTrunk(index, reader, config, config.numLayers, trunk, { force: false, onProgress: () => {} });
-  } finally {
-    reader.close();
-  }
+  packTrunkOf(demoDir, trunk);
   const streamedFirst: Float32Array[] = [];
   started = performance.now();
   const streamed: PathRuns = { cases: all.filter((i) => i % 2 === 0), ids: [], seconds: 0 };

@@ -35,8 +35,23 @@ export function readF32(path: string): Float32Array {
 }
 
 import { loadConfig } from "../../src/checkpoint/config.ts";
+import { indexCheckpoint } from "../../src/checkpoint/safetensors.ts";
 import { openEngine, type Engine } from "../../src/engine/open.ts";
 import { gbToBytes } from "../../src/units.ts";
+import { TensorReader } from "../../src/weights/tensor-reader.ts";
+import { packTrunk } from "../../src/weights/trunk-pack.ts";
+
+/** The trunk of the checkpoint in `dir`, every layer, packed into `trunkDir` in-process (what `k3 pack-trunk` writes). */
+export function packTrunkOf(dir: string, trunkDir: string): void {
+  const { config } = loadConfig(join(dir, "config.json"));
+  const index = indexCheckpoint(dir);
+  const reader = new TensorReader(index);
+  try {
+    packTrunk(index, reader, config, config.numLayers, trunkDir, { force: false, onProgress: () => {} });
+  } finally {
+    reader.close();
+  }
+}
 
 /** A fixture model opened in-process (resident trunk, every expert cacheable); close it after. */
 export function openFixture(name: string, positions: number): Engine {
