@@ -18,10 +18,10 @@ import { loadConfig } from "../src/checkpoint/config.ts";
 import { prepareReplay, replayBelady, replayLru } from "../src/weights/cache-sim.ts";
 import { readTraceFile } from "../src/weights/expert-trace.ts";
 import { expectation, fixturesDir, modelDir } from "../test/support/fixtures.ts";
+import { k3 } from "../test/support/k3.ts";
 import { tempDir } from "../test/support/tmp.ts";
 
 const root = resolve(import.meta.dir, "..");
-const k3 = join(root, "dist", "k3");
 const GEN = 48;
 
 interface Source {
@@ -40,10 +40,11 @@ export function routingSources(): Source[] {
   return [{ name: "demo (trained)", dir: join(root, "assets", "demo"), prompts: demo.cases.map((c) => c.prompt_ids) }, fixture("tiny13"), fixture("nested14")];
 }
 
-function k3Run(args: string[]): { stdout: string; json?: Record<string, unknown> } {
-  const r = Bun.spawnSync([k3, ...args], { stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`k3 ${args.join(" ")} exited ${r.exitCode}: ${r.stderr.toString().slice(-400)}`);
-  return { stdout: r.stdout.toString() };
+/** dist/k3's stdout; any exit but 0 stops the bench. */
+function k3Run(args: string[]): string {
+  const r = k3(args);
+  if (r.code !== 0) throw new Error(`k3 ${args.join(" ")} exited ${r.code}: ${r.stderr.slice(-400)}`);
+  return r.stdout;
 }
 
 export interface RoutingFigures {
@@ -104,7 +105,7 @@ export function measureRouting(source: Source): RoutingFigures {
   // One expert's bytes: w1, w3 [I, Λ] and w2 [Λ, I] in MXFP4, half a byte per weight and a scale byte per 32.
   const expertBytes = (3 * config.moeIntermediateSize * config.routedExpertHiddenSize * 17) / 32;
   const simArgs = ["sim-cache", all, "--slots", slots.join(","), "--expert-bytes", String(expertBytes), "--tokens", String(source.prompts.reduce((s, p) => s + p.length + GEN, 0))];
-  const simCacheTable = k3Run(simArgs).stdout;
+  const simCacheTable = k3Run(simArgs);
   return {
     name: source.name, experts, moeLayers, topK: config.numExpertsPerToken, requests: trace.layers.length, entropyBits,
     uniformBits: Math.log2(experts), cache, simCacheCommand: `k3 ${simArgs.join(" ")}`, simCacheTable, spec,

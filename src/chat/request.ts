@@ -100,10 +100,10 @@ function readRequest(root: JsonValue, options: ParseOptions): ChatRequest {
  * flags, /v1/completions and /set use too; chat.md 3.4 rule 5: any valid value is accepted.
  */
 function parseSampling(body: Fields): Sampling {
-  const any = (key: string) => body.number(key, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY);
+  const numberAt = (key: string) => body.number(key, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY);
   const given = checkGivenSampling({
-    temperature: any("temperature"), topP: any("top_p"), topK: any("top_k"), minP: any("min_p"), seed: any("seed"),
-    presencePenalty: any("presence_penalty"), frequencyPenalty: any("frequency_penalty"),
+    temperature: numberAt("temperature"), topP: numberAt("top_p"), topK: numberAt("top_k"), minP: numberAt("min_p"), seed: numberAt("seed"),
+    presencePenalty: numberAt("presence_penalty"), frequencyPenalty: numberAt("frequency_penalty"),
   }, "field");
   return {
     temperature: given.temperature, topP: given.topP, topK: given.topK, minP: given.minP, seed: given.seed,

@@ -48,17 +48,9 @@ export interface CompletionLimits {
   defaultMaxTokens: number;
 }
 
-/** Checks what rendering does not: sampling ranges and the reply budget against the context. */
+/** The chat defaults under the request's sampling knobs (checked when the request was read), the prompt, and the reply budget against the context. */
 export function prepareCompletion(request: ChatRequest, tokenizer: Tokenizer, capacity: number, limits: CompletionLimits) {
-  const s = request.sampling;
-  const sampling = resolveSampling(
-    {
-      temperature: s.temperature, topP: s.topP, topK: s.topK, minP: s.minP, seed: s.seed,
-      presencePenalty: s.presencePenalty, frequencyPenalty: s.frequencyPenalty,
-    },
-    samplingDefaults.chat,
-    "field",
-  );
+  const sampling = resolveSampling(request.sampling, samplingDefaults.chat, "field");
   const rendered = renderChat(request, tokenizer);
   const maxTokens = fitReply({
     promptIds: rendered.ids.length, maxTokens: request.maxTokens, defaultMaxTokens: limits.defaultMaxTokens, capacity,
