@@ -43,7 +43,7 @@ export async function main(args: readonly string[]): Promise<number> {
   const { config, shape } = loadConfig(join(dir, "config.json"));
   log.info(`demo: ${demoModelName(config.numLayers)}, from ${dir}`);
   const prompt = resolvePrompt({ source: "--prompt", value: o.prompt, tokDir: dir });
-  const { result } = executeRun({
+  const { result } = await executeRun({
     modelDir: dir, config, configShape: shape, layerCount: config.numLayers, layersRequested: config.numLayers,
     prompt: prompt.ids, maxNewTokens: o.gen, mode: "incremental", prefillChunk: defaultPrefillChunk, sampling: samplingDefaults.run, budgets: [], trunkDir: undefined, tokenizer: prompt.tokenizer,
   });

@@ -91,7 +91,7 @@ function openForRun(spec: RunSpec) {
 }
 
 /** Runs `spec` and prints its report; the engine is closed when it returns. */
-export function executeRun(spec: RunSpec): RunOutcome {
+export async function executeRun(spec: RunSpec): Promise<RunOutcome> {
   using engine = openForRun(spec);
   if (spec.loadState) log.info(`resuming from ${spec.loadState.path}: ${spec.loadState.position} prior positions, ${spec.prompt.length} new`);
   if (spec.speculative && engine.plan.draft) for (const line of hybridBanner(engine.plan.draft, spec.speculative)) log.info(line);
@@ -101,7 +101,7 @@ export function executeRun(spec: RunSpec): RunOutcome {
   let stepsDone = 0;
   let result: RunResult;
   try {
-    result = generate(engine, spec.prompt, {
+    result = await generate(engine, spec.prompt, {
       maxNewTokens: spec.maxNewTokens, mode: spec.mode, sampling: spec.sampling, tokenizer: spec.tokenizer, layersRequested: spec.layersRequested,
       speculative: spec.speculative ? { maxDraft: spec.speculative } : undefined, loadState: spec.loadState?.path, saveState: spec.saveState,
     }, {

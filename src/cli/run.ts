@@ -111,7 +111,7 @@ export async function main(args: readonly string[]): Promise<number> {
     writeJson(options.out, `${JSON.stringify(check)}\n`, "the teacher-forced check");
     return ExitCode.ok;
   }
-  const outcome = executeRun(spec);
+  const outcome = await executeRun(spec);
   writeOutputs(options, outcome);
   return finishRun(outcome.result);
 }

@@ -30,8 +30,6 @@ export interface ModelDrafterStats {
 export interface ModelDrafterOptions {
   /** Ids per forward call when the draft catches up on many ids at once (the prompt). */
   chunk: number;
-  /** Ids the exact state held before this run's feeds (a resumed state file): the draft feeds them first. */
-  history?: readonly number[];
 }
 
 interface Snapshot {
@@ -42,9 +40,8 @@ export class ModelDrafter<State extends Rewindable<Snap>, Snap extends Snapshot>
   readonly stats: ModelDrafterStats = { proposals: 0, proposed: 0, fedIds: 0, restores: 0, rebuilds: 0, seconds: 0 };
   readonly #model: Forward<State>;
   readonly #chunk: number;
-  readonly #history: readonly number[];
   #state: State;
-  /** Every id the draft state has consumed, in order: history, then the exact model's feeds, then its own guesses. */
+  /** Every id the draft state has consumed, in order: the exact model's feeds, then its own guesses. */
   readonly #fed: number[] = [];
   #snapshot: Snap | undefined;
   /** How many ids `#fed` held when the snapshot was taken; -1 without one. */
@@ -54,7 +51,6 @@ export class ModelDrafter<State extends Rewindable<Snap>, Snap extends Snapshot>
     if (!Number.isInteger(options.chunk) || options.chunk < 1) throw new Error(`ModelDrafter: chunk ${options.chunk} is not a positive integer`);
     this.#model = model;
     this.#chunk = options.chunk;
-    this.#history = options.history ?? [];
     this.#state = model.newState();
   }
 
@@ -66,7 +62,7 @@ export class ModelDrafter<State extends Rewindable<Snap>, Snap extends Snapshot>
   sync(fed: readonly number[]): void {
     const started = performance.now();
     try {
-      this.#catchUp([...this.#history, ...fed]);
+      this.#catchUp(fed);
     } finally {
       this.stats.seconds += (performance.now() - started) / 1000;
     }
@@ -75,10 +71,9 @@ export class ModelDrafter<State extends Rewindable<Snap>, Snap extends Snapshot>
   propose(sequence: readonly number[], max: number): number[] {
     const started = performance.now();
     try {
-      const context = [...this.#history, ...sequence];
-      const pending = context.at(-1);
+      const pending = sequence.at(-1);
       if (pending === undefined) return [];
-      this.#catchUp(context.slice(0, -1));
+      this.#catchUp(sequence.slice(0, -1));
       // n steps feed the pending id and n - 1 drafts: all of them must fit the state.
       const n = Math.min(Math.floor(max), this.#state.capacity - this.#state.position);
       if (n < 1) return [];

@@ -58,7 +58,7 @@ function statsSince(now: TrunkStats, before: TrunkStats): TrunkStats {
   return delta;
 }
 
-export function generate(engine: Engine, prompt: readonly number[], options: GenerateOptions, events: GenerateEvents = {}): RunResult {
+export async function generate(engine: Engine, prompt: readonly number[], options: GenerateOptions, events: GenerateEvents = {}): Promise<RunResult> {
   const { experts, streamed, plan } = engine;
   const trunkBefore = streamed ? { ...streamed.stats } : undefined;
   const tablesBefore = { ...engine.tables.stats };
@@ -76,12 +76,12 @@ export function generate(engine: Engine, prompt: readonly number[], options: Gen
     const restoreSeconds = (performance.now() - restoreStarted) / 1000;
     const history = resumed?.ids ?? [];
     const fedFirst = [...history.slice(resumed?.position ?? 0), ...prompt];
-    // A draft model starts from position 0 (its state is never saved): the resumed positions are its history.
-    hybrid = options.speculative && !options.speculative.drafter ? startHybrid(engine, history.slice(0, resumed?.position ?? 0)) : undefined;
+    hybrid = options.speculative && !options.speculative.drafter ? startHybrid(engine) : undefined;
     const drafter = options.speculative && (options.speculative.drafter ?? hybrid?.drafter ?? ngramDrafter);
-    const decoded = decode(engine.model, fedFirst, {
+    const decoded = await decode(engine.model, fedFirst, {
       maxNewTokens: options.maxNewTokens, mode: options.mode, sampler: createSampler(sampling), stopIds: options.stopIds,
-      prefillChunk: plan.prefillChunk, state: carried,
+      // A draft model starts from position 0 (its state is never saved): it feeds the resumed positions first.
+      prefillChunk: plan.prefillChunk, state: carried, history: history.slice(0, resumed?.position ?? 0),
       speculative: drafter && options.speculative && { drafter, maxDraft: options.speculative.maxDraft },
       onToken: events.onToken,
       beforeStep: () => experts.beginStep(),

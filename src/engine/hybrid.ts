@@ -34,14 +34,17 @@ function since<T extends object>(now: T, before: T): T {
   return delta;
 }
 
-/** A drafter on the engine's draft model; `history` is what the exact state held before this run fed anything. */
-export function startHybrid(engine: Engine, history: readonly number[]): HybridRun | undefined {
+/**
+ * A drafter on the engine's draft model. It follows whatever sequence the exact model's decode
+ * tells it (a resumed state, a conversation turn after turn), catching up or rebuilding itself.
+ */
+export function startHybrid(engine: Engine): HybridRun | undefined {
   const draft = engine.draft;
   const draftPlan = engine.plan.draft;
   if (!draft || !draftPlan) return undefined;
   const trunkBefore = { ...draft.trunk.stats };
   const expertsBefore = { ...draft.experts.stats };
-  const model = new ModelDrafter(draft.model, { chunk: engine.plan.prefillChunk, history });
+  const model = new ModelDrafter(draft.model, { chunk: engine.plan.prefillChunk });
   let readsWhileDrafting = 0;
   const metered = <T>(work: () => T): T => {
     const before = engine.experts.readsIssued;

@@ -6,7 +6,8 @@
  * it is reused, from the live state or the longest matching snapshot, and only the new ids are
  * fed. Nothing sampled is spliced into history, and the stop id is never fed.
  */
-import { feedInSteps, type FinishReason } from "../decode/loop.ts";
+import type { Drafter } from "../decode/drafter.ts";
+import { decode, type FinishReason, type SpeculationStats } from "../decode/loop.ts";
 import type { Sampler } from "../decode/sampler.ts";
 import { fitReply } from "../decode/reply-room.ts";
 import { usageError } from "../errors.ts";
@@ -63,18 +64,12 @@ export interface TurnResult {
   snapshots?: SnapshotCounts;
   prefillSeconds: number;
   decodeSeconds: number;
+  /** What speculative decode did this turn (drafted and accepted ids), when it was on. */
+  speculation?: SpeculationStats;
 }
 
 const isPrefix = (prefix: readonly number[], of: readonly number[]) =>
   prefix.length <= of.length && prefix.every((id, i) => id === of[i]);
-
-/**
- * Lets sockets, timers, input and signals (Ctrl-C, a client that went away) run between prefill
- * chunks and between tokens: the forward pass is synchronous. A timer turn rather than
- * setImmediate: measured on Bun 1.4.5, bytes a Bun.serve stream enqueued are written to the
- * socket during a Bun.sleep(0) yield, but only one setImmediate yield later (a chunk late).
- */
-const yieldToEventLoop = () => Bun.sleep(0);
 
 export interface ConversationOptions {
   /** Ids per forward call when a prompt is fed (the engine's plan sized its activations for it). */
@@ -82,6 +77,8 @@ export interface ConversationOptions {
   snapshots: SnapshotBudget;
   /** Told when a snapshot had to be dropped or was refused (the answer is still exact). */
   warn: (message: string) => void;
+  /** Speculative decode on every turn: drafts of up to `maxDraft` ids, each verified (the replies do not change). */
+  speculative?: { drafter: Drafter; maxDraft: number };
 }
 
 export class Conversation {
@@ -89,6 +86,7 @@ export class Conversation {
   readonly #state: SequenceState;
   readonly #chunk: number;
   readonly #snapshots: SnapshotStore;
+  readonly #speculative: ConversationOptions["speculative"];
   /** The ids the live state has consumed, in order: its MLA rows are theirs. */
   #fed: number[] = [];
 
@@ -97,6 +95,7 @@ export class Conversation {
     this.#chunk = options.chunk;
     this.#state = model.newState();
     this.#snapshots = new SnapshotStore(options.snapshots, options.warn);
+    this.#speculative = options.speculative;
   }
 
   /** Positions one conversation can hold (prompt and reply together). */
@@ -175,63 +174,42 @@ export class Conversation {
     }
   }
 
+  /** Chooses the reused prefix and the snapshot points; the generation itself is decode()'s. */
   async #turn(prompt: RenderedPrompt, options: TurnOptions): Promise<TurnResult> {
     const { ids, historyEnd } = prompt;
-    const prefillStarted = performance.now();
+    const turnStarted = performance.now();
     const { start, from } = this.#reuse(ids);
-    this.#fed = ids.slice(0, start);
-    const since = () => (performance.now() - prefillStarted) / 1000;
-    const report = (fed: number) => options.onPrefill?.({ fed, total: ids.length - start, reused: start, reusedFrom: from, seconds: since() });
-    // Snapshot (a) splits the prefill there; chunking does not change the bits (test/gates/chunks).
-    const split = historyEnd > start && historyEnd < ids.length;
-    const parts: [number, number, SnapshotKind][] = split
-      ? [[start, historyEnd, "messages end"], [historyEnd, ids.length, "prompt end"]]
-      : [[start, ids.length, historyEnd >= ids.length ? "messages end" : "prompt end"]];
-    let logits: Float32Array | undefined;
-    for (const [at, to, kind] of parts) {
-      const part = await feedInSteps(this.#model, this.#state, ids.slice(at, to), this.#chunk, async (done) => {
-        report(at + done - start);
-        await yieldToEventLoop();
-        return !options.cancelled?.();
-      });
-      // Exactly the ids the state has consumed, also when the prefill stopped part way.
-      this.#fed = ids.slice(0, at + part.fed);
-      if (!part.logits) {
-        return {
-          generated: [], finish: "cancelled", fedPromptIds: this.#fed.length - start, reusedPromptIds: start, reusedFrom: from,
-          prefillSeconds: since(), decodeSeconds: 0, snapshots: this.#snapshots.counts,
-        };
-      }
-      this.#snapshots.add(this.#fed, this.#state, kind);
-      logits = part.logits;
-    }
-    report(ids.length - start);
-    const prefillSeconds = since();
-
-    const decodeStarted = performance.now();
-    const generated: number[] = [];
-    let finish: FinishReason = "length";
-    for (let step = 0; step < options.maxNewTokens && logits; step++) {
-      const token = options.sampler.choose(logits);
-      options.sampler.accept?.(token);
-      generated.push(token);
-      if (options.onToken?.(token) === "stop" || options.stopIds.has(token)) {
-        finish = "stop";
-        break;
-      }
-      if (step + 1 === options.maxNewTokens) break; // the budget is spent: nothing more to compute
-      await yieldToEventLoop();
-      if (options.cancelled?.()) {
-        finish = "cancelled";
-        break;
-      }
-      logits = this.#model.run(this.#state, [token]);
-      this.#fed.push(token);
-    }
-    if (this.#fed.length > ids.length) this.#snapshots.add(this.#fed, this.#state, "reply end");
+    const reused = ids.slice(0, start);
+    this.#fed = reused;
+    const since = (at: number) => (performance.now() - at) / 1000;
+    const fresh = ids.slice(start);
+    // Snapshot (a) after the conversation messages, (b) at the end of the prompt; chunking does not change the bits (test/gates/chunks).
+    const messagesEnd = historyEnd - start;
+    let prefillSeconds = 0;
+    let decodeStarted = turnStarted;
+    const decoded = await decode(this.#model, fresh, {
+      mode: "incremental", maxNewTokens: options.maxNewTokens, sampler: options.sampler, stopIds: options.stopIds,
+      state: this.#state, history: reused, prefillChunk: this.#chunk, prefillBreaks: [messagesEnd], speculative: this.#speculative,
+      onToken: options.onToken, cancelled: options.cancelled,
+      onPrefill: (fed) => {
+        const held = [...reused, ...fresh.slice(0, fed)];
+        if (fed > 0 && fed === messagesEnd && fed < fresh.length) this.#snapshots.add(held, this.#state, "messages end");
+        if (fed === fresh.length) {
+          this.#snapshots.add(held, this.#state, messagesEnd >= fresh.length ? "messages end" : "prompt end");
+          prefillSeconds = since(turnStarted);
+          decodeStarted = performance.now();
+        }
+        options.onPrefill?.({ fed, total: fresh.length, reused: start, reusedFrom: from, seconds: since(turnStarted) });
+      },
+    });
+    // Exactly the ids the state has consumed: the prompt as far as it was fed, every emitted id but the last (pending, or a stop id).
+    this.#fed = [...reused, ...fresh.slice(0, decoded.promptFed), ...decoded.generated.slice(0, -1)];
+    if (decoded.generated.length > 1) this.#snapshots.add(this.#fed, this.#state, "reply end");
+    const prefilled = decoded.promptFed === fresh.length;
     return {
-      generated, finish, fedPromptIds: ids.length - start, reusedPromptIds: start, reusedFrom: from, prefillSeconds,
-      decodeSeconds: (performance.now() - decodeStarted) / 1000, snapshots: this.#snapshots.counts,
+      generated: decoded.generated, finish: decoded.finish, fedPromptIds: decoded.promptFed, reusedPromptIds: start, reusedFrom: from,
+      prefillSeconds: prefilled ? prefillSeconds : since(turnStarted), decodeSeconds: prefilled ? since(decodeStarted) : 0,
+      snapshots: this.#snapshots.counts, ...(decoded.speculation && { speculation: decoded.speculation }),
     };
   }
 

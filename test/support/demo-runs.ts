@@ -55,7 +55,7 @@ function rows(list: Float32Array[]): Buffer {
   return Buffer.from(out.buffer);
 }
 
-function main(outDir: string): void {
+async function main(outDir: string): Promise<void> {
   const want = readDemoExpectation();
   const { config } = loadConfig(join(demoDir, "config.json"));
   const stops = stopIds(controlIds(loadTokenizer(demoDir)));
@@ -105,7 +105,7 @@ function main(outDir: string): void {
     using engine = open([{ kind: "trunk", bytes: 0 }, { kind: "cache", bytes: 0 }], trunk);
     for (const i of streamed.cases) {
       const c = want.cases[i]!;
-      const r = generate(engine, c.prompt_ids, { maxNewTokens: Math.min(STREAMED_IDS, c.generated_ids.length), mode: "incremental", stopIds: stopsFor(c) },
+      const r = await generate(engine, c.prompt_ids, { maxNewTokens: Math.min(STREAMED_IDS, c.generated_ids.length), mode: "incremental", stopIds: stopsFor(c) },
         { onFirstLogits: (l) => streamedFirst.push(l.slice()) });
       streamed.ids.push(r.generatedIds);
     }
@@ -119,7 +119,7 @@ function main(outDir: string): void {
     using engine = open([{ kind: "cache", bytes: gbToBytes(1) }], undefined, 4);
     for (const i of speculative.cases) {
       const c = want.cases[i]!;
-      const r = generate(engine, c.prompt_ids, { maxNewTokens: c.generated_ids.length, mode: "incremental", stopIds: stopsFor(c), speculative: { maxDraft: 4 } },
+      const r = await generate(engine, c.prompt_ids, { maxNewTokens: c.generated_ids.length, mode: "incremental", stopIds: stopsFor(c), speculative: { maxDraft: 4 } },
         { onFirstLogits: (l) => specFirst.push(l.slice()) });
       speculative.ids.push(r.generatedIds);
       speculative.drafted! += r.speculation?.drafted ?? 0;
@@ -135,4 +135,4 @@ function main(outDir: string): void {
   writeFileSync(join(outDir, "runs.json"), JSON.stringify({ resident, streamed, speculative } satisfies DemoRuns));
 }
 
-if (import.meta.main) main(process.argv[2] ?? ".");
+if (import.meta.main) await main(process.argv[2] ?? ".");

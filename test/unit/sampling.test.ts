@@ -328,11 +328,11 @@ describe("presence and frequency penalties", () => {
     }
   });
 
-  test("the decode loop tells the sampler every id it emits", () => {
+  test("the decode loop tells the sampler every id it emits", async () => {
     const accepted: number[] = [];
     const sampler: Sampler = { choose: () => 3, accept: (token) => accepted.push(token) };
     const model = { vocabSize: 5, newState: () => ({}), release: () => {}, run: () => new Float32Array(5) };
-    const run = decode(model, [1], { maxNewTokens: 4, mode: "incremental", sampler, stopIds: new Set([9]) });
+    const run = await decode(model, [1], { maxNewTokens: 4, mode: "incremental", sampler, stopIds: new Set([9]) });
     expect(accepted).toEqual(run.generated);
     expect(accepted).toEqual([3, 3, 3, 3]);
   });

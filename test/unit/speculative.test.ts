@@ -5,7 +5,7 @@
  * end is the serial one (its state file has the same bytes). The n-gram drafter drafts only
  * what the two most recent occurrences agree on.
  */
-import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Drafter } from "../../src/decode/drafter.ts";
@@ -69,11 +69,11 @@ function recorded(seeded: boolean): Sampler & { rows: Buffer[] } {
 }
 
 /** Runs decode on a fresh engine; returns the ids, the logits chosen from, the speculation counts and the final state's file bytes. */
-function run(seeded: boolean, drafter?: Drafter, stopIds?: ReadonlySet<number>) {
+async function run(seeded: boolean, drafter?: Drafter, stopIds?: ReadonlySet<number>) {
   using engine = openFixture(name, prompt.length + gen + 1);
   const state = engine.model.newState();
   const sampler = recorded(seeded);
-  const result = decode(engine.model, prompt, {
+  const result = await decode(engine.model, prompt, {
     maxNewTokens: gen, mode: "incremental", sampler, state, stopIds, prefillChunk: 64,
     speculative: drafter && { drafter, maxDraft: 4 },
   });
@@ -95,15 +95,16 @@ function oracle(serial: readonly number[], rightFor: number): Drafter {
 
 for (const seeded of [false, true]) {
   describe(`verification gives serial decode exactly (${seeded ? "seeded" : "greedy"})`, () => {
-    const serial = run(seeded);
+    let serial: Awaited<ReturnType<typeof run>>;
+    beforeAll(async () => { serial = await run(seeded); });
 
     for (const [label, rightFor, acceptedPerSweep] of [
       ["every draft right: whole sweeps accepted", Infinity, 4],
       ["drafts wrong after 2 ids: restore and replay", 2, 2],
       ["drafts wrong from the first id", 0, 0],
     ] as const) {
-      test(label, () => {
-        const spec = run(seeded, oracle(serial.ids, rightFor));
+      test(label, async () => {
+        const spec = await run(seeded, oracle(serial.ids, rightFor));
         expect(spec.ids).toEqual(serial.ids);
         expect(spec.rows).toEqual(serial.rows);
         expect(Buffer.compare(spec.stateBytes, serial.stateBytes)).toBe(0);
@@ -116,7 +117,7 @@ for (const seeded of [false, true]) {
       });
     }
 
-    test("every forward (the sweep, its replay) and the drafter's sync fall inside a step, so the step times cover the work", () => {
+    test("every forward (the sweep, its replay) and the drafter's sync fall inside a step, so the step times cover the work", async () => {
       using engine = openFixture(name, prompt.length + gen + 1);
       const model = engine.model;
       let inStep = false;
@@ -132,7 +133,7 @@ for (const seeded of [false, true]) {
       };
       const wrongAfterTwo = oracle(serial.ids, 2);
       const drafter: Drafter = { propose: wrongAfterTwo.propose, sync: () => { if (!inStep) outside.push("drafter sync"); } };
-      const result = decode(watched, prompt, {
+      const result = await decode(watched, prompt, {
         maxNewTokens: gen, mode: "incremental", sampler: recorded(seeded), prefillChunk: 64, speculative: { drafter, maxDraft: 4 },
         beforeStep: () => { inStep = true; },
         afterStep: () => { inStep = false; },
@@ -142,7 +143,7 @@ for (const seeded of [false, true]) {
       expect(result.speculation!.replays).toBeGreaterThan(0);
     });
 
-    test("a partial acceptance replays from the sweep's record: no forward over the kept ids, the serial ids and logits", () => {
+    test("a partial acceptance replays from the sweep's record: no forward over the kept ids, the serial ids and logits", async () => {
       using engine = openFixture(name, prompt.length + gen + 1);
       const model = engine.model;
       const calls: number[] = [];
@@ -161,7 +162,7 @@ for (const seeded of [false, true]) {
         },
       };
       const sampler = recorded(seeded);
-      const result = decode(watched, prompt, {
+      const result = await decode(watched, prompt, {
         maxNewTokens: gen, mode: "incremental", sampler, prefillChunk: 64, speculative: { drafter: oracle(serial.ids, 2), maxDraft: 4 },
       });
       const s = result.speculation!;
@@ -173,17 +174,17 @@ for (const seeded of [false, true]) {
       expect(calls.length).toBe(1 + (gen - 1 - s.emitted) + s.sweeps);
     });
 
-    test("a stop id among accepted drafts ends the run there, with the serial state", () => {
+    test("a stop id among accepted drafts ends the run there, with the serial state", async () => {
       const stop = new Set([serial.ids[9] as number]);
-      const want = run(seeded, undefined, stop);
-      const spec = run(seeded, oracle(serial.ids, Infinity), stop);
+      const want = await run(seeded, undefined, stop);
+      const spec = await run(seeded, oracle(serial.ids, Infinity), stop);
       expect(spec.ids).toEqual(want.ids);
       expect(spec.ids.at(-1)).toBe(serial.ids[9]);
       expect(Buffer.compare(spec.stateBytes, want.stateBytes)).toBe(0);
     });
 
-    test("the n-gram drafter on this sequence", () => {
-      const spec = run(seeded, ngramDrafter);
+    test("the n-gram drafter on this sequence", async () => {
+      const spec = await run(seeded, ngramDrafter);
       expect(spec.ids).toEqual(serial.ids);
       expect(spec.rows).toEqual(serial.rows);
     });
