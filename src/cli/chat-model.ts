@@ -6,12 +6,15 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadConfig } from "../checkpoint/config.ts";
+import { ngramDrafter } from "../decode/ngram-drafter.ts";
+import { startHybrid } from "../engine/hybrid.ts";
 import { openEngine, type Engine } from "../engine/open.ts";
-import type { BudgetAction } from "../plan/budget.ts";
+import { ultraRequested, type BudgetAction } from "../plan/budget.ts";
 import { defaultPrefillChunk, maxGeneratedTokens, maxPositions } from "../plan/limits.ts";
 import { recurrentStateBytes } from "../plan/memory-plan.ts";
 import { log } from "../report/log.ts";
 import { formatBytes } from "../report/format.ts";
+import { hybridBanner, speculationBanner } from "../report/run-report.ts";
 import type { ConversationOptions } from "../session/conversation.ts";
 import { loadTokenizer, type Tokenizer } from "../tokenizer/index.ts";
 import { usageError } from "../errors.ts";
@@ -19,9 +22,10 @@ import { parseInteger, type OptionDef } from "./args.ts";
 import { checkLayers, checkTokenizerFits, configOption, injectedFaults, layersOption, prefillChunkOption, tokMissingMessage, tokOption } from "./common-options.ts";
 import { demoModelName, unpackDemo } from "./demo-assets.ts";
 import { memoryOptions, parseGb } from "./memory-options.ts";
+import { checkSpeculation, speculationDefaults, speculationOptions, speculationRequest, type SpeculationTarget } from "./speculation-options.ts";
 import { usageText, type CommandInfo } from "./usage.ts";
 
-export interface ChatModelOptions {
+export interface ChatModelOptions extends SpeculationTarget {
   tokDir: string | undefined;
   /** Run the demo model built into k3: it is then the model directory and the tokenizer. */
   demo: boolean;
@@ -44,7 +48,7 @@ export interface ChatModelOptions {
 }
 
 export const chatModelDefaults = {
-  demo: false, ctx: 8192, prefillChunk: defaultPrefillChunk, maxTokens: 2048, snapshotBytes: undefined, snapshotDiskBytes: 8e9, snapshotDir: undefined,
+  ...speculationDefaults, demo: false, ctx: 8192, prefillChunk: defaultPrefillChunk, maxTokens: 2048, snapshotBytes: undefined, snapshotDiskBytes: 8e9, snapshotDir: undefined,
 } as const;
 
 /** The tokenizer and memory options, for the top of a command's table. */
@@ -79,6 +83,7 @@ export function chatModelOptions<T extends ChatModelOptions>(maxTokensWhat: stri
       name: "snapshot-dir", value: "DIR", description: "Where parked snapshots go (default the temporary directory; removed at exit)",
       apply: (o, raw) => { o.snapshotDir = raw; },
     },
+    ...speculationOptions<T>(),
   ];
 }
 
@@ -101,6 +106,7 @@ export async function chatModelSource<T extends ChatModelOptions>(
   command: CommandInfo<T>, modelDir: string | undefined, o: T,
 ): Promise<ChatModelSource> {
   const verb = command.name.replace(/^k3 /, "");
+  checkSpeculation(o, { recompute: false, ultra: ultraRequested(o.budgets) });
   if (o.demo) {
     const extra = [modelDir === undefined ? undefined : "<model_dir>", o.tokDir === undefined ? undefined : "--tok"].filter((x) => x !== undefined);
     if (extra.length > 0) throw usageError(`${verb}: --demo is the model directory and the tokenizer: give no ${extra.join(" and no ")} with it`);
@@ -133,19 +139,27 @@ export function openChatModel(
   const mismatch = checkTokenizerFits(tokenizer, config, tokDir);
   if (mismatch) log.warn(mismatch);
   const snapshotBytes = o.snapshotBytes ?? recurrentStateBytes(config, layerCount);
+  const speculation = speculationRequest(o);
   const engine = openEngine(
     {
-      modelDir, config, layerCount, positions: o.ctx, prefillChunk: o.prefillChunk, budgets: o.budgets, trunkDir: o.trunkDir,
-      faults: injectedFaults(), snapshotBytes,
+      // A verification sweep feeds the pending id and its draft in one call: the activations are sized for both.
+      modelDir, config, layerCount, positions: o.ctx, prefillChunk: Math.max(o.prefillChunk, (speculation.speculative ?? 0) + 1),
+      budgets: o.budgets, trunkDir: o.trunkDir, faults: injectedFaults(), snapshotBytes, ...speculation,
     },
     { onWarning: (w) => log.warn(w), onDrop: (d) => log.error(`EXPERT DROP: layer ${d.layer} expert ${d.expert} failed to load; the reply is CORRUPT (${d.reason})`) },
   );
   const what = source.demo ? `${demoModelName(config.numLayers)}, from ${modelDir}` : modelDir;
   log.info(`${command}: ${what}, ${layerCount} layers, context ${o.ctx} positions, snapshots ${formatBytes(snapshotBytes)} in RAM; loaded in ${engine.loadSeconds.toFixed(1)} s, peak RSS ${formatBytes(engine.peakRssAfterLoadBytes)}`);
+  const maxDraft = speculation.speculative;
+  if (maxDraft !== undefined && engine.plan.draft) for (const line of hybridBanner(engine.plan.draft, maxDraft)) log.info(line);
+  else if (maxDraft !== undefined) log.info(speculationBanner(maxDraft));
+  // The draft model follows the conversation turn after turn; the conversation closes it.
+  const drafter = maxDraft === undefined ? undefined : startHybrid(engine)?.drafter ?? ngramDrafter;
   const conversation: ConversationOptions = {
     chunk: engine.plan.prefillChunk,
     snapshots: { ramBytes: snapshotBytes, diskBytes: o.snapshotDiskBytes, parent: o.snapshotDir ?? tmpdir() },
     warn: (message) => log.warn(message),
+    ...(drafter && maxDraft !== undefined && { speculative: { drafter, maxDraft } }),
   };
   return { engine, tokenizer, conversation };
 }

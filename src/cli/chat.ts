@@ -16,6 +16,7 @@ import { inputLimits } from "../input-limits.ts";
 import { JsonSyntaxError, parseJsonData } from "../json.ts";
 import { formatBytes } from "../report/format.ts";
 import { emit, log } from "../report/log.ts";
+import { statsOf, usageOf } from "../serve/turn-stats.ts";
 import { ChatSession, type ChatMessage, type ChatTurn } from "../session/chat-session.ts";
 import type { OptionDef } from "./args.ts";
 import { chatModelDefaults, chatModelOptions, chatModelSource, chatModelTailOptions, modelDirPositional, openChatModel, type ChatModelOptions } from "./chat-model.ts";
@@ -115,11 +116,8 @@ async function oneShot(session: ChatSession, text: string, o: ChatOptions): Prom
     },
   });
   if (o.json) {
-    const completion = turn.generatedIds.length;
-    emit(`${JSON.stringify({
-      ...turn.message, finish_reason: turn.finishReason,
-      usage: { prompt_tokens: turn.promptTokens, completion_tokens: completion, total_tokens: turn.promptTokens + completion },
-    })}\n`);
+    // The same usage and k3 statistics as k3 serve's response.
+    emit(`${JSON.stringify({ ...turn.message, finish_reason: turn.finishReason, usage: usageOf(turn.promptTokens, turn.turn), k3: statsOf(turn.turn) })}\n`);
   } else {
     emit("\n");
   }
@@ -130,7 +128,9 @@ function statsLine(turn: ChatTurn): string {
   const t = turn.turn;
   const rate = t.decodeSeconds > 0 ? (turn.generatedIds.length / t.decodeSeconds).toFixed(2) : "-";
   return `turn: prompt ${turn.promptIds} ids (${t.fedPromptIds} fed, ${t.reusedPromptIds} reused from the ${t.reusedFrom === "none" ? "start" : `${t.reusedFrom} state`}) ` +
-    `in ${t.prefillSeconds.toFixed(2)} s; reply ${turn.generatedIds.length} tokens at ${rate} tok/s; finish ${turn.finishReason} (${turn.engineFinish})`;
+    `in ${t.prefillSeconds.toFixed(2)} s; reply ${turn.generatedIds.length} tokens at ${rate} tok/s` +
+    (t.speculation ? `, ${t.speculation.accepted} of ${t.speculation.drafted} drafted ids accepted` : "") +
+    `; finish ${turn.finishReason} (${turn.engineFinish})`;
 }
 
 /** Lines from the terminal, one `next()` at a time; a line ending in a backslash continues. */

@@ -1,16 +1,15 @@
 /** The options of `k3 <model_dir>`: one table for parsing, validation and usage text. */
 import { defaultGeneratedTokens, defaultPrefillChunk, maxGeneratedTokens } from "../plan/limits.ts";
-import { defaultHybridDraftIds, maxDraftIds } from "../decode/drafter.ts";
 import type { DecodeMode } from "../decode/loop.ts";
-import { defaultDraftTrunkBytes, type BudgetAction } from "../plan/budget.ts";
-import { bytesToGb } from "../units.ts";
+import type { BudgetAction } from "../plan/budget.ts";
 import { parseIdList, parseInteger, type OptionDef, type PositionalDef } from "./args.ts";
 import type { CommandInfo } from "./usage.ts";
 import { configOption, helpOption, layersOption, prefillChunkOption, requirePath, tokOption } from "./common-options.ts";
-import { memoryOptions, parseGb } from "./memory-options.ts";
+import { memoryOptions } from "./memory-options.ts";
 import { samplingOptions, type SamplingTarget } from "./sampling-options.ts";
+import { speculationDefaults, speculationOptions, type SpeculationTarget } from "./speculation-options.ts";
 
-export interface RunOptions {
+export interface RunOptions extends SpeculationTarget {
   modelDir: string;
   /** Prompt sources in the order given; exactly one is allowed. */
   promptSources: string[];
@@ -31,16 +30,10 @@ export interface RunOptions {
   dumpCacheTrace: string | undefined;
   sampling: SamplingTarget["sampling"];
   prefillChunk: number;
-  /** Speculative decode: ids drafted per sweep at most (runtime.md 9.1); undefined: off. */
-  spec: number | undefined;
   saveState: string | undefined;
   loadState: string | undefined;
   /** Teacher-forced check: one forward over the prompt, argmax agreement, no decoding. */
   tfCheck: boolean;
-  /** Hybrid decode: the draft model's packed trunk (runtime.md 9.3). */
-  draftTrunk: string | undefined;
-  /** Its trunk budget; undefined: the default (given without --draft-trunk, a usage error). */
-  draftTrunkBytes: number | undefined;
 }
 
 export function defaultRunOptions(): RunOptions {
@@ -48,7 +41,7 @@ export function defaultRunOptions(): RunOptions {
     modelDir: "", promptSources: [], promptValue: "", tokDir: undefined, ids: [], gen: defaultGeneratedTokens, configPath: undefined,
     mode: "incremental", out: "k3_run.json", dumpLogits: undefined, layers: undefined,
     budgets: [], trunkDir: undefined, dumpCacheTrace: undefined, sampling: {}, prefillChunk: defaultPrefillChunk,
-    spec: undefined, saveState: undefined, loadState: undefined, tfCheck: false, draftTrunk: undefined, draftTrunkBytes: undefined,
+    ...speculationDefaults, saveState: undefined, loadState: undefined, tfCheck: false,
   };
 }
 
@@ -105,21 +98,7 @@ export const runOptionTable: readonly OptionDef<RunOptions>[] = [
   ...memoryOptions<RunOptions>(),
   prefillChunkOption<RunOptions>(),
   ...samplingOptions<RunOptions>("default 0: the run command decodes greedily"),
-  {
-    name: "spec", value: "N",
-    description: `Speculative decode: draft up to N ids per sweep from the sequence's own n-grams (clamped to ${maxDraftIds}) and verify them in one forward; the ids do not change`,
-    apply: (o, raw, flag) => { o.spec = Math.min(parseInteger(raw, flag, 1, 1_000_000), maxDraftIds); },
-  },
-  {
-    name: "draft-trunk", value: "DIR",
-    description: `Hybrid decode: a draft model on this packed trunk (k3 quantize-trunk) proposes ids, routed only to experts already cached, and the model verifies every one (implies --spec ${defaultHybridDraftIds}); the ids do not change`,
-    apply: (o, raw, flag) => { o.draftTrunk = requirePath(raw, flag); },
-  },
-  {
-    name: "draft-trunk-gb", value: "X",
-    description: `The draft trunk's budget in GB, pinned layers plus its own streaming ring (default ${bytesToGb(defaultDraftTrunkBytes)})`,
-    apply: (o, raw, flag) => { o.draftTrunkBytes = parseGb(raw, flag); },
-  },
+  ...speculationOptions<RunOptions>(),
   {
     name: "save-state", value: "FILE",
     description: "After the run, write the sequence state and its ids to FILE (resume it with --load-state)",

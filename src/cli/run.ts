@@ -1,14 +1,13 @@
 /** `k3 <model_dir> [options]`: validate the request, read the config and prompt, generate. */
 import { join, resolve } from "node:path";
 import { loadConfig } from "../checkpoint/config.ts";
-import { defaultHybridDraftIds } from "../decode/drafter.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import type { RunResult } from "../engine/result.ts";
 import { stopIfSignalled, watchSignals } from "../engine/signals.ts";
 import { resultJson } from "../report/results.ts";
 import { ExitCode, argumentName, usageError } from "../errors.ts";
 import { checkOutputDir, checkOutputFile, commitAll, outputTarget, stageBytes, type StagedWrite } from "../fs.ts";
-import { defaultDraftTrunkBytes, ultraRequested } from "../plan/budget.ts";
+import { ultraRequested } from "../plan/budget.ts";
 import { maxPositions, maxPromptIds } from "../plan/limits.ts";
 import { emit, log } from "../report/log.ts";
 import { histogramFileName, stageCacheTrace, traceFileName, traceWrittenLine } from "../weights/expert-trace.ts";
@@ -19,6 +18,7 @@ import { stateFileCounts } from "../model/state-file.ts";
 import { loadTokenizer } from "../tokenizer/index.ts";
 import { resolvePrompt } from "./prompt.ts";
 import { defaultRunOptions, runOptionTable, type RunOptions } from "./run-options.ts";
+import { checkSpeculation, speculationRequest } from "./speculation-options.ts";
 
 /** Parses and validates everything that needs no model: exit-2 mistakes surface here. */
 export function parseRunArgs(args: readonly string[]): RunOptions {
@@ -38,17 +38,9 @@ export function parseRunArgs(args: readonly string[]): RunOptions {
   if (source !== undefined && source !== "--ids" && !options.tokDir) throw usageError(tokMissingMessage(source));
   if (source === "--ids" && options.promptValue !== "-") checkRequest(options.ids.length, options.gen);
   const stateful = [["--spec", options.spec], ["--load-state", options.loadState], ["--save-state", options.saveState]].find(([, v]) => v !== undefined);
-  if (stateful && options.mode === "recompute") {
-    throw usageError(`${stateful[0]} needs incremental decode (it carries the sequence state); drop --recompute`);
-  }
-  if (options.draftTrunkBytes !== undefined && !options.draftTrunk) throw usageError("--draft-trunk-gb is the draft trunk's budget: it needs --draft-trunk DIR");
-  if (options.draftTrunk && options.mode === "recompute") {
-    throw usageError("--draft-trunk needs incremental decode (the draft carries its own state); drop --recompute");
-  }
-  if (ultraRequested(options.budgets)) {
-    const serialOnly = [["--spec", options.spec], ["--draft-trunk", options.draftTrunk]].find(([, v]) => v !== undefined);
-    if (serialOnly) throw usageError(`ultra-low-memory mode (--ultra-low-memory or --preset ultra) decodes serially: it cannot be combined with ${serialOnly[0]}`);
-  }
+  const recompute = options.mode === "recompute";
+  checkSpeculation(options, { recompute, ultra: ultraRequested(options.budgets) });
+  if (stateful && recompute) throw usageError(`${stateful[0]} needs incremental decode (it carries the sequence state); drop --recompute`);
   if (stateful && options.tfCheck) throw usageError(`--tf-check runs no decode: it cannot be combined with ${stateful[0]}`);
   if (options.tfCheck && options.draftTrunk) throw usageError("--tf-check runs no decode: it cannot be combined with --draft-trunk");
   resolveSampling(options.sampling, samplingDefaults.run); // a bad knob is a usage error before anything loads
@@ -101,8 +93,7 @@ export async function main(args: readonly string[]): Promise<number> {
     sampling: resolveSampling(options.sampling, samplingDefaults.run), budgets: options.budgets, trunkDir: options.trunkDir,
     tokenizer: prompt.tokenizer, faults: injectedFaults(), trunkReadFaults: injectedTrunkReadFaults(),
     trace: options.dumpCacheTrace !== undefined,
-    speculative: options.spec ?? (options.draftTrunk ? defaultHybridDraftIds : undefined),
-    draft: options.draftTrunk ? { trunkDir: options.draftTrunk, budgetBytes: options.draftTrunkBytes ?? defaultDraftTrunkBytes } : undefined,
+    ...speculationRequest(options),
     loadState: options.loadState && prior ? { path: options.loadState, ...prior } : undefined,
     saveState: options.saveState,
   };

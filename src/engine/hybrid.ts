@@ -57,6 +57,7 @@ export function startHybrid(engine: Engine): HybridRun | undefined {
   const drafter: Drafter = {
     propose: (sequence, max) => metered(() => model.propose(sequence, max)),
     sync: (fed) => metered(() => model.sync(fed)),
+    close: () => model.close(),
   };
   return {
     drafter,

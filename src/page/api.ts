@@ -107,7 +107,14 @@ function usageOf(v: unknown): Usage | undefined {
 function statsOf(v: unknown): K3Stats | undefined {
   if (!isObject(v) || !isCount(v.reused_prompt_ids) || !isCount(v.prefilled_ids) || typeof v.reused_from !== "string") return undefined;
   if (!isSeconds(v.prefill_seconds) || !isSeconds(v.decode_seconds)) return undefined;
-  return { reused_prompt_ids: v.reused_prompt_ids, prefilled_ids: v.prefilled_ids, reused_from: v.reused_from, prefill_seconds: v.prefill_seconds, decode_seconds: v.decode_seconds };
+  const spec = v.speculation;
+  const speculation = isObject(spec) && isCount(spec.drafted) && isCount(spec.accepted) && spec.accepted <= spec.drafted
+    ? { drafted: spec.drafted, accepted: spec.accepted }
+    : undefined;
+  return {
+    reused_prompt_ids: v.reused_prompt_ids, prefilled_ids: v.prefilled_ids, reused_from: v.reused_from, prefill_seconds: v.prefill_seconds,
+    decode_seconds: v.decode_seconds, ...(speculation && { speculation }),
+  };
 }
 
 /**

@@ -13,13 +13,15 @@ export interface Usage {
   total_tokens: number;
 }
 
-/** k3's statistics object on the final chunk (src/serve/chat-completion.ts CompletionStats). */
+/** k3's statistics object on the final chunk (src/serve/turn-stats.ts CompletionStats). */
 export interface K3Stats {
   reused_prompt_ids: number;
   prefilled_ids: number;
   reused_from: string;
   prefill_seconds: number;
   decode_seconds: number;
+  /** When the server decodes speculatively (`k3 serve --spec N` or `--draft-trunk`). */
+  speculation?: { drafted: number; accepted: number };
 }
 
 /**
@@ -102,5 +104,7 @@ export function describeFinished(t: FinishedTurn): string {
     (k3.prefill_seconds > 0 && k3.prefilled_ids > 0 ? ` (${perSecond(rate(k3.prefilled_ids, k3.prefill_seconds))} ids/s)` : "");
   const n = usage.completion_tokens;
   const decode = `${n} tokens in ${seconds(k3.decode_seconds)}: ${perSecond(rate(n, k3.decode_seconds))} tok/s, ${seconds(n > 0 ? k3.decode_seconds / n : 0)}/token`;
-  return `${prefill}, ${reused} · ${decode} · finish ${t.finishReason ?? "?"}`;
+  const spec = k3.speculation;
+  const drafts = spec ? ` · ${spec.accepted} of ${spec.drafted} drafted ids accepted` : "";
+  return `${prefill}, ${reused} · ${decode}${drafts} · finish ${t.finishReason ?? "?"}`;
 }

@@ -12,8 +12,9 @@ import { openAIToolCall, type OpenAIToolCall } from "../chat/tool-call.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import { fitReply } from "../decode/reply-room.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
-import type { PrefillProgress, TurnResult } from "../session/conversation.ts";
+import type { PrefillProgress } from "../session/conversation.ts";
 import { generateReply, type GenerationSource } from "../session/reply.ts";
+import { statsOf, usageOf, type CompletionStats, type Usage } from "./turn-stats.ts";
 
 export type { GenerationSource };
 
@@ -23,23 +24,10 @@ export type Delta =
   | { content: string }
   | { tool_calls: (OpenAIToolCall & { index: number })[] };
 
-export interface CompletionStats {
-  /** Prompt ids served from the carried state or a snapshot. */
-  reused_prompt_ids: number;
-  /** Prompt ids this request fed. */
-  prefilled_ids: number;
-  /** "live": the state the previous request left; "snapshot": one held in RAM; "parked": one read back from its file. */
-  reused_from: TurnResult["reusedFrom"];
-  prefill_seconds: number;
-  decode_seconds: number;
-  /** The snapshots held after this request. */
-  snapshots?: { in_ram: number; parked: number; ram_bytes: number; parked_bytes: number; parked_writes: number; dropped: number };
-}
-
 export interface Completion {
   message: AssistantMessage;
   finishReason: OpenAIFinishReason;
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  usage: Usage;
   stats: CompletionStats;
 }
 
@@ -81,20 +69,5 @@ export async function runCompletion(
       else if (event.kind === "tool_call") onDelta({ tool_calls: [{ index: calls++, ...openAIToolCall(event.call) }] });
     },
   });
-  const completion = turn.generated.length;
-  return {
-    message,
-    finishReason,
-    usage: { prompt_tokens: rendered.promptTokens, completion_tokens: completion, total_tokens: rendered.promptTokens + completion },
-    stats: {
-      reused_prompt_ids: turn.reusedPromptIds, prefilled_ids: turn.fedPromptIds, reused_from: turn.reusedFrom,
-      prefill_seconds: turn.prefillSeconds, decode_seconds: turn.decodeSeconds,
-      ...(turn.snapshots && {
-        snapshots: {
-          in_ram: turn.snapshots.inRam, parked: turn.snapshots.parked, ram_bytes: turn.snapshots.ramBytes,
-          parked_bytes: turn.snapshots.parkedBytes, parked_writes: turn.snapshots.parkedWrites, dropped: turn.snapshots.dropped,
-        },
-      }),
-    },
-  };
+  return { message, finishReason, usage: usageOf(rendered.promptTokens, turn), stats: statsOf(turn) };
 }

@@ -154,7 +154,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       const release = await turn.ready;
       try {
         const c = await runTextCompletion(request, source, tokenizer, stopIdSet, () => {}, cancelled);
-        return Response.json({ ...head, choices: [{ index: 0, text: c.text, logprobs: null, finish_reason: c.finishReason }], usage: c.usage });
+        return Response.json({ ...head, choices: [{ index: 0, text: c.text, logprobs: null, finish_reason: c.finishReason }], usage: c.usage, k3: c.stats });
       } catch (error) {
         return errorResponse(fromThrown(error));
       } finally {
@@ -167,7 +167,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
         const text = (piece: string) => send({ ...head, choices: [{ index: 0, text: piece, logprobs: null, finish_reason: null }] });
         const c = await runTextCompletion(request, source, tokenizer, stopIdSet, text, cancelled, progress);
         send({ ...head, choices: [{ index: 0, text: "", logprobs: null, finish_reason: c.finishReason }] });
-        if (request.includeUsage) send({ ...head, choices: [], usage: c.usage });
+        if (request.includeUsage) send({ ...head, choices: [], usage: c.usage, k3: c.stats });
       } finally {
         release();
       }

@@ -13,6 +13,7 @@ import { JsonSyntaxError, parseJsonData } from "../json.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import type { PrefillProgress } from "../session/conversation.ts";
 import { StopStrings, type GenerationSource } from "../session/reply.ts";
+import { statsOf, usageOf, type CompletionStats, type Usage } from "./turn-stats.ts";
 
 /** OpenAI's legacy default for a completion's length. */
 const defaultCompletionTokens = 16;
@@ -88,7 +89,8 @@ export function parseTextRequest(bytes: Uint8Array, tokenizer: Tokenizer, capaci
 export interface TextCompletion {
   text: string;
   finishReason: OpenAIFinishReason;
-  usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
+  usage: Usage;
+  stats: CompletionStats;
 }
 
 export async function runTextCompletion(
@@ -113,9 +115,5 @@ export async function runTextCompletion(
   });
   emit(stops.push(utf8.end()));
   emit(stops.flush());
-  const completion = turn.generated.length;
-  return {
-    text, finishReason: finishReason(turn.finish, false),
-    usage: { prompt_tokens: request.promptTokens, completion_tokens: completion, total_tokens: request.promptTokens + completion },
-  };
+  return { text, finishReason: finishReason(turn.finish, false), usage: usageOf(request.promptTokens, turn), stats: statsOf(turn) };
 }

@@ -77,7 +77,7 @@ export interface ConversationOptions {
   snapshots: SnapshotBudget;
   /** Told when a snapshot had to be dropped or was refused (the answer is still exact). */
   warn: (message: string) => void;
-  /** Speculative decode on every turn: drafts of up to `maxDraft` ids, each verified (the replies do not change). */
+  /** Speculative decode on every turn: drafts of up to `maxDraft` ids, each verified (the replies do not change). Closed with the conversation. */
   speculative?: { drafter: Drafter; maxDraft: number };
 }
 
@@ -214,6 +214,7 @@ export class Conversation {
   }
 
   close(): void {
+    this.#speculative?.drafter.close?.();
     this.#snapshots.close();
     this.#model.release(this.#state);
   }

@@ -114,6 +114,16 @@ describe("the stream reader of a reply", () => {
     return log;
   }
 
+  test("the speculation object is read only in its own shape; anything else leaves it out, the rest kept", () => {
+    const k3 = { reused_prompt_ids: 1, prefilled_ids: 2, reused_from: "live", prefill_seconds: 0, decode_seconds: 0 };
+    const usage = { prompt_tokens: 1, completion_tokens: 2, total_tokens: 3 };
+    const final = (speculation: unknown) => read([`data: ${JSON.stringify({ choices: [], usage, k3: { ...k3, speculation } })}\n\ndata: [DONE]\n\n`]);
+    expect(final({ drafted: 8, accepted: 5, max_draft: 4, sweeps: 2 })).toEqual([["usage", usage, { ...k3, speculation: { drafted: 8, accepted: 5 } }]]);
+    for (const bad of [null, 5, "x", [], { drafted: 4 }, { drafted: 4, accepted: 5 }, { drafted: -1, accepted: 0 }, { drafted: 1.5, accepted: 1 }, { drafted: "8", accepted: 5 }]) {
+      expect(final(bad)).toEqual([["usage", usage, k3]]);
+    }
+  });
+
   test("progress comments come out before the chunks they preceded, and odd shapes are read for what they hold", () => {
     const stream = [
       ": k3 queue 0\n\n: k3 prefill 0/8 0.000s reused=2 from=snapshot\n\n: keep-alive\n\n: k3 prefill 8/8 0.010s reused=2 from=snapshot\n\n",
@@ -225,6 +235,15 @@ describe("the status line", () => {
       finishReason: "stop", stopped: false, elapsedSeconds: 11, firstDeltaSeconds: 0.6, deltas: 48,
     });
     expect(line).toBe("prefill 23 ids in 500 ms (46.0 ids/s), 180 ids reused (snapshot) · 50 tokens in 10.0 s: 5.0 tok/s, 200 ms/token · finish stop");
+  });
+
+  test("a speculative server's figures: how many drafted ids were accepted", () => {
+    const line = describeFinished({
+      usage: { prompt_tokens: 20, completion_tokens: 40, total_tokens: 60 },
+      k3: { reused_prompt_ids: 0, prefilled_ids: 20, reused_from: "none", prefill_seconds: 1, decode_seconds: 4, speculation: { drafted: 32, accepted: 24 } },
+      finishReason: "length", stopped: false, elapsedSeconds: 5, firstDeltaSeconds: 1, deltas: 40,
+    });
+    expect(line).toBe("prefill 20 ids in 1.00 s (20.0 ids/s), nothing reused · 40 tokens in 4.00 s: 10.0 tok/s, 100 ms/token · 24 of 32 drafted ids accepted · finish length");
   });
 
   test("a stopped reply says so with the page's own count; live lines name the phase", () => {
