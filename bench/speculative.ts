@@ -27,6 +27,7 @@ import { loadavg } from "node:os";
 import { loadConfig } from "../src/checkpoint/config.ts";
 import { openEngine } from "../src/engine/open.ts";
 import { benchPaths, ensureExecutable, measureDirectBandwidth, prepare, runStreamedK3, type StreamingPaths } from "./streaming.ts";
+import { budgetRequest } from "../src/plan/budget.ts";
 
 const progress = (line: string) => process.stderr.write(`[speculative] ${line}\n`);
 const cacheGb = 2;
@@ -100,7 +101,7 @@ export function warmSweeps(paths: StreamingPaths): WarmSweeps {
   const positions = warmPrompt + warmRounds * 10 + 1;
   using engine = openEngine({
     modelDir: paths.dir, config, layerCount: config.numLayers, positions, prefillChunk: warmPrompt,
-    budgets: [{ kind: "trunk", bytes: 1.5e9 }, { kind: "cache", bytes: cacheGb * 1e9 }], trunkDir: paths.trunkDir,
+    budgets: budgetRequest([{ kind: "trunk", bytes: 1.5e9 }, { kind: "cache", bytes: cacheGb * 1e9 }]), trunkDir: paths.trunkDir,
   });
   const trunk = engine.streamed;
   if (!trunk) throw new Error("the warm sweeps expect a streamed trunk");

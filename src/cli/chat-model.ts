@@ -9,7 +9,7 @@ import { loadConfig } from "../checkpoint/config.ts";
 import { ngramDrafter } from "../decode/ngram-drafter.ts";
 import { startHybrid } from "../engine/hybrid.ts";
 import { openEngine, type Engine } from "../engine/open.ts";
-import { ultraRequested, type BudgetAction } from "../plan/budget.ts";
+import { budgetRequest, type BudgetAction, type BudgetRequest } from "../plan/budget.ts";
 import { defaultPrefillChunk, maxGeneratedTokens, maxPositions } from "../plan/limits.ts";
 import { recurrentStateBytes } from "../plan/memory-plan.ts";
 import { log } from "../report/log.ts";
@@ -98,23 +98,31 @@ export const modelDirPositional = { name: "model_dir", description: "Checkpoint 
 /** What a chat command runs on: a model directory and a tokenizer directory, or the demo (both at once). */
 export type ChatModelSource = { demo: true } | { demo: false; modelDir: string; tokDir: string };
 
+/** The source, and the decision the budget options make (ultra-low-memory or not), taken once. */
+export interface ChatModelRequest {
+  source: ChatModelSource;
+  budgets: BudgetRequest;
+}
+
 /**
- * The source the command line names: `<model_dir> --tok DIR`, or `--demo` alone. Anything else
- * is a usage error; the demo is unpacked later, by openChatModel, after every other check.
+ * What the command line asks for: `<model_dir> --tok DIR`, or `--demo` alone, and the budgets.
+ * Anything else, or a flag that cannot take effect, is a usage error; the demo is unpacked
+ * later, by openChatModel, after every other check.
  */
-export async function chatModelSource<T extends ChatModelOptions>(
+export async function chatModelRequest<T extends ChatModelOptions>(
   command: CommandInfo<T>, modelDir: string | undefined, o: T,
-): Promise<ChatModelSource> {
+): Promise<ChatModelRequest> {
   const verb = command.name.replace(/^k3 /, "");
-  checkSpeculation(o, { recompute: false, ultra: ultraRequested(o.budgets) });
+  const budgets = budgetRequest(o.budgets);
+  checkSpeculation(o, { recompute: false, ultra: budgets.ultraLowMemory });
   if (o.demo) {
     const extra = [modelDir === undefined ? undefined : "<model_dir>", o.tokDir === undefined ? undefined : "--tok"].filter((x) => x !== undefined);
     if (extra.length > 0) throw usageError(`${verb}: --demo is the model directory and the tokenizer: give no ${extra.join(" and no ")} with it`);
-    return { demo: true };
+    return { source: { demo: true }, budgets };
   }
   if (!modelDir) throw usageError(`${verb} needs <model_dir> (or --demo)`, await usageText(command));
   if (!o.tokDir) throw usageError(tokMissingMessage(verb));
-  return { demo: false, modelDir, tokDir: o.tokDir };
+  return { source: { demo: false, modelDir, tokDir: o.tokDir }, budgets };
 }
 
 /** The model and tokenizer directories of a source: the demo's is unpacked here, once per call. */
@@ -130,8 +138,9 @@ function directories(source: ChatModelSource): { modelDir: string; tokDir: strin
  * caller closes the engine.
  */
 export function openChatModel(
-  command: string, source: ChatModelSource, o: ChatModelOptions,
+  command: string, request: ChatModelRequest, o: ChatModelOptions,
 ): { engine: Engine; tokenizer: Tokenizer; conversation: ConversationOptions } {
+  const { source } = request;
   const { modelDir, tokDir } = directories(source);
   const { config } = loadConfig(o.configPath ?? join(modelDir, "config.json"));
   const layerCount = checkLayers(o.layers, config);
@@ -144,7 +153,7 @@ export function openChatModel(
     {
       // A verification sweep feeds the pending id and its draft in one call: the activations are sized for both.
       modelDir, config, layerCount, positions: o.ctx, prefillChunk: Math.max(o.prefillChunk, (speculation.speculative ?? 0) + 1),
-      budgets: o.budgets, trunkDir: o.trunkDir, faults: injectedFaults(), snapshotBytes, ...speculation,
+      budgets: request.budgets, trunkDir: o.trunkDir, faults: injectedFaults(), snapshotBytes, ...speculation,
     },
     { onWarning: (w) => log.warn(w), onDrop: (d) => log.error(`EXPERT DROP: layer ${d.layer} expert ${d.expert} failed to load; the reply is CORRUPT (${d.reason})`) },
   );

@@ -19,7 +19,7 @@ import { emit, log } from "../report/log.ts";
 import { statsOf, usageOf } from "../serve/turn-stats.ts";
 import { ChatSession, type ChatMessage, type ChatTurn } from "../session/chat-session.ts";
 import type { OptionDef } from "./args.ts";
-import { chatModelDefaults, chatModelOptions, chatModelSource, chatModelTailOptions, modelDirPositional, openChatModel, type ChatModelOptions } from "./chat-model.ts";
+import { chatModelDefaults, chatModelOptions, chatModelRequest, chatModelTailOptions, modelDirPositional, openChatModel, type ChatModelOptions } from "./chat-model.ts";
 import { helpOption } from "./common-options.ts";
 import { readStdin } from "./prompt.ts";
 import { applySet } from "./chat-set.ts";
@@ -81,13 +81,13 @@ export async function main(args: readonly string[]): Promise<number> {
   const positionals = await parseCommandArgs(args, command, o);
   if (!positionals) return ExitCode.ok;
   const [modelDir] = positionals;
-  const source = await chatModelSource(command, modelDir, o);
+  const request = await chatModelRequest(command, modelDir, o);
   const sampling = resolveSampling(o.sampling, samplingDefaults.chat);
   const oneTurn = o.message !== undefined || o.json || !process.stdin.isTTY;
   const message = oneTurn ? (o.message ?? new TextDecoder().decode(readStdin(inputLimits.promptTextBytes, "the message"))) : undefined;
   if (oneTurn && message!.trim() === "") throw usageError("chat: the message is empty (give --message TEXT or text on stdin)");
 
-  const opened = openChatModel("k3 chat", source, o);
+  const opened = openChatModel("k3 chat", request, o);
   using engine = opened.engine;
   const tokenizer = opened.tokenizer;
   const session = new ChatSession(engine, tokenizer, {

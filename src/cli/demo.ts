@@ -6,6 +6,7 @@
 import { join } from "node:path";
 import { loadConfig } from "../checkpoint/config.ts";
 import { samplingDefaults } from "../decode/sampling-options.ts";
+import { budgetRequest } from "../plan/budget.ts";
 import { defaultPrefillChunk } from "../plan/limits.ts";
 import { ExitCode } from "../errors.ts";
 import { watchSignals } from "../engine/signals.ts";
@@ -45,7 +46,7 @@ export async function main(args: readonly string[]): Promise<number> {
   const prompt = resolvePrompt({ source: "--prompt", value: o.prompt, tokDir: dir });
   const { result } = await executeRun({
     modelDir: dir, config, configShape: shape, layerCount: config.numLayers, layersRequested: config.numLayers,
-    prompt: prompt.ids, maxNewTokens: o.gen, mode: "incremental", prefillChunk: defaultPrefillChunk, sampling: samplingDefaults.run, budgets: [], trunkDir: undefined, tokenizer: prompt.tokenizer,
+    prompt: prompt.ids, maxNewTokens: o.gen, mode: "incremental", prefillChunk: defaultPrefillChunk, sampling: samplingDefaults.run, budgets: budgetRequest([]), trunkDir: undefined, tokenizer: prompt.tokenizer,
   });
   const code = finishRun(result);
   if (code === ExitCode.ok) emit(`${o.prompt}${result.generatedText ?? ""}\n`);

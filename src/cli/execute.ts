@@ -11,7 +11,8 @@ import { generate } from "../engine/generate.ts";
 import { openEngine, type EngineRequest } from "../engine/open.ts";
 import type { RunResult } from "../engine/result.ts";
 import { ExitCode, K3Error, type ExitCodeValue } from "../errors.ts";
-import { ultraRequested, type BudgetAction } from "../plan/budget.ts";
+import type { BudgetRequest } from "../plan/budget.ts";
+import { positionsNeeded } from "../plan/limits.ts";
 import { log } from "../report/log.ts";
 import { openingLines, planBlock } from "../report/plan-report.ts";
 import { dropLine, hybridBanner, loadLines, runReport, runWarnings, speculationBanner, teacherForcedLines, verdictReport } from "../report/run-report.ts";
@@ -31,7 +32,7 @@ export interface RunSpec {
   sampling: SamplingOptions;
   /** Ids per forward call when feeding the prompt (or a recomputed prefix). */
   prefillChunk: number;
-  budgets: readonly BudgetAction[];
+  budgets: BudgetRequest;
   trunkDir: string | undefined;
   tokenizer: Tokenizer | undefined;
   faults?: ReadonlySet<string>;
@@ -60,10 +61,10 @@ const stderr = (text: string) => process.stderr.write(`${text}\n`);
 function openForRun(spec: RunSpec) {
   const prior = spec.loadState?.idCount ?? 0;
   const fedFirst = prior - (spec.loadState?.position ?? 0) + spec.prompt.length;
-  const ultraRecompute = spec.mode === "recompute" && ultraRequested(spec.budgets);
+  const ultraRecompute = spec.mode === "recompute" && spec.budgets.ultraLowMemory;
   const request: EngineRequest = {
     modelDir: spec.modelDir, config: spec.config, layerCount: spec.layerCount,
-    positions: prior + spec.prompt.length + spec.maxNewTokens + 1,
+    positions: positionsNeeded(prior, spec.prompt.length, spec.maxNewTokens),
     // The longest call: the prompt (incremental), the whole prefix (recompute), or one verification sweep.
     // In ultra-low-memory recompute one recurrent slot serves every layer, so each pass is one call.
     prefillChunk: ultraRecompute ? spec.prompt.length + spec.maxNewTokens : Math.max(

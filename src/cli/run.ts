@@ -7,8 +7,8 @@ import { stopIfSignalled, watchSignals } from "../engine/signals.ts";
 import { resultJson } from "../report/results.ts";
 import { ExitCode, argumentName, usageError } from "../errors.ts";
 import { checkOutputDir, checkOutputFile, commitAll, outputTarget, stageBytes, type StagedWrite } from "../fs.ts";
-import { ultraRequested } from "../plan/budget.ts";
-import { maxPositions, maxPromptIds } from "../plan/limits.ts";
+import { budgetRequest, type BudgetRequest } from "../plan/budget.ts";
+import { maxPositions, maxPromptIds, positionsNeeded } from "../plan/limits.ts";
 import { emit, log } from "../report/log.ts";
 import { histogramFileName, stageCacheTrace, traceFileName, traceWrittenLine } from "../weights/expert-trace.ts";
 import { parseOptions } from "./args.ts";
@@ -20,8 +20,13 @@ import { resolvePrompt } from "./prompt.ts";
 import { defaultRunOptions, runOptionTable, type RunOptions } from "./run-options.ts";
 import { checkSpeculation, speculationRequest } from "./speculation-options.ts";
 
+/** The run's options, and the decision its budget options make (ultra-low-memory or not), taken once here. */
+export interface ParsedRun extends RunOptions {
+  budgetRequest: BudgetRequest;
+}
+
 /** Parses and validates everything that needs no model: exit-2 mistakes surface here. */
-export function parseRunArgs(args: readonly string[]): RunOptions {
+export function parseRunArgs(args: readonly string[]): ParsedRun {
   const first = args[0];
   if (first === undefined) throw usageError("missing <model_dir>");
   if (first.startsWith("-")) throw usageError(`the first argument must be the model directory, got ${argumentName(first)}`);
@@ -39,18 +44,19 @@ export function parseRunArgs(args: readonly string[]): RunOptions {
   if (source === "--ids" && options.promptValue !== "-") checkRequest(options.ids.length, options.gen);
   const stateful = [["--spec", options.spec], ["--load-state", options.loadState], ["--save-state", options.saveState]].find(([, v]) => v !== undefined);
   const recompute = options.mode === "recompute";
-  checkSpeculation(options, { recompute, ultra: ultraRequested(options.budgets) });
+  const budgets = budgetRequest(options.budgets);
+  checkSpeculation(options, { recompute, ultra: budgets.ultraLowMemory });
   if (stateful && recompute) throw usageError(`${stateful[0]} needs incremental decode (it carries the sequence state); drop --recompute`);
   if (stateful && options.tfCheck) throw usageError(`--tf-check runs no decode: it cannot be combined with ${stateful[0]}`);
   if (options.tfCheck && options.draftTrunk) throw usageError("--tf-check runs no decode: it cannot be combined with --draft-trunk");
   resolveSampling(options.sampling, samplingDefaults.run); // a bad knob is a usage error before anything loads
-  return options;
+  return { ...options, budgetRequest: budgets };
 }
 
 /** Request limits (runtime.md 1.6): refused, never truncated. `prior`: ids a resumed state brings. */
 function checkRequest(promptIds: number, gen: number, prior = 0): void {
   if (promptIds > maxPromptIds) throw usageError(`the prompt has ${promptIds} ids; the ceiling is ${maxPromptIds}`);
-  if (prior + promptIds + gen + 1 > maxPositions) {
+  if (positionsNeeded(prior, promptIds, gen) > maxPositions) {
     const resumed = prior > 0 ? `the resumed state's ${prior} ids + ` : "";
     throw usageError(`${resumed}prompt (${promptIds}) + --gen (${gen}) + 1 exceeds the ${maxPositions}-position ceiling`);
   }
@@ -90,7 +96,7 @@ export async function main(args: readonly string[]): Promise<number> {
   const spec = {
     modelDir: options.modelDir, config, configShape: shape, layerCount, layersRequested: options.layers ?? config.numLayers,
     prompt: prompt.ids, maxNewTokens: options.gen, mode: options.mode, prefillChunk: options.prefillChunk,
-    sampling: resolveSampling(options.sampling, samplingDefaults.run), budgets: options.budgets, trunkDir: options.trunkDir,
+    sampling: resolveSampling(options.sampling, samplingDefaults.run), budgets: options.budgetRequest, trunkDir: options.trunkDir,
     tokenizer: prompt.tokenizer, faults: injectedFaults(), trunkReadFaults: injectedTrunkReadFaults(),
     trace: options.dumpCacheTrace !== undefined,
     ...speculationRequest(options),

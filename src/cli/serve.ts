@@ -10,7 +10,7 @@ import { log } from "../report/log.ts";
 import { startServer } from "../serve/http.ts";
 import { Conversation } from "../session/conversation.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
-import { chatModelDefaults, chatModelOptions, chatModelSource, chatModelTailOptions, modelDirPositional, openChatModel, type ChatModelOptions } from "./chat-model.ts";
+import { chatModelDefaults, chatModelOptions, chatModelRequest, chatModelTailOptions, modelDirPositional, openChatModel, type ChatModelOptions } from "./chat-model.ts";
 import { helpOption } from "./common-options.ts";
 import { parseCommandArgs, type CommandInfo } from "./usage.ts";
 
@@ -55,11 +55,11 @@ export async function main(args: readonly string[]): Promise<number> {
   const positionals = await parseCommandArgs(args, command, o);
   if (!positionals) return ExitCode.ok;
   const [modelDir] = positionals;
-  const source = await chatModelSource(command, modelDir, o);
+  const request = await chatModelRequest(command, modelDir, o);
   const apiKey = o.apiKey ?? envValue("K3_API_KEY");
   if (!loopback.has(o.host) && apiKey === undefined) log.warn(`listening on ${o.host} without an API key: anyone who can reach it can use it (--api-key or K3_API_KEY)`);
   if (o.maxBodyMb > maxRequestMb) log.warn(`--max-body ${o.maxBodyMb} is above the ${maxRequestMb} MB a request may be: bodies over ${maxRequestMb} MB get 413`);
-  const opened = openChatModel("k3 serve", source, o);
+  const opened = openChatModel("k3 serve", request, o);
   using engine = opened.engine;
   const tokenizer = opened.tokenizer;
   const conversation = new Conversation(engine.model, opened.conversation);

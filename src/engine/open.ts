@@ -15,7 +15,7 @@ import { readCapacity, setBufferedFallbackReporter } from "../native/file.ts";
 import { badScaleBytes, threadsFromEnv } from "../native/kernels.ts";
 import type { DecodeMode } from "../decode/loop.ts";
 import { usageError } from "../errors.ts";
-import { readMemory, resolveBudgets, trunkBudgetGiven, ultraRequested, type BudgetAction, type Budgets } from "../plan/budget.ts";
+import { readMemory, resolveBudgets, trunkBudgetGiven, type BudgetRequest, type Budgets } from "../plan/budget.ts";
 import { checkKvFits, checkPlanFits, memoryPlan, recurrentSlotBytes, type MemoryPlan } from "../plan/memory-plan.ts";
 import { planTrunk, type TrunkPlan } from "../plan/trunk-plan.ts";
 import { kernelsInUse, type KernelVariant } from "./kernels.ts";
@@ -39,8 +39,8 @@ export interface EngineRequest {
   positions: number;
   /** Ids per forward call when feeding a prompt: the largest call, which sizes the activations. */
   prefillChunk: number;
-  /** Budget options in the order given: a later one wins. */
-  budgets: readonly BudgetAction[];
+  /** Budget options in the order given (a later one wins), with the ultra decision they made. */
+  budgets: BudgetRequest;
   /** A packed trunk directory: the trunk is streamed from it instead of held resident. */
   trunkDir: string | undefined;
   /** "layer:expert" keys whose reads are made to fail (tests of the dropped-expert path). */
@@ -199,13 +199,13 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   const kernels = kernelsInUse(); // and a K3_ISA this CPU lacks is refused before anything is read
   setBufferedFallbackReporter(events.onBufferedFallback ?? (() => {}));
   const warn = events.onWarning ?? (() => {});
-  if (ultraRequested(request.budgets) && !request.trunkDir) {
+  if (request.budgets.ultraLowMemory && !request.trunkDir) {
     throw usageError("ultra-low-memory mode (--ultra-low-memory or --preset ultra) needs --trunk: a resident trunk cannot keep its memory bound");
   }
   // Like --draft-trunk-gb without --draft-trunk: a flag that cannot take effect is refused. A
   // preset still sets the expert cache, so it runs, with a word that its trunk part is unused.
-  if (!request.trunkDir && trunkBudgetGiven(request.budgets)) throw usageError("--trunk-gb is the streamed trunk's budget: it needs --trunk DIR");
-  if (!request.trunkDir && request.budgets.some((b) => b.kind === "preset" || b.kind === "auto")) {
+  if (!request.trunkDir && trunkBudgetGiven(request.budgets.actions)) throw usageError("--trunk-gb is the streamed trunk's budget: it needs --trunk DIR");
+  if (!request.trunkDir && request.budgets.actions.some((b) => b.kind === "preset" || b.kind === "auto")) {
     warn("--preset without --trunk: the trunk is held resident, so only the preset's expert cache budget applies");
   }
   const index = indexCheckpoint(request.modelDir);

@@ -120,11 +120,21 @@ export function trunkBudgetGiven(actions: readonly BudgetAction[]): boolean {
 }
 
 /**
- * Whether the options ask for ultra-low-memory mode: `--ultra-low-memory` or `--preset ultra`
- * switch it on, any other preset (auto included) off, in argv order (runtime.md 1.4). With an
- * auto budget still in effect it is refused: ultra needs explicit, bounded budgets.
+ * The budget options as given (argv order), with the one decision they make before anything
+ * is sized: ultra-low-memory mode or not (runtime.md 2.4). Made once, by budgetRequest, where
+ * the options are parsed; everything after reads `ultraLowMemory`.
  */
-export function ultraRequested(actions: readonly BudgetAction[]): boolean {
+export interface BudgetRequest {
+  readonly actions: readonly BudgetAction[];
+  readonly ultraLowMemory: boolean;
+}
+
+/**
+ * Decides ultra-low-memory mode: `--ultra-low-memory` or `--preset ultra` switch it on, any
+ * other preset (auto included) off, in argv order (runtime.md 1.4). With an auto budget still in
+ * effect it is refused: ultra needs explicit, bounded budgets.
+ */
+export function budgetRequest(actions: readonly BudgetAction[]): BudgetRequest {
   let ultra = false;
   for (const action of actions) {
     if (action.kind === "ultra") ultra = true;
@@ -134,15 +144,15 @@ export function ultraRequested(actions: readonly BudgetAction[]): boolean {
   if (ultra && actions.some((a) => a.kind === "auto")) {
     throw usageError("ultra-low-memory mode (--ultra-low-memory or --preset ultra) needs explicit budgets: it cannot be combined with auto");
   }
-  return ultra;
+  return { actions: [...actions], ultraLowMemory: ultra };
 }
 
 /** Applies the budget options in the order given. */
-export function resolveBudgets(actions: readonly BudgetAction[], memory: MemoryFacts | undefined, sizes: ModelSizes): Budgets {
+export function resolveBudgets(request: BudgetRequest, memory: MemoryFacts | undefined, sizes: ModelSizes): Budgets {
   const budgets: Budgets = {
-    trunkBytes: defaultTrunkBytes, cacheBytes: defaultCacheBytes, preset: undefined, auto: undefined, ultraLowMemory: ultraRequested(actions),
+    trunkBytes: defaultTrunkBytes, cacheBytes: defaultCacheBytes, preset: undefined, auto: undefined, ultraLowMemory: request.ultraLowMemory,
   };
-  for (const action of actions) {
+  for (const action of request.actions) {
     if (action.kind === "ultra") continue;
     if (action.kind === "trunk") budgets.trunkBytes = action.bytes;
     else if (action.kind === "cache") budgets.cacheBytes = action.bytes;

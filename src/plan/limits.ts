@@ -18,6 +18,8 @@ export const maxGeneratedTokens = 4096;
 export const maxPositions = 0xffff_ffff;
 /** prompt + 0 generated + 1 must fit. */
 export const maxPromptIds = maxPositions - 1;
+/** The positions a run needs (runtime.md 1.6: prompt + gen + 1), counting the ids a resumed state brings first. */
+export const positionsNeeded = (priorIds: number, promptIds: number, generated: number): number => priorIds + promptIds + generated + 1;
 export const defaultGeneratedTokens = 8;
 /**
  * Ids per forward call when a prompt is fed, unless --prefill-chunk says otherwise: enough

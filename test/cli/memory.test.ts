@@ -38,6 +38,21 @@ describe("presets and budgets", () => {
     }
   });
 
+  test("speculation flags that cannot take effect: exit 2 with one line naming the flag, the same in run, chat and serve", () => {
+    const ultra = "ultra-low-memory mode (--ultra-low-memory or --preset ultra)";
+    const cases: [string[], string][] = [
+      [["--draft-trunk-gb", "1"], "k3: --draft-trunk-gb is the draft trunk's budget: it needs --draft-trunk DIR\n"],
+      [["--spec", "4", "--preset", "ultra"], `k3: ${ultra} decodes serially: it cannot be combined with --spec\n`],
+      [["--ultra-low-memory", "--draft-trunk", "d"], `k3: ${ultra} decodes serially: it cannot be combined with --draft-trunk\n`],
+    ];
+    for (const [flags, line] of cases) {
+      for (const argv of [[tiny, ...prompt, ...flags], ["chat", tiny, "--tok", tiny, "--message", "x", ...flags], ["serve", tiny, "--tok", tiny, ...flags, "--port", "0"]]) {
+        const r = k3(argv, { timeoutMs: 20_000 });
+        expect([argv.join(" "), r.code, r.stderr]).toEqual([argv.join(" "), 2, line]);
+      }
+    }
+  });
+
   test("--trunk-gb without --trunk cannot take effect: exit 2 naming --trunk, in run, chat and serve; a preset still runs", () => {
     const line = "k3: --trunk-gb is the streamed trunk's budget: it needs --trunk DIR\n";
     const home = { HOME: tempDir("home") };

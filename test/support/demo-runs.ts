@@ -23,7 +23,7 @@ import { feed } from "../../src/decode/loop.ts";
 import { argmax } from "../../src/decode/sampler.ts";
 import { generate } from "../../src/engine/generate.ts";
 import { openEngine, type Engine } from "../../src/engine/open.ts";
-import type { BudgetAction } from "../../src/plan/budget.ts";
+import { budgetRequest, type BudgetAction } from "../../src/plan/budget.ts";
 import { loadTokenizer } from "../../src/tokenizer/index.ts";
 import { gbToBytes } from "../../src/units.ts";
 import { demoDir, readDemoExpectation, type DemoCase } from "./demo.ts";
@@ -61,7 +61,7 @@ async function main(outDir: string): Promise<void> {
   const stops = stopIds(controlIds(loadTokenizer(demoDir)));
   const positions = Math.max(...want.cases.map((c) => c.prompt_ids.length + c.generated_ids.length)) + 8;
   const open = (budgets: BudgetAction[], trunkDir?: string, speculative?: number): Engine => openEngine({
-    modelDir: demoDir, config, layerCount: config.numLayers, positions, prefillChunk: 64, budgets, trunkDir,
+    modelDir: demoDir, config, layerCount: config.numLayers, positions, prefillChunk: 64, budgets: budgetRequest(budgets), trunkDir,
     ...(speculative ? { speculative } : {}),
   });
   const stopsFor = (c: DemoCase) => (c.kind === "chat" ? stops : undefined);

@@ -40,6 +40,7 @@ import { openEngine, type Engine } from "../../src/engine/open.ts";
 import { gbToBytes } from "../../src/units.ts";
 import { TensorReader } from "../../src/weights/tensor-reader.ts";
 import { packTrunk } from "../../src/weights/trunk-pack.ts";
+import { budgetRequest } from "../../src/plan/budget.ts";
 
 /** The trunk of the checkpoint in `dir`, every layer, packed into `trunkDir` in-process (what `k3 pack-trunk` writes). */
 export function packTrunkOf(dir: string, trunkDir: string): void {
@@ -59,6 +60,6 @@ export function openFixture(name: string, positions: number): Engine {
   const { config } = loadConfig(join(dir, "config.json"));
   return openEngine({
     modelDir: dir, config, layerCount: config.numLayers, positions, prefillChunk: positions,
-    budgets: [{ kind: "cache", bytes: gbToBytes(1) }], trunkDir: undefined,
+    budgets: budgetRequest([{ kind: "cache", bytes: gbToBytes(1) }]), trunkDir: undefined,
   });
 }

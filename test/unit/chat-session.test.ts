@@ -13,6 +13,7 @@ import { loadTokenizer } from "../../src/tokenizer/index.ts";
 import { gbToBytes } from "../../src/units.ts";
 import { chatModelDir } from "../support/chat-fixture.ts";
 import { conversationOptions } from "../support/conversation.ts";
+import { budgetRequest } from "../../src/plan/budget.ts";
 
 // Each test opens engines and runs several turns: seconds on a loaded 2-core machine.
 setDefaultTimeout(30_000);
@@ -25,7 +26,7 @@ function open(): Engine {
   const { config } = loadConfig(join(dir, "config.json"));
   const engine = openEngine({
     modelDir: dir, config, layerCount: config.numLayers, positions: 1024, prefillChunk: 64,
-    budgets: [{ kind: "cache", bytes: gbToBytes(1) }], trunkDir: undefined,
+    budgets: budgetRequest([{ kind: "cache", bytes: gbToBytes(1) }]), trunkDir: undefined,
   });
   engines.push(engine);
   return engine;

@@ -20,6 +20,7 @@ import type { ExpertCache } from "../../src/weights/expert-cache.ts";
 import { expectation, modelDir } from "../support/fixtures.ts";
 import { k3 } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
+import { budgetRequest } from "../../src/plan/budget.ts";
 
 setDefaultTimeout(60_000);
 
@@ -32,7 +33,7 @@ function openWithDraft(draftTrunk: string, cacheGb: number): Engine {
   const { config } = loadConfig(join(dir, "config.json"));
   return openEngine({
     modelDir: dir, config, layerCount: config.numLayers, positions, prefillChunk: 16,
-    budgets: [{ kind: "cache", bytes: gbToBytes(cacheGb) }], trunkDir: undefined,
+    budgets: budgetRequest([{ kind: "cache", bytes: gbToBytes(cacheGb) }]), trunkDir: undefined,
     draft: { trunkDir: draftTrunk, budgetBytes: gbToBytes(1) },
   });
 }

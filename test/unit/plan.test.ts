@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { autoBudget, readMemory, resolveBudgets } from "../../src/plan/budget.ts";
+import { autoBudget, budgetRequest, readMemory, resolveBudgets } from "../../src/plan/budget.ts";
 import { positionCeiling } from "../../src/plan/limits.ts";
 import { checkKvFits, checkPlanFits, memoryPlan, recurrentStateBytes, replayRecordBytes } from "../../src/plan/memory-plan.ts";
 import { releasedConfig } from "../../tools/checkpoint/released-config.ts";
@@ -31,11 +31,11 @@ describe("auto budget (runtime.md 2.3 worked examples)", () => {
 
   test("auto follows later-wins like every budget option", () => {
     const memory = { availableBytes: 60 * GB, totalBytes: 64 * GB };
-    const auto = resolveBudgets([{ kind: "auto" }, { kind: "cache", bytes: 7 * GB }], memory, released);
+    const auto = resolveBudgets(budgetRequest([{ kind: "auto" }, { kind: "cache", bytes: 7 * GB }]), memory, released);
     expect(auto.trunkBytes / GB).toBeCloseTo(25.1, 6);
     expect(auto.cacheBytes).toBe(7 * GB);
-    expect(resolveBudgets([{ kind: "cache", bytes: 7 * GB }, { kind: "auto" }], memory, released).cacheBytes).toBe(0.5 * GB);
-    expect(resolveBudgets([{ kind: "preset", name: "laptop" }, { kind: "trunk", bytes: 5 * GB }], memory, released)).toMatchObject({ trunkBytes: 5 * GB, cacheBytes: 1 * GB, preset: "laptop" });
+    expect(resolveBudgets(budgetRequest([{ kind: "cache", bytes: 7 * GB }, { kind: "auto" }]), memory, released).cacheBytes).toBe(0.5 * GB);
+    expect(resolveBudgets(budgetRequest([{ kind: "preset", name: "laptop" }, { kind: "trunk", bytes: 5 * GB }]), memory, released)).toMatchObject({ trunkBytes: 5 * GB, cacheBytes: 1 * GB, preset: "laptop" });
   });
 
   test("MemAvailable is read from /proc/meminfo text", () => {

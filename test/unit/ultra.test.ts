@@ -18,6 +18,7 @@ import { bits, f32, freeTestBuffers, rng } from "../support/kernels.ts";
 import { expectation, modelDir, oracleModels } from "../support/fixtures.ts";
 import { k3 } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
+import { budgetRequest } from "../../src/plan/budget.ts";
 
 setDefaultTimeout(60_000);
 afterAll(() => freeTestBuffers());
@@ -79,7 +80,7 @@ for (const name of oracleModels) {
       const prompt = expectation(name).tf.ids.slice(0, 20);
       const open = (budgets: { kind: "ultra" }[], mode: "incremental" | "recompute") => openEngine({
         modelDir: dir, config, layerCount: config.numLayers, positions: 32, prefillChunk: 32,
-        budgets: [...budgets, { kind: "cache", bytes: gbToBytes(1) }], trunkDir: trunk, mode,
+        budgets: budgetRequest([...budgets, { kind: "cache", bytes: gbToBytes(1) }]), trunkDir: trunk, mode,
       });
       const logitsOf = (budgets: { kind: "ultra" }[], mode: "incremental" | "recompute") => {
         const engine = open(budgets, mode);

@@ -12,6 +12,7 @@ import type { SequenceState } from "../../../src/model/state.ts";
 import { read, runIds, tinyModel } from "../fixtures.ts";
 import type { FuzzTarget, Seed } from "../harness.ts";
 import { mutateBytes } from "../mutate.ts";
+import { budgetRequest } from "../../../src/plan/budget.ts";
 
 const positions = 16;
 let opened: { engine: Engine; state: SequenceState } | undefined;
@@ -21,7 +22,7 @@ function tinyState(): { engine: Engine; state: SequenceState } {
   if (!opened) {
     const { config } = loadConfig(join(tinyModel, "config.json"));
     const engine = openEngine({
-      modelDir: tinyModel, config, layerCount: config.numLayers, positions, prefillChunk: 8, budgets: [], trunkDir: undefined,
+      modelDir: tinyModel, config, layerCount: config.numLayers, positions, prefillChunk: 8, budgets: budgetRequest([]), trunkDir: undefined,
     });
     opened = { engine, state: engine.model.newState() };
   }
