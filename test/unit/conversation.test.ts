@@ -7,7 +7,8 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { argmax, greedy, type Sampler } from "../../src/decode/sampler.ts";
-import { Conversation, type PrefillProgress, type RenderedPrompt } from "../../src/session/conversation.ts";
+import type { Drafter } from "../../src/decode/drafter.ts";
+import { Conversation, type ConversationOptions, type PrefillProgress, type RenderedPrompt } from "../../src/session/conversation.ts";
 import { conversationOptions } from "../support/conversation.ts";
 import { expectation, openFixture } from "../support/fixtures.ts";
 
@@ -178,6 +179,49 @@ describe("a conversation reuses exact prefixes only", () => {
     c.close();
     expect(nextSampler.rows).toEqual(await coldLogits(next, 5));
     expect(backSampler.rows).toEqual(await coldLogits(first, 5));
+  });
+
+  test("speculative turns: drafts right, then wrong, across three turns reusing the live state and a snapshot, equal plain turns bit for bit", async () => {
+    const turns = [
+      prompt(system, genPrompt),
+      (previous: number[][]) => prompt([...system, ...genPrompt, ...(previous[0] as number[]).slice(0, -1), ...ids.slice(10, 14)], genPrompt),
+      (previous: number[][]) => prompt([...system, ...genPrompt, ...ids.slice(14, 17)], genPrompt), // not the echo: a snapshot is reused
+    ] as const;
+    const play = async (speculative: ConversationOptions["speculative"]) => {
+      using engine = openFixture("tiny13", 128);
+      const c = new Conversation(engine.model, { ...conversationOptions(engine), ...(speculative && { speculative }) });
+      const generated: number[][] = [];
+      const results = [];
+      const sampler = recording();
+      for (const make of turns) {
+        const p = typeof make === "function" ? make(generated) : make;
+        const r = await c.turn(p, { sampler, maxNewTokens: 12, stopIds: noStop });
+        generated.push(r.generated);
+        results.push({ ...r, full: [...p.ids, ...r.generated] });
+      }
+      c.close();
+      return { results, rows: sampler.rows };
+    };
+    const plain = await play(undefined);
+    // An oracle that knows each plain reply: the next 2 ids right, then a wrong one (a partial acceptance and its replay).
+    const oracle: Drafter = {
+      propose: (sequence, max) => {
+        const full = plain.results.find((r) => sequence.every((id, i) => r.full[i] === id))?.full;
+        if (!full || full.length <= sequence.length) return [];
+        const next = full.slice(sequence.length, sequence.length + Math.min(2, max));
+        return next.length === max ? next : [...next, ((full[sequence.length + next.length] ?? 0) + 1) % 64];
+      },
+    };
+    const spec = await play({ drafter: oracle, maxDraft: 4 });
+    expect(spec.rows).toEqual(plain.rows);
+    expect(spec.results.map((r) => [r.generated, r.reusedFrom, r.reusedPromptIds])).toEqual(plain.results.map((r) => [r.generated, r.reusedFrom, r.reusedPromptIds]));
+    expect(plain.results.map((r) => r.reusedFrom)).toEqual(["none", "live", "snapshot"]);
+    for (const r of spec.results) {
+      expect(r.speculation!.sweeps).toBeGreaterThan(0);
+      expect(r.speculation!.accepted).toBe(2 * r.speculation!.sweeps);
+      expect(r.speculation!.replays).toBe(r.speculation!.sweeps);
+    }
+    expect(plain.results.every((r) => r.speculation === undefined)).toBe(true);
   });
 
   test("a turn that cannot fit the context is refused before anything is fed", async () => {
