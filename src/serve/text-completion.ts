@@ -9,7 +9,7 @@ import { createSampler } from "../decode/sampling.ts";
 import { resolveSampling, samplingDefaults, type SamplingOptions } from "../decode/sampling-options.ts";
 import { fitReply } from "../decode/reply-room.ts";
 import { fieldError, usageError } from "../errors.ts";
-import { JsonSyntaxError, parseJsonData } from "../json.ts";
+import { readGenerationFields, requestFields } from "../chat/request-generation.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import type { PrefillProgress } from "../session/conversation.ts";
 import { StopStrings, type GenerationSource } from "../session/reply.ts";
@@ -29,23 +29,10 @@ export interface TextRequest {
   includeUsage: boolean;
 }
 
-type Body = Record<string, unknown>;
-
-function integer(body: Body, key: string): number | undefined {
-  const v = body[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1) throw fieldError(key, "expected a whole number of at least 1");
-  return v;
-}
-
-function numberOf(body: Body, key: string): number | undefined {
-  const v = body[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== "number") throw fieldError(key, `expected a number, got ${typeof v}`);
-  return v;
-}
-
-/** Validates a completions body (plain JSON: the prompt is text, nothing keeps number lexemes). */
+/**
+ * Validates a completions body: what to continue (`prompt`) and this endpoint's refusals here,
+ * how to generate by the reader both endpoints share (chat/request-generation.ts).
+ */
 export function parseTextRequest(bytes: Uint8Array, tokenizer: Tokenizer, capacity: number): TextRequest {
   let text: string;
   try {
@@ -53,36 +40,21 @@ export function parseTextRequest(bytes: Uint8Array, tokenizer: Tokenizer, capaci
   } catch {
     throw usageError("request: not valid UTF-8");
   }
-  let root: unknown;
-  try {
-    // As chat bodies are read (chat.md 2.4): a repeated key's last value wins.
-    root = parseJsonData(text, { duplicateKeys: "last" });
-  } catch (error) {
-    if (error instanceof JsonSyntaxError) throw usageError(`request:${error.message}`);
-    throw error;
-  }
-  if (typeof root !== "object" || root === null || Array.isArray(root)) throw usageError("request: expected a JSON object");
-  const body = root as Body;
-  if (typeof body.prompt !== "string" || body.prompt.length === 0) throw fieldError("prompt", "expected a non-empty string");
-  if (body.n !== undefined && body.n !== 1) throw fieldError("n", "only 1 is supported");
-  if (body.echo === true) throw fieldError("echo", "not supported");
-  if (body.logprobs !== undefined && body.logprobs !== null) throw fieldError("logprobs", "not supported");
-  const stopField = body.stop;
-  const stop = stopField === undefined || stopField === null ? [] : typeof stopField === "string" ? [stopField] : stopField;
-  if (!Array.isArray(stop) || !stop.every((s) => typeof s === "string" && s.length > 0)) throw fieldError("stop", "expected a non-empty string or an array of them");
-  const sampling = resolveSampling({
-    temperature: numberOf(body, "temperature"), topP: numberOf(body, "top_p"), topK: numberOf(body, "top_k"), minP: numberOf(body, "min_p"),
-    seed: numberOf(body, "seed"), presencePenalty: numberOf(body, "presence_penalty"), frequencyPenalty: numberOf(body, "frequency_penalty"),
-  }, samplingDefaults.chat, "field");
-  const ids = tokenizer.encode(body.prompt); // control-token text becomes the control ids
+  const body = requestFields(text, "request");
+  const prompt = body.string("prompt");
+  if (prompt === undefined || prompt.length === 0) throw fieldError("prompt", "expected a non-empty string");
+  if (body.boolean("echo") === true) throw fieldError("echo", "not supported");
+  if (body.has("logprobs")) throw fieldError("logprobs", "not supported");
+  const generation = readGenerationFields(body, ["max_tokens"]);
+  const sampling = resolveSampling(generation.sampling, samplingDefaults.chat, "field");
+  const ids = tokenizer.encode(prompt); // control-token text becomes the control ids
   const maxTokens = fitReply({
-    promptIds: ids.length, maxTokens: integer(body, "max_tokens"), defaultMaxTokens: defaultCompletionTokens, capacity,
+    promptIds: ids.length, maxTokens: generation.maxTokens, defaultMaxTokens: defaultCompletionTokens, capacity,
     promptField: "prompt", maxTokensField: "max_tokens",
   });
-  const options = body.stream_options as Body | undefined;
   return {
-    model: typeof body.model === "string" ? body.model : undefined, ids, promptTokens: ids.length, maxTokens, sampling,
-    stop: stop as string[], stream: body.stream === true, includeUsage: options?.include_usage === true,
+    model: body.string("model"), ids, promptTokens: ids.length, maxTokens, sampling,
+    stop: [...generation.stop], stream: generation.stream, includeUsage: generation.includeUsage,
   };
 }
 

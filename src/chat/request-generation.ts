@@ -1,0 +1,82 @@
+/**
+ * The part of a request body both completion endpoints share: how to generate, not what from.
+ * The sampling knobs (read as numbers, checked by the one table of ranges in
+ * decode/sampling-options.ts that the flags and /set use too; chat.md 3.4 rule 5: any valid
+ * value is accepted), the reply's length, stop strings, `n`, and streaming. Read here once, for
+ * /v1/chat/completions (request.ts) and /v1/completions (serve/text-completion.ts), so a field
+ * gets the same verdict, with the same name, at either.
+ */
+import { checkGivenSampling } from "../decode/sampling-options.ts";
+import { usageError } from "../errors.ts";
+import { Fields, quote, refuse, typeName } from "./fields.ts";
+import { JsonSyntaxError, parseJson } from "./json-parse.ts";
+import { isJsonObject, type JsonValue } from "./json-value.ts";
+import type { Sampling } from "./request-types.ts";
+
+export interface GenerationFields {
+  readonly sampling: Sampling;
+  /** The first of the endpoint's reply-length fields that is given. */
+  readonly maxTokens: number | undefined;
+  readonly stop: readonly string[];
+  readonly stream: boolean;
+  readonly includeUsage: boolean;
+}
+
+/** A request body's JSON text as the fields of its top-level object (number lexemes kept, a repeated key's last value). */
+export function requestFields(text: string, source: string): Fields {
+  let root: JsonValue;
+  try {
+    root = parseJson(text);
+  } catch (error) {
+    if (error instanceof JsonSyntaxError) throw usageError(`${source}:${error.message}`);
+    throw error;
+  }
+  return objectFields(root, source);
+}
+
+export function objectFields(root: JsonValue, source: string): Fields {
+  if (!isJsonObject(root)) throw usageError(`${source}: expected a JSON object, got ${typeName(root)}`);
+  return new Fields(root, "");
+}
+
+/**
+ * The generation fields of `body`; `maxTokenFields` are the endpoint's names for the reply's
+ * length, the first given wins (chat: `max_completion_tokens`, then `max_tokens`).
+ */
+export function readGenerationFields(body: Fields, maxTokenFields: readonly string[]): GenerationFields {
+  const n = body.integer("n", Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY);
+  if (n !== undefined && n !== 1) throw refuse("n", `${n} is not supported (k3 returns one choice: n must be 1)`);
+  const lengths = maxTokenFields.map((key) => body.integer(key, 1, Number.POSITIVE_INFINITY));
+  const streamOptions = body.object("stream_options");
+  return {
+    sampling: readSampling(body),
+    maxTokens: lengths.find((x) => x !== undefined),
+    stop: readStop(body),
+    stream: body.boolean("stream") ?? false,
+    includeUsage: streamOptions?.boolean("include_usage") ?? false,
+  };
+}
+
+function readSampling(body: Fields): Sampling {
+  const numberAt = (key: string) => body.number(key, Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY);
+  const given = checkGivenSampling({
+    temperature: numberAt("temperature"), topP: numberAt("top_p"), topK: numberAt("top_k"), minP: numberAt("min_p"), seed: numberAt("seed"),
+    presencePenalty: numberAt("presence_penalty"), frequencyPenalty: numberAt("frequency_penalty"),
+  }, "field");
+  return {
+    temperature: given.temperature, topP: given.topP, topK: given.topK, minP: given.minP, seed: given.seed,
+    presencePenalty: given.presencePenalty, frequencyPenalty: given.frequencyPenalty,
+  };
+}
+
+function readStop(body: Fields): string[] {
+  const value = body.value("stop");
+  if (value === undefined) return [];
+  const list = typeof value === "string" ? [value] : body.array("stop") ?? [];
+  return list.map((item, i) => {
+    const at = typeof value === "string" ? "stop" : `stop[${i}]`;
+    if (typeof item !== "string") throw refuse(at, `expected a string, got ${typeName(item)}`);
+    if (item.length === 0) throw refuse(at, `${quote(item)} is empty`);
+    return item;
+  });
+}
