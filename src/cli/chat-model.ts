@@ -115,6 +115,9 @@ export async function chatModelRequest<T extends ChatModelOptions>(
   const verb = command.name.replace(/^k3 /, "");
   const budgets = budgetRequest(o.budgets);
   checkSpeculation(o, { recompute: false, ultra: budgets.ultraLowMemory });
+  if (o.snapshotDir !== undefined && o.snapshotDiskBytes === 0) {
+    throw usageError("--snapshot-dir is where parked snapshots go: with --snapshot-disk-gb 0 none are parked (drop one of them)");
+  }
   if (o.demo) {
     const extra = [modelDir === undefined ? undefined : "<model_dir>", o.tokDir === undefined ? undefined : "--tok"].filter((x) => x !== undefined);
     if (extra.length > 0) throw usageError(`${verb}: --demo is the model directory and the tokenizer: give no ${extra.join(" and no ")} with it`);

@@ -38,7 +38,7 @@ describe("presets and budgets", () => {
     }
   });
 
-  test("speculation flags that cannot take effect: exit 2 with one line naming the flag, the same in run, chat and serve", () => {
+  test("speculation and snapshot flags that cannot take effect: exit 2 with one line naming the flag, the same in run, chat and serve", () => {
     const ultra = "ultra-low-memory mode (--ultra-low-memory or --preset ultra)";
     const cases: [string[], string][] = [
       [["--draft-trunk-gb", "1"], "k3: --draft-trunk-gb is the draft trunk's budget: it needs --draft-trunk DIR\n"],
@@ -50,6 +50,12 @@ describe("presets and budgets", () => {
         const r = k3(argv, { timeoutMs: 20_000 });
         expect([argv.join(" "), r.code, r.stderr]).toEqual([argv.join(" "), 2, line]);
       }
+    }
+    // Its sibling in chat and serve: where snapshots are parked, when none may be.
+    const parked = "k3: --snapshot-dir is where parked snapshots go: with --snapshot-disk-gb 0 none are parked (drop one of them)\n";
+    for (const command of [["chat", tiny, "--tok", tiny, "--message", "x"], ["serve", tiny, "--tok", tiny, "--port", "0"]]) {
+      const r = k3([...command, "--snapshot-disk-gb", "0", "--snapshot-dir", tempDir("snapshots")], { timeoutMs: 20_000 });
+      expect([command[0], r.code, r.stderr]).toEqual([command[0], 2, parked]);
     }
   });
 
