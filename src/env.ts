@@ -35,3 +35,8 @@ export function envValue(name: EnvName, env: Environment = process.env): string 
   const value = env[name];
   return value === undefined || value === "" ? undefined : value;
 }
+
+/** Whether the variable is set to the empty string (for a variable where that is a mistake, not "unset"). */
+export function envSetButEmpty(name: EnvName, env: Environment = process.env): boolean {
+  return env[name] === "";
+}

@@ -2,7 +2,7 @@
  * The part of a request body both completion endpoints share: how to generate, not what from.
  * The sampling knobs (read as numbers, checked by the one table of ranges in
  * decode/sampling-options.ts that the flags and /set use too; chat.md 3.4 rule 5: any valid
- * value is accepted), the reply's length, stop strings, `n`, and streaming. Read here once, for
+ * value is accepted), the reply's length, stop strings, `n`, `logprobs` (refused), and streaming. Read here once, for
  * /v1/chat/completions (request.ts) and /v1/completions (serve/text-completion.ts), so a field
  * gets the same verdict, with the same name, at either.
  */
@@ -44,6 +44,10 @@ export function objectFields(root: JsonValue, source: string): Fields {
  * length, the first given wins (chat: `max_completion_tokens`, then `max_tokens`).
  */
 export function readGenerationFields(body: Fields, maxTokenFields: readonly string[]): GenerationFields {
+  // Token probabilities are not reported: asking for them is refused at both endpoints, never ignored.
+  const logprobs = body.value("logprobs");
+  if (logprobs !== undefined && logprobs !== false) throw refuse("logprobs", "token probabilities are not supported (k3 does not report them)");
+  if (body.has("top_logprobs")) throw refuse("top_logprobs", "token probabilities are not supported (k3 does not report them)");
   const n = body.integer("n", Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY);
   if (n !== undefined && n !== 1) throw refuse("n", `${n} is not supported (k3 returns one choice: n must be 1)`);
   const lengths = maxTokenFields.map((key) => body.integer(key, 1, Number.POSITIVE_INFINITY));

@@ -1,7 +1,7 @@
 /**
  * `parseChatRequest`: an OpenAI chat-completions body (bytes, text, or an already parsed value)
  * to a ChatRequest, or a usage error (exit 2, HTTP 400) whose one line names the field. Fields
- * k3 does not use (`user`, `metadata`, `logprobs`, ...) are accepted and ignored; fields that
+ * k3 does not use (`user`, `metadata`, ...) are accepted and ignored; fields that
  * would change the prompt in a way k3 cannot honour are refused.
  */
 import { usageError } from "../errors.ts";

@@ -21,5 +21,6 @@ export function applySet(settings: ChatSettings, [knob, value, ...extra]: readon
   if (!entry) throw usageError(`/set: unknown knob ${quoteArgument(knob)} (max-tokens, ${Object.values(samplingNames.flag).map((f) => f.slice(2)).join(", ")})`);
   const [name, flag] = entry;
   settings.sampling = resolveSampling({ ...settings.sampling, [name]: parseNumber(value, flag) }, settings.sampling);
+  if (name === "seed") settings.freshSeedEachTurn = false; // a seed asked for is kept, turn after turn
   return `(${knob} ${settings.sampling[name]})`;
 }

@@ -16,6 +16,7 @@ import { inputLimits } from "../input-limits.ts";
 import { JsonSyntaxError, parseJsonData } from "../json.ts";
 import { formatBytes } from "../report/format.ts";
 import { emit, log } from "../report/log.ts";
+import { visibleText } from "../report/visible-text.ts";
 import { statsOf, usageOf } from "../serve/turn-stats.ts";
 import { ChatSession, type ChatMessage, type ChatTurn } from "../session/chat-session.ts";
 import type { OptionDef } from "./args.ts";
@@ -91,7 +92,7 @@ export async function main(args: readonly string[]): Promise<number> {
   using engine = opened.engine;
   const tokenizer = opened.tokenizer;
   const session = new ChatSession(engine, tokenizer, {
-    system: o.system, thinking: o.thinking, effort: o.effort, sampling, maxNewTokens: o.maxTokens,
+    system: o.system, thinking: o.thinking, effort: o.effort, sampling, maxNewTokens: o.maxTokens, freshSeedEachTurn: o.sampling.seed === undefined,
   }, opened.conversation);
   try {
     if (message !== undefined) await oneShot(session, message, o);
@@ -110,14 +111,14 @@ async function oneShot(session: ChatSession, text: string, o: ChatOptions): Prom
   const turn = await session.send(text, {
     onEvent: (event) => {
       if (o.json) return;
-      if (event.kind === "content") emit(event.text);
-      else if (event.kind === "reasoning" && !o.hideReasoning) process.stderr.write(event.text);
+      if (event.kind === "content") emit(visibleText(event.text));
+      else if (event.kind === "reasoning" && !o.hideReasoning) process.stderr.write(visibleText(event.text));
       else if (event.kind === "warning") log.warn(event.message);
     },
   });
   if (o.json) {
     // The same usage and k3 statistics as k3 serve's response.
-    emit(`${JSON.stringify({ ...turn.message, finish_reason: turn.finishReason, usage: usageOf(turn.promptTokens, turn.turn), k3: statsOf(turn.turn) })}\n`);
+    emit(`${JSON.stringify({ ...turn.message, finish_reason: turn.finishReason, usage: usageOf(turn.promptTokens, turn.turn), k3: statsOf(turn.turn, turn.seed) })}\n`);
   } else {
     emit("\n");
   }
@@ -130,7 +131,7 @@ function statsLine(turn: ChatTurn): string {
   return `turn: prompt ${turn.promptIds} ids (${t.fedPromptIds} fed, ${t.reusedPromptIds} reused from the ${t.reusedFrom === "none" ? "start" : `${t.reusedFrom} state`}) ` +
     `in ${t.prefillSeconds.toFixed(2)} s; reply ${turn.generatedIds.length} tokens at ${rate} tok/s` +
     (t.speculation ? `, ${t.speculation.accepted} of ${t.speculation.drafted} drafted ids accepted` : "") +
-    `; finish ${turn.finishReason} (${turn.engineFinish})`;
+    `; seed ${turn.seed}; finish ${turn.finishReason} (${turn.engineFinish})`;
 }
 
 /** Lines from the terminal, one `next()` at a time; a line ending in a backslash continues. */
@@ -232,16 +233,16 @@ async function interactive(session: ChatSession, o: ChatOptions): Promise<void> 
 /** Writes one parser event to the terminal; returns whether the reasoning is open. */
 function show(event: ReplyEvent, inReasoning: boolean, hideReasoning: boolean): boolean {
   if (event.kind === "reasoning") {
-    if (!hideReasoning) process.stdout.write(dim(event.text));
+    if (!hideReasoning) process.stdout.write(dim(visibleText(event.text)));
     return true;
   }
   if (event.kind === "content") {
     if (inReasoning && !hideReasoning) process.stdout.write("\n\n");
-    process.stdout.write(event.text);
+    process.stdout.write(visibleText(event.text));
     return false;
   }
-  if (event.kind === "tool_call") process.stdout.write(`\n[tool call ${event.call.name}(${event.call.arguments})]\n`);
-  else process.stdout.write(dim(`\n[warning: ${event.message}]\n`));
+  if (event.kind === "tool_call") process.stdout.write(`\n[tool call ${visibleText(`${event.call.name}(${event.call.arguments})`)}]\n`);
+  else process.stdout.write(dim(`\n[warning: ${visibleText(event.message)}]\n`));
   return inReasoning;
 }
 

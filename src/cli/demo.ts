@@ -11,6 +11,7 @@ import { defaultPrefillChunk } from "../plan/limits.ts";
 import { ExitCode } from "../errors.ts";
 import { watchSignals } from "../engine/signals.ts";
 import { emit, log } from "../report/log.ts";
+import { visibleText } from "../report/visible-text.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
 import { helpOption } from "./common-options.ts";
 import { demoModelName, unpackDemo } from "./demo-assets.ts";
@@ -49,6 +50,6 @@ export async function main(args: readonly string[]): Promise<number> {
     prompt: prompt.ids, maxNewTokens: o.gen, mode: "incremental", prefillChunk: defaultPrefillChunk, sampling: samplingDefaults.run, budgets: budgetRequest([]), trunkDir: undefined, tokenizer: prompt.tokenizer,
   });
   const code = finishRun(result);
-  if (code === ExitCode.ok) emit(`${o.prompt}${result.generatedText ?? ""}\n`);
+  if (code === ExitCode.ok) emit(`${o.prompt}${visibleText(result.generatedText ?? "")}\n`);
   return code;
 }

@@ -3,11 +3,11 @@
  * loopback, with a chat page at `/` (src/page/). The weights load once; `listening on
  * http://HOST:PORT` on stderr says it is ready. SIGINT and SIGTERM stop accepting, let the generation in flight end, and exit 0.
  */
-import { envValue } from "../env.ts";
+import { envSetButEmpty, envValue } from "../env.ts";
 import { inputLimits } from "../input-limits.ts";
-import { ExitCode } from "../errors.ts";
+import { ExitCode, usageError } from "../errors.ts";
 import { log } from "../report/log.ts";
-import { startServer } from "../serve/http.ts";
+import { checkPortFree, startServer } from "../serve/http.ts";
 import { Conversation } from "../session/conversation.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
 import { chatModelDefaults, chatModelOptions, chatModelRequest, chatModelTailOptions, modelDirPositional, openChatModel, type ChatModelOptions } from "./chat-model.ts";
@@ -56,9 +56,13 @@ export async function main(args: readonly string[]): Promise<number> {
   if (!positionals) return ExitCode.ok;
   const [modelDir] = positionals;
   const request = await chatModelRequest(command, modelDir, o);
+  // An empty key would be no key at all: refused, never read as "no key wanted".
+  if (o.apiKey === "") throw usageError("--api-key is empty: give a key, or leave the flag out to serve without one");
+  if (o.apiKey === undefined && envSetButEmpty("K3_API_KEY")) throw usageError("K3_API_KEY is set but empty: give a key, or unset it to serve without one");
   const apiKey = o.apiKey ?? envValue("K3_API_KEY");
   if (!loopback.has(o.host) && apiKey === undefined) log.warn(`listening on ${o.host} without an API key: anyone who can reach it can use it (--api-key or K3_API_KEY)`);
   if (o.maxBodyMb > maxRequestMb) log.warn(`--max-body ${o.maxBodyMb} is above the ${maxRequestMb} MB a request may be: bodies over ${maxRequestMb} MB get 413`);
+  checkPortFree(o.host, o.port); // before a model that may take minutes to load
   const opened = openChatModel("k3 serve", request, o);
   using engine = opened.engine;
   const tokenizer = opened.tokenizer;

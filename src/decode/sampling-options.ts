@@ -13,7 +13,7 @@ export interface SamplingOptions {
   readonly topK: number;
   /** Drop ids below minP times the most likely id's probability; 0 is off. */
   readonly minP: number;
-  /** Seeds the random stream; the default is a fixed constant, so identical requests agree. */
+  /** Seeds the random stream; the CLI's default is a fixed constant, a server request without one draws a fresh one (freshSeed). */
   readonly seed: number;
   /** Subtracted once from the logit of every id already generated; 0 is off. */
   readonly presencePenalty: number;
@@ -111,6 +111,16 @@ export function resolveSampling(
     temperature: check("temperature"), topP: check("topP"), topK: check("topK"), minP: check("minP"),
     seed: check("seed"), presencePenalty: check("presencePenalty"), frequencyPenalty: check("frequencyPenalty"),
   };
+}
+
+/**
+ * A seed for a request that gave none (chat.md 3.4 rule 3): fresh each time, so asking again
+ * gives another answer, as OpenAI, llama-server and Ollama do; reported with the answer so it
+ * can be reproduced. Any whole number below 2^53, so every door accepts it back.
+ */
+export function freshSeed(): number {
+  const [high, low] = crypto.getRandomValues(new Uint32Array(2)) as unknown as [number, number];
+  return (high & 0x1f_ffff) * 2 ** 32 + low;
 }
 
 /** Checks a complete set of options (the same rules as resolveSampling). */

@@ -8,6 +8,7 @@ import type { DraftPlan, EnginePlan, ExpertCachePlan, ExpertDrop, ExpertStepStat
 import type { TrunkPlan } from "../plan/trunk-plan.ts";
 import { formatBytes, gb, pct } from "./format.ts";
 import { summaryLine } from "./table.ts";
+import { visibleText } from "./visible-text.ts";
 
 export function expertCacheLine(plan: ExpertCachePlan): string {
   const raised = plan.requestedSlots < plan.minimumSlots ? ` (raised from ${plan.requestedSlots} to the top-k + 1 minimum)` : "";
@@ -88,7 +89,7 @@ export function loadLines(plan: EnginePlan, loadSeconds: number, peakRssAfterLoa
 
 /** The generated text between rules, or nothing for an --ids run. */
 function textBlock(text: string | null): string[] {
-  return text === null ? [] : [`\n--- generated text ---\n${text}\n----------------------\n`];
+  return text === null ? [] : [`\n--- generated text ---\n${visibleText(text)}\n----------------------\n`];
 }
 
 /**

@@ -9,7 +9,7 @@ import type { AssistantMessage } from "../chat/reply-message.ts";
 import { renderChat } from "../chat/render.ts";
 import type { ChatRequest } from "../chat/request-types.ts";
 import { openAIToolCall, type OpenAIToolCall } from "../chat/tool-call.ts";
-import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
+import { freshSeed, resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import { fitReply } from "../decode/reply-room.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import type { PrefillProgress } from "../session/conversation.ts";
@@ -38,7 +38,7 @@ export interface CompletionLimits {
 
 /** The chat defaults under the request's sampling knobs (checked when the request was read), the prompt, and the reply budget against the context. */
 export function prepareCompletion(request: ChatRequest, tokenizer: Tokenizer, capacity: number, limits: CompletionLimits) {
-  const sampling = resolveSampling(request.sampling, samplingDefaults.chat, "field");
+  const sampling = resolveSampling({ ...request.sampling, seed: request.sampling.seed ?? freshSeed() }, samplingDefaults.chat, "field");
   const rendered = renderChat(request, tokenizer);
   const maxTokens = fitReply({
     promptIds: rendered.ids.length, maxTokens: request.maxTokens, defaultMaxTokens: limits.defaultMaxTokens, capacity,
@@ -69,5 +69,5 @@ export async function runCompletion(
       else if (event.kind === "tool_call") onDelta({ tool_calls: [{ index: calls++, ...openAIToolCall(event.call) }] });
     },
   });
-  return { message, finishReason, usage: usageOf(rendered.promptTokens, turn), stats: statsOf(turn) };
+  return { message, finishReason, usage: usageOf(rendered.promptTokens, turn), stats: statsOf(turn, sampling.seed) };
 }

@@ -12,6 +12,7 @@ import { progressComment, type StreamProgress } from "../page/progress.ts";
 import type { PrefillProgress } from "../session/conversation.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import { prepareCompletion, runCompletion, type Completion, type Delta, type GenerationSource, type PreparedCompletion } from "./chat-completion.ts";
+import { runtimeError } from "../errors.ts";
 import { apiError, errorResponse, fromThrown } from "./errors.ts";
 import { parseTextRequest, runTextCompletion, type TextRequest } from "./text-completion.ts";
 
@@ -66,10 +67,20 @@ class GenerationQueue {
   }
 }
 
+/**
+ * The credentials of `Authorization: Bearer KEY`; the scheme is case-insensitive (RFC 9110
+ * 11.1), so `bearer KEY` is the same header. Anything else has none.
+ */
+export function bearerToken(header: string | null): string | undefined {
+  const match = header?.match(/^bearer +(\S+) *$/i);
+  return match?.[1];
+}
+
 /** Compares digests, so the time taken says nothing about the key, not even its length. */
 function keyMatches(header: string | null, key: string): boolean {
   const digest = (text: string) => createHash("sha256").update(text, "utf8").digest();
-  return timingSafeEqual(digest(header?.startsWith("Bearer ") ? header.slice(7) : ""), digest(key));
+  const token = bearerToken(header);
+  return timingSafeEqual(digest(token ?? ""), digest(key)) && token !== undefined;
 }
 
 const completionId = () => `chatcmpl-${crypto.randomUUID().replaceAll("-", "")}`;
@@ -246,13 +257,15 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     return errorResponse(apiError(404, "invalid_request_error", `no route ${req.method} ${path}`, "not_found"));
   }
 
-  const server = Bun.serve({
+  const server = listen(options.host, options.port, () => Bun.serve({
     hostname: options.host,
     port: options.port,
     // Far above --max-body, so that k3 answers an oversized body itself, with the OpenAI error
     // body, after reading no more than the limit (readBounded) instead of Bun refusing it bare.
     maxRequestBodySize: options.maxBodyBytes + 256 * 1024 * 1024,
     idleTimeout: 0,
+    // Never share the port with another process (SO_REUSEPORT would split requests between them).
+    reusePort: false,
     // Not Bun's development mode: no reloading page and no error pages with stack traces.
     development: false,
     // The chat page and its bundled assets (src/page/), built into the executable; no key needed
@@ -265,7 +278,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
         return errorResponse(fromThrown(error));
       }
     },
-  });
+  }));
   return {
     server,
     url: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${server.port}`,
@@ -279,6 +292,28 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       await server.stop(true);
     },
   };
+}
+
+/** Runs `bind` (a Bun.serve), with a port another process holds refused by name (exit 1) instead of shared or thrown raw. */
+function listen<T>(host: string, port: number, bind: () => T): T {
+  try {
+    return bind();
+  } catch (error) {
+    if ((error as { code?: string }).code === "EADDRINUSE") throw portInUse(host, port);
+    throw error;
+  }
+}
+
+const portInUse = (host: string, port: number) => runtimeError(`serve: port ${port} on ${host} is in use (another server listens there): stop it or pick another --port`);
+
+/**
+ * Fails at once, before a model is loaded, when the port is taken: binds it and lets it go.
+ * The real bind, after loading, refuses the same way if another process took it meanwhile.
+ */
+export function checkPortFree(host: string, port: number): void {
+  if (port === 0) return;
+  const probe = listen(host, port, () => Bun.serve({ hostname: host, port, reusePort: false, fetch: () => new Response(null, { status: 503 }) }));
+  probe.stop(true);
 }
 
 /** The body, read chunk by chunk and given up on past `limit` bytes (undefined then). */

@@ -6,7 +6,7 @@
 import { Utf8Stream } from "../chat/utf8-stream.ts";
 import { finishReason, type OpenAIFinishReason } from "../chat/finish.ts";
 import { createSampler } from "../decode/sampling.ts";
-import { resolveSampling, samplingDefaults, type SamplingOptions } from "../decode/sampling-options.ts";
+import { freshSeed, resolveSampling, samplingDefaults, type SamplingOptions } from "../decode/sampling-options.ts";
 import { fitReply } from "../decode/reply-room.ts";
 import { fieldError, usageError } from "../errors.ts";
 import { readGenerationFields, requestFields } from "../chat/request-generation.ts";
@@ -44,9 +44,8 @@ export function parseTextRequest(bytes: Uint8Array, tokenizer: Tokenizer, capaci
   const prompt = body.string("prompt");
   if (prompt === undefined || prompt.length === 0) throw fieldError("prompt", "expected a non-empty string");
   if (body.boolean("echo") === true) throw fieldError("echo", "not supported");
-  if (body.has("logprobs")) throw fieldError("logprobs", "not supported");
   const generation = readGenerationFields(body, ["max_tokens"]);
-  const sampling = resolveSampling(generation.sampling, samplingDefaults.chat, "field");
+  const sampling = resolveSampling({ ...generation.sampling, seed: generation.sampling.seed ?? freshSeed() }, samplingDefaults.chat, "field");
   const ids = tokenizer.encode(prompt); // control-token text becomes the control ids
   const maxTokens = fitReply({
     promptIds: ids.length, maxTokens: generation.maxTokens, defaultMaxTokens: defaultCompletionTokens, capacity,
@@ -87,5 +86,5 @@ export async function runTextCompletion(
   });
   emit(stops.push(utf8.end()));
   emit(stops.flush());
-  return { text, finishReason: finishReason(turn.finish, false), usage: usageOf(request.promptTokens, turn), stats: statsOf(turn) };
+  return { text, finishReason: finishReason(turn.finish, false), usage: usageOf(request.promptTokens, turn), stats: statsOf(turn, request.sampling.seed) };
 }

@@ -14,6 +14,8 @@ export interface Usage {
 }
 
 export interface CompletionStats {
+  /** The seed the reply was sampled with: the request's, or the fresh one drawn for it (send it back to get this answer again). */
+  seed: number;
   /** Prompt ids served from the carried state or a snapshot. */
   reused_prompt_ids: number;
   /** Prompt ids this request fed. */
@@ -38,9 +40,10 @@ export function usageOf(promptTokens: number, turn: TurnResult): Usage {
   };
 }
 
-export function statsOf(turn: TurnResult): CompletionStats {
+export function statsOf(turn: TurnResult, seed: number): CompletionStats {
   const s = turn.speculation;
   return {
+    seed,
     reused_prompt_ids: turn.reusedPromptIds, prefilled_ids: turn.fedPromptIds, reused_from: turn.reusedFrom,
     prefill_seconds: turn.prefillSeconds, decode_seconds: turn.decodeSeconds,
     ...(turn.snapshots && {

@@ -11,7 +11,7 @@ import type { AssistantMessage } from "../chat/reply-message.ts";
 import { parseChatRequest } from "../chat/request.ts";
 import type { Effort } from "../chat/request-types.ts";
 import { controlIds, stopIds } from "../chat/specials.ts";
-import type { SamplingOptions } from "../decode/sampling-options.ts";
+import { freshSeed, type SamplingOptions } from "../decode/sampling-options.ts";
 import type { Engine } from "../engine/open.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import { Conversation, type ConversationOptions, type TurnResult } from "./conversation.ts";
@@ -29,6 +29,8 @@ export interface ChatSettings {
   effort: Effort;
   sampling: SamplingOptions;
   maxNewTokens: number;
+  /** No seed was given: each turn draws a fresh one (chat.md 3.4 rule 3), reported in ChatTurn.seed. */
+  freshSeedEachTurn?: boolean;
 }
 
 export interface ChatTurn {
@@ -40,6 +42,8 @@ export interface ChatTurn {
   promptIds: number;
   /** `usage.prompt_tokens` (chat.md 4.6). */
   promptTokens: number;
+  /** The seed this turn was sampled with (pass it as --seed to get this reply again). */
+  seed: number;
   turn: TurnResult;
   warnings: readonly string[];
 }
@@ -86,7 +90,8 @@ export class ChatSession {
   /** Generates the assistant's reply to the transcript as it stands. */
   async reply(events: TurnEvents = {}): Promise<ChatTurn> {
     const rendered = renderChat(parseChatRequest(this.request(), { source: "transcript" }), this.#tokenizer);
-    const { thinking, sampling, maxNewTokens } = this.settings;
+    const { thinking, maxNewTokens, freshSeedEachTurn } = this.settings;
+    const sampling = freshSeedEachTurn ? { ...this.settings.sampling, seed: freshSeed() } : this.settings.sampling;
     const reply = await generateReply(this.#conversation, rendered, this.#tokenizer, {
       thinking, sampling, maxNewTokens, stopIds: this.#stopIds, onEvent: events.onEvent, cancelled: events.cancelled,
     });
@@ -94,7 +99,7 @@ export class ChatSession {
     const { message, finishReason, turn, warnings } = reply;
     return {
       message, finishReason, engineFinish: turn.finish, generatedIds: turn.generated, promptIds: rendered.ids.length,
-      promptTokens: rendered.promptTokens, turn, warnings,
+      promptTokens: rendered.promptTokens, seed: sampling.seed, turn, warnings,
     };
   }
 

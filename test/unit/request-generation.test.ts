@@ -1,5 +1,5 @@
 /**
- * The generation fields of a request (`n`, the reply's length, `stop`, `stream`,
+ * The generation fields of a request (`n`, `logprobs`, the reply's length, `stop`, `stream`,
  * `stream_options`, the sampling knobs) are read by one reader for both completion endpoints
  * (src/chat/request-generation.ts): each hostile value gets the same verdict, naming the same
  * field with the same words, from /v1/chat/completions' parser and /v1/completions' parser.
@@ -55,6 +55,10 @@ describe("one reader of the generation fields for both endpoints", () => {
     ["temperature out of range", { temperature: 2.5 }, "temperature"],
     ["top_k -1 (off)", { top_k: -1 }, undefined],
     ["seed too large", { seed: 2 ** 53 }, "seed"],
+    ["logprobs false", { logprobs: false }, undefined],
+    ["logprobs true", { logprobs: true }, "logprobs"],
+    ["logprobs 2", { logprobs: 2 }, "logprobs"],
+    ["top_logprobs 3", { top_logprobs: 3 }, "top_logprobs"],
   ];
   for (const [label, fields, param] of cases) {
     test(label, () => {
