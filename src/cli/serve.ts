@@ -5,7 +5,7 @@
  */
 import { envSetButEmpty, envValue } from "../env.ts";
 import { inputLimits } from "../input-limits.ts";
-import { ExitCode, usageError } from "../errors.ts";
+import { ExitCode, quoteArgument, usageError } from "../errors.ts";
 import { log } from "../report/log.ts";
 import { checkPortFree, startServer } from "../serve/http.ts";
 import { Conversation } from "../session/conversation.ts";
@@ -21,6 +21,8 @@ interface ServeCliOptions extends ChatModelOptions {
   modelName: string;
   queue: number;
   maxBodyMb: number;
+  allowHosts: string[];
+  allowOrigins: string[];
 }
 
 const loopback = new Set(["127.0.0.1", "localhost", "::1"]);
@@ -36,9 +38,34 @@ const options: readonly OptionDef<ServeCliOptions>[] = [
   { name: "model-name", value: "NAME", description: "The model id the API reports and accepts (default kimi-k3)", apply: (o, raw) => { o.modelName = raw; } },
   { name: "queue", value: "N", description: "Requests that may wait behind the one generating (default 8); more get 429", apply: (o, raw, flag) => { o.queue = parseInteger(raw, flag, 0, 10_000); } },
   { name: "max-body", value: "MB", description: `Largest request body in MB (default 16, at most ${maxRequestMb}: the request reader's limit); larger gets 413`, apply: (o, raw, flag) => { o.maxBodyMb = parseInteger(raw, flag, 1, 1024); } },
+  {
+    name: "allow-host", value: "NAME",
+    description: "Also answer requests whose Host header names NAME (repeatable; default: localhost, 127.0.0.1, ::1 and --host), e.g. behind a proxy",
+    apply: (o, raw) => { o.allowHosts.push(raw); },
+  },
+  {
+    name: "allow-origin", value: "ORIGIN",
+    description: "Also answer browser pages from ORIGIN, e.g. http://localhost:3000 (repeatable; '*' for any; default: only the server's own page)",
+    apply: (o, raw, flag) => { o.allowOrigins.push(checkOrigin(raw, flag)); },
+  },
   ...chatModelTailOptions<ServeCliOptions>(),
   helpOption,
 ];
+
+/** An origin as browsers send it: `http(s)://host[:port]`, nothing after; or "*". */
+function checkOrigin(raw: string, flag: string): string {
+  if (raw === "*") return raw;
+  let url: URL | undefined;
+  try {
+    url = new URL(raw);
+  } catch {
+    url = undefined;
+  }
+  if (!url || !/^https?:$/.test(url.protocol) || url.origin !== raw.replace(/\/+$/, "").toLowerCase()) {
+    throw usageError(`${flag} expects an origin such as http://localhost:3000 (scheme, host and port, nothing after), got ${quoteArgument(raw)}`);
+  }
+  return url.origin;
+}
 
 const command: CommandInfo<ServeCliOptions> = {
   name: "k3 serve",
@@ -50,7 +77,7 @@ const command: CommandInfo<ServeCliOptions> = {
 export async function main(args: readonly string[]): Promise<number> {
   const o: ServeCliOptions = {
     tokDir: undefined, configPath: undefined, layers: undefined, budgets: [], trunkDir: undefined, host: "127.0.0.1",
-    port: 8000, apiKey: undefined, modelName: "kimi-k3", queue: 8, maxBodyMb: 16, ...chatModelDefaults,
+    port: 8000, apiKey: undefined, modelName: "kimi-k3", queue: 8, maxBodyMb: 16, allowHosts: [], allowOrigins: [], ...chatModelDefaults,
   };
   const positionals = await parseCommandArgs(args, command, o);
   if (!positionals) return ExitCode.ok;
@@ -69,7 +96,7 @@ export async function main(args: readonly string[]): Promise<number> {
   const conversation = new Conversation(engine.model, opened.conversation);
   const running = startServer(conversation, tokenizer, {
     host: o.host, port: o.port, apiKey, modelName: o.modelName, maxBodyBytes: Math.min(o.maxBodyMb * MiB, inputLimits.requestBytes), queue: o.queue,
-    defaultMaxTokens: o.maxTokens,
+    defaultMaxTokens: o.maxTokens, allowHosts: o.allowHosts, allowOrigins: o.allowOrigins,
   });
   process.stderr.write(`listening on ${running.url}\n`);
   log.info(`chat page: ${running.url}/ (open it in a browser)`);

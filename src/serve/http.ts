@@ -12,8 +12,9 @@ import { progressComment, type StreamProgress } from "../page/progress.ts";
 import type { PrefillProgress } from "../session/conversation.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import { prepareCompletion, runCompletion, type Completion, type Delta, type GenerationSource, type PreparedCompletion } from "./chat-completion.ts";
-import { runtimeError } from "../errors.ts";
+import { excerpt, runtimeError } from "../errors.ts";
 import { apiError, errorResponse, fromThrown } from "./errors.ts";
+import { hostAllowed, originAllowed, originPolicy, type OriginPolicy } from "./request-origin.ts";
 import { parseTextRequest, runTextCompletion, type TextRequest } from "./text-completion.ts";
 
 export interface ServeOptions {
@@ -26,6 +27,10 @@ export interface ServeOptions {
   /** Requests that may wait behind the one generating; more are refused with 429. */
   queue: number;
   defaultMaxTokens: number;
+  /** Host names answered besides the loopback names and the bound address (--allow-host). */
+  allowHosts?: readonly string[];
+  /** Browser origins answered besides the server's own page (--allow-origin; "*" for any). */
+  allowOrigins?: readonly string[];
 }
 
 /** A FIFO of generations: one runs, at most `limit` wait. */
@@ -239,6 +244,36 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     });
   }
 
+  /** Set once the port is bound (a --port 0 server learns its port then). */
+  let policy: OriginPolicy | undefined;
+
+  /**
+   * The Host and Origin checks (request-origin.ts) before anything else, a CORS preflight
+   * answered for allowed origins, and the CORS headers on every answer to an allowed origin.
+   */
+  async function guarded(req: Request): Promise<Response> {
+    const rules = policy as OriginPolicy;
+    const host = req.headers.get("host");
+    if (!hostAllowed(host, rules)) {
+      return errorResponse(apiError(403, "invalid_request_error", `the Host header ${host === null ? "is missing" : excerpt(host)}: not a name of this server (add it with --allow-host NAME)`, "host_not_allowed"));
+    }
+    const origin = req.headers.get("origin");
+    if (!originAllowed(origin, rules)) {
+      return errorResponse(apiError(403, "invalid_request_error", `the Origin ${excerpt(origin ?? "")} may not use this server (allow it with --allow-origin ORIGIN)`, "origin_not_allowed"));
+    }
+    if (origin === null) return route(req);
+    const cors = { "access-control-allow-origin": origin, vary: "Origin" };
+    if (req.method === "OPTIONS") {
+      return new Response(null, {
+        status: 204,
+        headers: { ...cors, "access-control-allow-methods": "GET, POST, OPTIONS", "access-control-allow-headers": "authorization, content-type", "access-control-max-age": "600" },
+      });
+    }
+    const response = await route(req);
+    for (const [name, value] of Object.entries(cors)) response.headers.set(name, value);
+    return response;
+  }
+
   async function route(req: Request): Promise<Response> {
     const path = new URL(req.url).pathname;
     if (path === "/health") return req.method === "GET" ? Response.json({ status: closing ? "stopping" : "ok" }) : methodNotAllowed("GET");
@@ -273,12 +308,13 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     routes: { "/": chatPage },
     fetch: async (req) => {
       try {
-        return await route(req);
+        return await guarded(req);
       } catch (error) {
         return errorResponse(fromThrown(error));
       }
     },
   }));
+  policy = originPolicy(options.host, server.port ?? options.port, options.allowHosts ?? [], options.allowOrigins ?? []);
   return {
     server,
     url: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${server.port}`,

@@ -1,8 +1,10 @@
 /**
- * `k3 serve` safe by default (the issue's list, through dist/k3 over HTTP): an empty key is a
- * usage error, a port another server holds is refused by name while that server keeps
- * answering, the Authorization scheme is matched without regard to case, and an unseeded
- * request draws a fresh seed that it reports and that reproduces its answer.
+ * `k3 serve` safe by default (the issue's list, through dist/k3 over HTTP): a Host that does not
+ * name the server (DNS rebinding) and a browser Origin it does not allow get 403 before any
+ * work, CORS is answered for allowed origins only, an empty key is a usage error, a port another
+ * server holds is refused by name while that server keeps answering, the Authorization scheme is
+ * matched without regard to case, and an unseeded request draws a fresh seed that it reports and
+ * that reproduces its answer.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { demoDir } from "../support/demo.ts";
@@ -26,6 +28,74 @@ describe("k3 serve refuses what would leave it open or shared", () => {
     expect(second.code).toBe(1);
     expect(second.stderr).toBe(`k3: serve: port ${port} on 127.0.0.1 is in use (another server listens there): stop it or pick another --port\n`);
     for (let i = 0; i < 4; i++) expect((await fetch(`${first.url}/health`)).status).toBe(200);
+  });
+});
+
+/** One raw HTTP/1.1 request (fetch may not send a Host of the caller's choosing): the status and the body. */
+async function raw(url: string, lines: string[], body = ""): Promise<{ status: number; body: string }> {
+  const { hostname, port } = new URL(url);
+  let text = "";
+  const done = Promise.withResolvers<void>();
+  const socket = await Bun.connect({
+    hostname, port: Number(port),
+    socket: { data: (_s, chunk) => { text += chunk.toString(); }, close: () => done.resolve(), error: () => done.resolve() },
+  });
+  socket.write(`${[...lines, `content-length: ${Buffer.byteLength(body)}`, "connection: close"].join("\r\n")}\r\n\r\n${body}`);
+  await done.promise;
+  return { status: Number(text.split(" ")[1]), body: text.slice(text.indexOf("\r\n\r\n") + 4) };
+}
+
+describe("Host and Origin: only this server's names and its own page, unless allowed", () => {
+  let s: Served;
+  let port = "";
+  beforeAll(async () => {
+    s = await serve(demoDir, ["--allow-host", "k3.internal", "--allow-origin", "http://localhost:3000"]);
+    port = new URL(s.url).port;
+  });
+  const prompt = JSON.stringify({ prompt: "A hostile page asked for this", max_tokens: 2, temperature: 0 });
+
+  test("a rebinding Host and a cross-origin POST get 403 with an OpenAI error body, and no generation runs", async () => {
+    const rebound = await raw(s.url, ["GET /v1/models HTTP/1.1", `host: attacker.example:${port}`]);
+    expect(rebound.status).toBe(403);
+    expect(JSON.parse(rebound.body).error).toMatchObject({ code: "host_not_allowed", type: "invalid_request_error" });
+    const post = await raw(s.url, ["POST /v1/completions HTTP/1.1", `host: attacker.example:${port}`, "content-type: text/plain"], prompt);
+    expect(post.status).toBe(403);
+    const crossOrigin = await fetch(`${s.url}/v1/completions`, { method: "POST", headers: { origin: "https://evil.example", "content-type": "text/plain" }, body: prompt });
+    expect(crossOrigin.status).toBe(403);
+    expect((await crossOrigin.json() as { error: { code: string } }).error.code).toBe("origin_not_allowed");
+    for (const origin of ["null", "http://127.0.0.1:1", `https://127.0.0.1:${port}`, `http://127.0.0.1:${port}/x`]) {
+      expect([origin, (await fetch(`${s.url}/v1/models`, { headers: { origin } })).status]).toEqual([origin, 403]);
+    }
+    // Had a refused POST run, the server would hold its prompt, and a prompt extending it would reuse it (as the control shows).
+    const longer = (p: string) => JSON.stringify({ ...JSON.parse(p), prompt: `${JSON.parse(p).prompt}, and then some more` });
+    const reused = async (body: string) => ((await (await fetch(`${s.url}/v1/completions`, { method: "POST", body })).json()) as { k3: { reused_prompt_ids: number } }).k3.reused_prompt_ids;
+    expect(await reused(longer(prompt))).toBe(0);
+    const control = JSON.stringify({ prompt: "An allowed client asked for this", max_tokens: 2, temperature: 0 });
+    expect(await reused(control)).toBe(0);
+    expect(await reused(longer(control))).toBeGreaterThan(0);
+  });
+
+  test("the server's own names and page, the names and origins allowed, and CORS for those only", async () => {
+    for (const host of [`127.0.0.1:${port}`, `localhost:${port}`, `[::1]:${port}`, `k3.internal:${port}`, "LOCALHOST"]) {
+      expect([host, (await raw(s.url, ["GET /v1/models HTTP/1.1", `host: ${host}`])).status]).toEqual([host, 200]);
+    }
+    const own = await fetch(`${s.url}/v1/models`, { headers: { origin: `http://localhost:${port}` } });
+    expect([own.status, own.headers.get("access-control-allow-origin")]).toEqual([200, `http://localhost:${port}`]);
+    const preflight = await fetch(`${s.url}/v1/chat/completions`, { method: "OPTIONS", headers: { origin: "http://localhost:3000", "access-control-request-method": "POST" } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-origin")).toBe("http://localhost:3000");
+    expect(preflight.headers.get("access-control-allow-headers")).toContain("authorization");
+    const refused = await fetch(`${s.url}/v1/chat/completions`, { method: "OPTIONS", headers: { origin: "http://localhost:3001", "access-control-request-method": "POST" } });
+    expect([refused.status, refused.headers.get("access-control-allow-origin")]).toEqual([403, null]);
+    expect((await fetch(`${s.url}/v1/models`)).headers.get("access-control-allow-origin")).toBeNull(); // no Origin, no CORS headers
+  });
+
+  test("--allow-origin takes an origin, nothing else", () => {
+    for (const bad of ["localhost:3000", "http://localhost:3000/path", "ftp://x", ""]) {
+      const r = k3(["serve", demoDir, "--tok", demoDir, "--allow-origin", bad, "--port", "0"]);
+      expect([bad, r.code, r.stderr.split("\n").length]).toEqual([bad, 2, 2]);
+      expect(r.stderr).toStartWith("k3: --allow-origin expects an origin such as http://localhost:3000");
+    }
   });
 });
 

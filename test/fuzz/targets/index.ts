@@ -13,6 +13,7 @@ import { draftTrunkJsonTarget } from "./draft-trunk-json.ts";
 import { expertTraceTarget } from "./expert-trace.ts";
 import { hubAnswersTarget } from "./hub-answers.ts";
 import { idsTextTarget } from "./ids-text.ts";
+import { requestHeadersTarget } from "./request-headers.ts";
 import { safetensorsTarget } from "./safetensors.ts";
 import { stateFileTarget } from "./state-file.ts";
 import { tiktokenTarget } from "./tiktoken.ts";
@@ -37,4 +38,5 @@ export const targets: readonly FuzzTarget<Seed>[] = [
   hubAnswersTarget,
   downloadRecordTarget,
   chatStreamTarget,
+  requestHeadersTarget,
 ];
