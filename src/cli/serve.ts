@@ -101,8 +101,10 @@ export async function main(args: readonly string[]): Promise<number> {
   process.stderr.write(`listening on ${running.url}\n`);
   log.info(`chat page: ${running.url}/ (open it in a browser)`);
   await new Promise<void>((resolve) => {
-    const stop = (signal: string) => {
-      log.info(`${signal}: finishing the request in flight, then stopping`);
+    const stop = (signal: "SIGINT" | "SIGTERM") => {
+      log.info(`${signal}: finishing the request in flight, then stopping (again to stop at once)`);
+      // A second signal ends the process now, through exit, so the snapshot directory still goes.
+      process.once(signal, () => process.exit(signal === "SIGINT" ? ExitCode.interrupted : ExitCode.terminated));
       void running.stop().then(resolve);
     };
     process.once("SIGINT", () => stop("SIGINT"));

@@ -8,18 +8,19 @@
  * snapshot goes first (parked from RAM, dropped from disk), by its kind and then least recently
  * used. Never partial reuse, never "close enough".
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import { runtimeError } from "../errors.ts";
 import { readStateFile, stateFileBytes, writeStateFile } from "../model/state-file.ts";
 import type { SequenceState, StateSnapshot } from "../model/state.ts";
+import { makeSnapshotDir, removeSnapshotDir, sweepSnapshotDirs } from "./snapshot-dir.ts";
 
 export interface SnapshotBudget {
   /** RAM for snapshots of the recurrent part (--snapshot-gb). */
   ramBytes: number;
   /** Disk for parked snapshots (--snapshot-disk-gb); 0 drops instead of parking. */
   diskBytes: number;
-  /** Where parked files go: a private directory is made inside it on first use and removed at close. */
+  /** Where parked files go: a private directory is made inside it on first use and removed at close or exit (snapshot-dir.ts). */
   parent: string;
 }
 
@@ -77,6 +78,7 @@ export class SnapshotStore {
   constructor(budget: SnapshotBudget, warn: (message: string) => void) {
     this.#budget = budget;
     this.#warn = warn;
+    if (budget.diskBytes > 0) sweepSnapshotDirs(budget.parent);
   }
 
   get counts(): SnapshotCounts {
@@ -174,7 +176,7 @@ export class SnapshotStore {
       this.#drop(parked[0] as Snapshot);
     }
     try {
-      this.#dir ??= mkdtempSync(join(this.#budget.parent, "k3-snapshots-"));
+      this.#dir ??= makeSnapshotDir(this.#budget.parent);
       const path = join(this.#dir, `snapshot-${++this.#files}.k3st`);
       writeStateFile(path, state, entry.ids, entry.place.snapshot);
       entry.place.snapshot.free();
@@ -202,7 +204,7 @@ export class SnapshotStore {
 
   close(): void {
     this.clear();
-    if (this.#dir) rmSync(this.#dir, { recursive: true, force: true });
+    if (this.#dir) removeSnapshotDir(this.#dir);
     this.#dir = undefined;
   }
 }

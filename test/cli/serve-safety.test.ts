@@ -7,9 +7,12 @@
  * that reproduces its answer.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { demoDir } from "../support/demo.ts";
 import { k3 } from "../support/k3.ts";
 import { serve, stopAll, type Served } from "../support/serve.ts";
+import { tempDir } from "../support/tmp.ts";
 
 afterAll(stopAll, 30_000); // each server waits up to 2 s for idle keep-alive connections
 
@@ -143,5 +146,49 @@ describe("seeds", () => {
     const one = await ask({ seed: 12345 });
     expect(one.seed).toBe(12345);
     expect(await ask({ seed: 12345 })).toEqual(one);
+  });
+});
+
+describe("the snapshot directory goes with the server, however it ends", () => {
+  const held = (dir: string) => readdirSync(dir).filter((name) => name.startsWith("k3-snapshots-"));
+  /** A request whose snapshots are all parked (--snapshot-gb 0), so the directory exists while it streams. */
+  const streamUntilParked = async (s: Served, dir: string) => {
+    const response = await fetch(`${s.url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt: "Once upon a time", max_tokens: 4000, stream: true }) });
+    const reader = response.body!.getReader();
+    for (let text = ""; !text.includes("data: {");) text += new TextDecoder().decode((await reader.read()).value);
+    expect(held(dir).length).toBe(1);
+    return reader;
+  };
+
+  test("a second SIGINT during a stream stops at once, exit 130, and removes it", async () => {
+    const dir = tempDir("snapshot-parent");
+    const s = await serve(demoDir, ["--snapshot-gb", "0", "--snapshot-dir", dir]);
+    const reader = await streamUntilParked(s, dir);
+    s.child.kill("SIGINT");
+    await Bun.sleep(100);
+    s.child.kill("SIGINT");
+    expect(await s.child.exited).toBe(130);
+    void reader.cancel().catch(() => {});
+    expect(held(dir)).toEqual([]);
+  });
+
+  test("after a SIGKILL the next server sweeps it; a live process's, an ownerless one and other files stay", async () => {
+    const dir = tempDir("snapshot-parent");
+    const killed = await serve(demoDir, ["--snapshot-gb", "0", "--snapshot-dir", dir]);
+    const reader = await streamUntilParked(killed, dir);
+    killed.child.kill("SIGKILL");
+    await killed.child.exited;
+    void reader.cancel().catch(() => {});
+    const [left] = held(dir);
+    expect(left).toBeDefined();
+    const ours = join(dir, "k3-snapshots-live"); // owned by this test's own (live) process
+    mkdirSync(ours);
+    writeFileSync(join(ours, "owner.pid"), `${process.pid}\n`);
+    mkdirSync(join(dir, "k3-snapshots-ownerless"));
+    writeFileSync(join(dir, "k3-snapshots-file"), "not a directory");
+    const next = await serve(demoDir, ["--snapshot-gb", "0", "--snapshot-dir", dir]);
+    expect(existsSync(join(dir, left as string))).toBe(false);
+    expect(held(dir).sort()).toEqual(["k3-snapshots-file", "k3-snapshots-live", "k3-snapshots-ownerless"]);
+    expect(await next.stop()).toBe(0);
   });
 });
