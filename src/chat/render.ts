@@ -19,6 +19,7 @@ import type { ChatRequest } from "./request-types.ts";
 import { assistantMessage, systemNote, textMessage, toolResult } from "./sections.ts";
 import { resolveToolResults } from "./tool-results.ts";
 import { openTag, segmentText, type Segment } from "./xtml.ts";
+import { fieldError } from "../errors.ts";
 
 /** `<|open|>think<|sep|>` or `<|open|>response<|sep|>`: not counted in `prompt_tokens` (chat.md 4.6). */
 export const CHANNEL_OPENER_IDS = 3;
@@ -70,8 +71,14 @@ export function renderSegments(request: ChatRequest): RenderedSegments {
   return { segments: out, historyEnd };
 }
 
-export function renderChat(request: ChatRequest, tokenizer: Tokenizer): RenderedChat {
+/**
+ * Renders and encodes the request. With `maxIds` (a server's context), a text too long to fit
+ * it even at the most bytes an id can hold is refused before it is encoded, so a request's
+ * encoding work is bounded by the context, not by the body's size.
+ */
+export function renderChat(request: ChatRequest, tokenizer: Tokenizer, maxIds?: number): RenderedChat {
   const { segments, historyEnd } = renderSegments(request);
+  if (maxIds !== undefined) checkTextFits(segments.reduce((sum, s) => sum + (s.kind === "text" ? Buffer.byteLength(s.text) : 0), 0), maxIds, tokenizer, "messages");
   const { ids, starts } = encodeSegments(segments, tokenizer);
   return {
     ids,
@@ -80,4 +87,12 @@ export function renderChat(request: ChatRequest, tokenizer: Tokenizer): Rendered
     promptTokens: ids.length - CHANNEL_OPENER_IDS,
     historyEnd: starts[historyEnd] as number,
   };
+}
+
+/** Refuses a text of `bytes` that cannot encode to `maxIds` ids or fewer, naming `field`. */
+export function checkTextFits(bytes: number, maxIds: number, tokenizer: Tokenizer, field: string): void {
+  const fewest = Math.ceil(bytes / tokenizer.maxTokenBytes);
+  if (fewest > maxIds) {
+    throw fieldError(field, `${bytes} bytes of text are at least ${fewest} ids, more than the ${maxIds} positions the context holds`);
+  }
 }

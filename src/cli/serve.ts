@@ -7,7 +7,7 @@ import { envSetButEmpty, envValue } from "../env.ts";
 import { inputLimits } from "../input-limits.ts";
 import { ExitCode, quoteArgument, usageError } from "../errors.ts";
 import { log } from "../report/log.ts";
-import { checkPortFree, startServer } from "../serve/http.ts";
+import { checkPortFree, defaultBodyTimeoutSeconds, defaultIdleTimeoutSeconds, maxIdleTimeoutSeconds, startServer } from "../serve/http.ts";
 import { Conversation } from "../session/conversation.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
 import { chatModelDefaults, chatModelOptions, chatModelRequest, chatModelTailOptions, modelDirPositional, openChatModel, type ChatModelOptions } from "./chat-model.ts";
@@ -23,6 +23,8 @@ interface ServeCliOptions extends ChatModelOptions {
   maxBodyMb: number;
   allowHosts: string[];
   allowOrigins: string[];
+  idleTimeoutSeconds: number;
+  bodyTimeoutSeconds: number;
 }
 
 const loopback = new Set(["127.0.0.1", "localhost", "::1"]);
@@ -47,6 +49,16 @@ const options: readonly OptionDef<ServeCliOptions>[] = [
     name: "allow-origin", value: "ORIGIN",
     description: "Also answer browser pages from ORIGIN, e.g. http://localhost:3000 (repeatable; '*' for any; default: only the server's own page)",
     apply: (o, raw, flag) => { o.allowOrigins.push(checkOrigin(raw, flag)); },
+  },
+  {
+    name: "idle-timeout", value: "S",
+    description: `Close a connection whose request headers do not arrive, or that stays idle between requests, after S seconds (default ${defaultIdleTimeoutSeconds}, at most ${maxIdleTimeoutSeconds})`,
+    apply: (o, raw, flag) => { o.idleTimeoutSeconds = parseInteger(raw, flag, 1, maxIdleTimeoutSeconds); },
+  },
+  {
+    name: "body-timeout", value: "S",
+    description: `A request body must arrive whole within S seconds, else 408 (default ${defaultBodyTimeoutSeconds})`,
+    apply: (o, raw, flag) => { o.bodyTimeoutSeconds = parseInteger(raw, flag, 1, 3600); },
   },
   ...chatModelTailOptions<ServeCliOptions>(),
   helpOption,
@@ -77,7 +89,8 @@ const command: CommandInfo<ServeCliOptions> = {
 export async function main(args: readonly string[]): Promise<number> {
   const o: ServeCliOptions = {
     tokDir: undefined, configPath: undefined, layers: undefined, budgets: [], trunkDir: undefined, host: "127.0.0.1",
-    port: 8000, apiKey: undefined, modelName: "kimi-k3", queue: 8, maxBodyMb: 16, allowHosts: [], allowOrigins: [], ...chatModelDefaults,
+    port: 8000, apiKey: undefined, modelName: "kimi-k3", queue: 8, maxBodyMb: 16, allowHosts: [], allowOrigins: [],
+    idleTimeoutSeconds: defaultIdleTimeoutSeconds, bodyTimeoutSeconds: defaultBodyTimeoutSeconds, ...chatModelDefaults,
   };
   const positionals = await parseCommandArgs(args, command, o);
   if (!positionals) return ExitCode.ok;
@@ -97,6 +110,7 @@ export async function main(args: readonly string[]): Promise<number> {
   const running = startServer(conversation, tokenizer, {
     host: o.host, port: o.port, apiKey, modelName: o.modelName, maxBodyBytes: Math.min(o.maxBodyMb * MiB, inputLimits.requestBytes), queue: o.queue,
     defaultMaxTokens: o.maxTokens, allowHosts: o.allowHosts, allowOrigins: o.allowOrigins,
+    idleTimeoutSeconds: o.idleTimeoutSeconds, bodyTimeoutSeconds: o.bodyTimeoutSeconds,
   });
   process.stderr.write(`listening on ${running.url}\n`);
   log.info(`chat page: ${running.url}/ (open it in a browser)`);

@@ -39,7 +39,7 @@ export interface CompletionLimits {
 /** The chat defaults under the request's sampling knobs (checked when the request was read), the prompt, and the reply budget against the context. */
 export function prepareCompletion(request: ChatRequest, tokenizer: Tokenizer, capacity: number, limits: CompletionLimits) {
   const sampling = resolveSampling({ ...request.sampling, seed: request.sampling.seed ?? freshSeed() }, samplingDefaults.chat, "field");
-  const rendered = renderChat(request, tokenizer);
+  const rendered = renderChat(request, tokenizer, capacity);
   const maxTokens = fitReply({
     promptIds: rendered.ids.length, maxTokens: request.maxTokens, defaultMaxTokens: limits.defaultMaxTokens, capacity,
     promptField: "messages", maxTokensField: "max_tokens",

@@ -31,7 +31,16 @@ export interface ServeOptions {
   allowHosts?: readonly string[];
   /** Browser origins answered besides the server's own page (--allow-origin; "*" for any). */
   allowOrigins?: readonly string[];
+  /** A connection silent this long before its request is read (headers, keep-alive) is closed (--idle-timeout). */
+  idleTimeoutSeconds?: number;
+  /** A request body must have arrived whole within this (--body-timeout); else 408. */
+  bodyTimeoutSeconds?: number;
 }
+
+export const defaultIdleTimeoutSeconds = 10;
+export const defaultBodyTimeoutSeconds = 30;
+/** Bun's ceiling for idleTimeout. */
+export const maxIdleTimeoutSeconds = 255;
 
 /** A FIFO of generations: one runs, at most `limit` wait. */
 class GenerationQueue {
@@ -100,15 +109,50 @@ export interface RunningServer {
 export function startServer(source: GenerationSource, tokenizer: Tokenizer, options: ServeOptions): RunningServer {
   const stopIdSet = stopIds(controlIds(tokenizer));
   const queue = new GenerationQueue(options.queue);
+  // Admission: requests are parsed, rendered and encoded one at a time, so a flood of large
+  // bodies costs one parse's memory, not one per connection; as many may wait as for a generation.
+  const admission = new GenerationQueue(options.queue);
+  const queueFull = () => errorResponse(apiError(429, "rate_limit_error", `the queue is full (${options.queue} waiting); try again`, "queue_full"), { "retry-after": "1" });
+  /** Runs `parse` in its turn at admission (429 when too many wait), before the request may join the generation queue. */
+  async function admitted<T>(parse: () => T): Promise<T | Response> {
+    const gate = admission.enter();
+    if (!gate) return queueFull();
+    const done = await gate.ready;
+    try {
+      return parse();
+    } catch (error) {
+      return errorResponse(fromThrown(error));
+    } finally {
+      done();
+    }
+  }
   let closing = false;
   const created = Math.floor(Date.now() / 1000);
   const model = { id: options.modelName, object: "model", created, owned_by: "k3" };
 
-  /** The body, or the 413 answer when it is over --max-body (never read past the limit). */
+  /**
+   * The body, or the 413 answer when it is over --max-body (never read past the limit), or 408
+   * when it has not all arrived within --body-timeout (a slow client holds no descriptor
+   * longer). Once read, the connection's idle limit is lifted: a queued or generating request
+   * may send nothing for minutes.
+   */
   async function readBody(req: Request): Promise<Uint8Array | Response> {
     const tooLarge = () => errorResponse(apiError(413, "invalid_request_error", `the body is over the ${options.maxBodyBytes}-byte limit (--max-body)`, "body_too_large"));
     if (Number(req.headers.get("content-length") ?? "0") > options.maxBodyBytes) return tooLarge();
-    return (await readBounded(req, options.maxBodyBytes)) ?? tooLarge();
+    const seconds = options.bodyTimeoutSeconds ?? defaultBodyTimeoutSeconds;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    const late = new Promise<"late">((resolve) => { timer = setTimeout(() => resolve("late"), seconds * 1000); });
+    try {
+      const body = await Promise.race([readBounded(req, options.maxBodyBytes), late]);
+      if (body === "late") {
+        return errorResponse(apiError(408, "invalid_request_error", `the body did not arrive within ${seconds} s (--body-timeout)`, "body_timeout"), { connection: "close" });
+      }
+      if (body === undefined) return tooLarge();
+      server.timeout(req, 0);
+      return body;
+    } finally {
+      clearTimeout(timer);
+    }
   }
 
   const unknownModel = (name: string) =>
@@ -155,15 +199,13 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
   async function textCompletions(req: Request): Promise<Response> {
     const bytes = await readBody(req);
     if (bytes instanceof Response) return bytes;
-    let request: TextRequest;
-    try {
-      request = parseTextRequest(bytes, tokenizer, source.capacity);
-    } catch (error) {
-      return errorResponse(fromThrown(error));
-    }
-    if (request.model !== undefined && request.model !== options.modelName) return unknownModel(request.model);
+    const request = await admitted((): TextRequest | Response => {
+      const r = parseTextRequest(bytes, tokenizer, source.capacity);
+      return r.model !== undefined && r.model !== options.modelName ? unknownModel(r.model) : r;
+    });
+    if (request instanceof Response) return request;
     const turn = queue.enter();
-    if (!turn) return errorResponse(apiError(429, "rate_limit_error", `the queue is full (${options.queue} waiting); try again`, "queue_full"), { "retry-after": "1" });
+    if (!turn) return queueFull();
     const head = { id: `cmpl-${crypto.randomUUID().replaceAll("-", "")}`, object: "text_completion", created: Math.floor(Date.now() / 1000), model: options.modelName };
     const cancelled = () => req.signal.aborted;
     if (!request.stream) {
@@ -193,16 +235,14 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
   async function chatCompletions(req: Request): Promise<Response> {
     const bytes = await readBody(req);
     if (bytes instanceof Response) return bytes;
-    let prepared: PreparedCompletion;
-    try {
+    const prepared = await admitted((): PreparedCompletion | Response => {
       const request = parseChatRequest(bytes, { source: "request" });
       if (request.model !== undefined && request.model !== options.modelName) return unknownModel(request.model);
-      prepared = prepareCompletion(request, tokenizer, source.capacity, { defaultMaxTokens: options.defaultMaxTokens });
-    } catch (error) {
-      return errorResponse(fromThrown(error));
-    }
+      return prepareCompletion(request, tokenizer, source.capacity, { defaultMaxTokens: options.defaultMaxTokens });
+    });
+    if (prepared instanceof Response) return prepared;
     const turn = queue.enter();
-    if (!turn) return errorResponse(apiError(429, "rate_limit_error", `the queue is full (${options.queue} waiting); try again`, "queue_full"), { "retry-after": "1" });
+    if (!turn) return queueFull();
     const id = completionId();
     const head = { id, created: Math.floor(Date.now() / 1000), model: options.modelName };
     const cancelled = () => req.signal.aborted;
@@ -298,7 +338,8 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     // Far above --max-body, so that k3 answers an oversized body itself, with the OpenAI error
     // body, after reading no more than the limit (readBounded) instead of Bun refusing it bare.
     maxRequestBodySize: options.maxBodyBytes + 256 * 1024 * 1024,
-    idleTimeout: 0,
+    // Headers that do not arrive and keep-alive connections left idle are closed after this.
+    idleTimeout: options.idleTimeoutSeconds ?? defaultIdleTimeoutSeconds,
     // Never share the port with another process (SO_REUSEPORT would split requests between them).
     reusePort: false,
     // Not Bun's development mode: no reloading page and no error pages with stack traces.

@@ -9,6 +9,7 @@ import { createSampler } from "../decode/sampling.ts";
 import { freshSeed, resolveSampling, samplingDefaults, type SamplingOptions } from "../decode/sampling-options.ts";
 import { fitReply } from "../decode/reply-room.ts";
 import { fieldError, usageError } from "../errors.ts";
+import { checkTextFits } from "../chat/render.ts";
 import { readGenerationFields, requestFields } from "../chat/request-generation.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import type { PrefillProgress } from "../session/conversation.ts";
@@ -46,6 +47,7 @@ export function parseTextRequest(bytes: Uint8Array, tokenizer: Tokenizer, capaci
   if (body.boolean("echo") === true) throw fieldError("echo", "not supported");
   const generation = readGenerationFields(body, ["max_tokens"]);
   const sampling = resolveSampling({ ...generation.sampling, seed: generation.sampling.seed ?? freshSeed() }, samplingDefaults.chat, "field");
+  checkTextFits(Buffer.byteLength(prompt), capacity, tokenizer, "prompt"); // before encoding: the work is bounded by the context
   const ids = tokenizer.encode(prompt); // control-token text becomes the control ids
   const maxTokens = fitReply({
     promptIds: ids.length, maxTokens: generation.maxTokens, defaultMaxTokens: defaultCompletionTokens, capacity,

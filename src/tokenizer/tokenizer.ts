@@ -53,6 +53,14 @@ export class Tokenizer {
     this.bpe = new BytePairEncoder(table);
   }
 
+  /**
+   * The most bytes one id can stand for (the longest rank or special token's text): a text of
+   * n bytes encodes to at least n / maxTokenBytes ids, a bound known before encoding it.
+   */
+  get maxTokenBytes(): number {
+    return Math.max(this.table.maxTokenBytes, ...this.specialBytes.map((bytes) => bytes.length));
+  }
+
   /** Id of a special token's text (`<|end_of_msg|>` -> 163586), or undefined. */
   specialId(text: string): number | undefined {
     return this.specialIdOfText.get(text);

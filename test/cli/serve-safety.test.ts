@@ -7,7 +7,7 @@
  * that reproduces its answer.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { demoDir } from "../support/demo.ts";
 import { k3 } from "../support/k3.ts";
@@ -191,4 +191,53 @@ describe("the snapshot directory goes with the server, however it ends", () => {
     expect(held(dir).sort()).toEqual(["k3-snapshots-file", "k3-snapshots-live", "k3-snapshots-ownerless"]);
     expect(await next.stop()).toBe(0);
   });
+});
+
+describe("work is admitted before it is done, and bounded", () => {
+  /** The server's peak resident memory so far (VmHWM), in bytes. */
+  const peakRss = (s: Served) => Number(readFileSync(`/proc/${s.child.pid}/status`, "utf8").match(/VmHWM:\s+(\d+) kB/)![1]) * 1024;
+  const descriptors = (s: Served) => readdirSync(`/proc/${s.child.pid}/fd`).length;
+
+  test("ten parallel 15 MB bodies: each refused, naming the field, within 10 s, the server under 700 MB at its peak", async () => {
+    const s = await serve(demoDir);
+    expect(peakRss(s)).toBeLessThan(200e6); // the demo server at rest: the flood is what the bound is for
+    const body = JSON.stringify({ messages: [{ role: "user", content: "a".repeat(15_000_000) }] });
+    const started = performance.now();
+    const answers = await Promise.all(Array.from({ length: 10 }, () => fetch(`${s.url}/v1/chat/completions`, { method: "POST", body })));
+    const seconds = (performance.now() - started) / 1000;
+    for (const r of answers) {
+      expect(r.status).toBe(400);
+      expect(((await r.json()) as { error: { param: string } }).error.param).toBe("messages");
+    }
+    expect(seconds).toBeLessThan(10);
+    const peak = peakRss(s);
+    expect(peak).toBeLessThan(700e6);
+    expect((await fetch(`${s.url}/v1/completions`, { method: "POST", body: JSON.stringify({ prompt: "Once", max_tokens: 2 }) })).status).toBe(200);
+  }, 60_000);
+
+  test("200 connections that send part of a body are answered 408 and closed by --body-timeout, their descriptors freed", async () => {
+    const s = await serve(demoDir, ["--body-timeout", "2"]);
+    const { hostname, port } = new URL(s.url);
+    const idle = descriptors(s);
+    const closed: Promise<string>[] = [];
+    for (let i = 0; i < 200; i++) {
+      const done = Promise.withResolvers<string>();
+      let text = "";
+      const socket = await Bun.connect({
+        hostname, port: Number(port),
+        socket: { data: (_s, chunk) => { text += chunk.toString(); }, close: () => done.resolve(text), error: () => done.resolve(text) },
+      });
+      socket.write(`POST /v1/completions HTTP/1.1\r\nhost: ${hostname}:${port}\r\ncontent-length: 1000\r\n\r\n{"prompt":`);
+      closed.push(done.promise);
+    }
+    await Bun.sleep(500);
+    expect(descriptors(s)).toBeGreaterThanOrEqual(idle + 200); // all of them held while they trickle
+    const started = performance.now();
+    const answers = await Promise.all(closed);
+    expect((performance.now() - started) / 1000).toBeLessThan(8);
+    for (const a of answers) expect(a.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout");
+    await Bun.sleep(200);
+    expect(descriptors(s)).toBeLessThan(idle + 10);
+    expect((await fetch(`${s.url}/health`)).status).toBe(200);
+  }, 60_000);
 });
