@@ -43,6 +43,7 @@ const ui = {
   send: byId<HTMLButtonElement>("send"),
   stop: byId<HTMLButtonElement>("stop"),
   keyDialog: byId<HTMLDialogElement>("key-dialog"),
+  keyCancel: byId<HTMLButtonElement>("key-cancel"),
   keyReason: byId("key-reason"),
   keyInput: byId<HTMLInputElement>("api-key"),
 };
@@ -210,6 +211,8 @@ function setBusy(busy: boolean): void {
 
 // ---- the API key -------------------------------------------------------------------------
 
+ui.keyCancel.addEventListener("click", () => ui.keyDialog.close("cancel"));
+
 /** Asks for the key; undefined when the user cancels. */
 function askKey(reason: string): Promise<string | undefined> {
   ui.keyReason.textContent = reason;
@@ -290,8 +293,9 @@ async function send(text: string): Promise<void> {
     if (live.phase === next) return;
     live.phase = next;
     livePhase = next;
+    // For screen readers (role=status) only: the ticker beside it already starts with the phase.
     ui.status.textContent = { waiting: "Waiting", prefill: "Prefill", thinking: "Thinking", answering: "Answering" }[next];
-    ui.status.className = "";
+    ui.status.className = "live";
   };
   const delta = () => {
     live.deltas++;
@@ -303,6 +307,7 @@ async function send(text: string): Promise<void> {
     ui.ticker.textContent = describeLive(live);
   };
   ui.status.textContent = "Waiting";
+  ui.status.className = "live";
   tick();
   const ticker = setInterval(tick, 250);
 
