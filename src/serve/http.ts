@@ -14,6 +14,7 @@ import type { Tokenizer } from "../tokenizer/index.ts";
 import { prepareCompletion, runCompletion, type Completion, type Delta, type GenerationSource, type PreparedCompletion } from "./chat-completion.ts";
 import { excerpt, runtimeError } from "../errors.ts";
 import { apiError, errorResponse, fromThrown } from "./errors.ts";
+import { pageRoutes } from "./page-routes.ts";
 import { hostAllowed, originAllowed, originPolicy, type OriginPolicy } from "./request-origin.ts";
 import { parseTextRequest, runTextCompletion, type TextRequest } from "./text-completion.ts";
 
@@ -346,7 +347,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     development: false,
     // The chat page and its bundled assets (src/page/), built into the executable; no key needed
     // to load it, the API it talks to stays behind the key.
-    routes: { "/": chatPage },
+    routes: pageRoutes(chatPage),
     fetch: async (req) => {
       try {
         return await guarded(req);

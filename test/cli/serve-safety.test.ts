@@ -102,6 +102,24 @@ describe("Host and Origin: only this server's names and its own page, unless all
   });
 });
 
+describe("the chat page keeps to itself", () => {
+  test("the page and each of its assets carry the CSP (frame-ancestors 'none'), X-Frame-Options DENY, nosniff and no referrer, as headers", async () => {
+    const s = await serve(demoDir);
+    const page = await fetch(`${s.url}/`);
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    const assets = [...html.matchAll(/(?:src|href)="(\/[^"]+)"/g)].map((m) => m[1] as string);
+    expect(assets.length).toBeGreaterThanOrEqual(2); // the script and the style sheet
+    for (const response of [page, ...(await Promise.all(assets.map((path) => fetch(`${s.url}${path}`))))]) {
+      expect(response.status).toBe(200);
+      expect(response.headers.get("content-security-policy")).toContain("frame-ancestors 'none'");
+      expect(response.headers.get("content-security-policy")).toContain("default-src 'none'");
+      expect([response.headers.get("x-frame-options"), response.headers.get("x-content-type-options"), response.headers.get("referrer-policy")])
+        .toEqual(["DENY", "nosniff", "no-referrer"]);
+    }
+  });
+});
+
 describe("a server with a key", () => {
   let s: Served;
   beforeAll(async () => { s = await serve(demoDir, [], { env: { K3_API_KEY: "sekrit" } }); });
