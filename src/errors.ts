@@ -27,13 +27,16 @@ export class K3Error extends Error {
   readonly detail: string | undefined;
   /** The request field (or flag) refused, as data: an HTTP error's `param`. */
   readonly field: string | undefined;
+  /** What kind of refusal, as data, when a client may act on it: an HTTP error's `code`. */
+  readonly kind: RefusalKind | undefined;
 
-  constructor(exitCode: ExitCodeValue, message: string, detail?: string, field?: string) {
+  constructor(exitCode: ExitCodeValue, message: string, detail?: string, field?: string, kind?: RefusalKind) {
     super(message);
     this.name = "K3Error";
     this.exitCode = exitCode;
     this.detail = detail;
     this.field = field;
+    this.kind = kind;
   }
 }
 
@@ -42,8 +45,11 @@ export function usageError(message: string, detail?: string): K3Error {
 }
 
 /** A usage error about one field: the message names it first (`field: reason`), and it is kept as data. */
-export function fieldError(field: string, reason: string): K3Error {
-  return new K3Error(ExitCode.usage, `${field}: ${reason}`, undefined, field);
+/** Refusals a client can act on, by OpenAI's codes: `context_length_exceeded` (shorten the conversation). */
+export type RefusalKind = "context_length_exceeded";
+
+export function fieldError(field: string, reason: string, kind?: RefusalKind): K3Error {
+  return new K3Error(ExitCode.usage, `${field}: ${reason}`, undefined, field, kind);
 }
 
 export function runtimeError(message: string): K3Error {

@@ -93,6 +93,6 @@ export function renderChat(request: ChatRequest, tokenizer: Tokenizer, maxIds?: 
 export function checkTextFits(bytes: number, maxIds: number, tokenizer: Tokenizer, field: string): void {
   const fewest = Math.ceil(bytes / tokenizer.maxTokenBytes);
   if (fewest > maxIds) {
-    throw fieldError(field, `${bytes} bytes of text are at least ${fewest} ids, more than the ${maxIds} positions the context holds`);
+    throw fieldError(field, `${bytes} bytes of text are at least ${fewest} ids, more than the ${maxIds} positions the context holds`, "context_length_exceeded");
   }
 }

@@ -24,10 +24,10 @@ export interface ReplyRoomRequest {
 export function fitReply(r: ReplyRoomRequest): number {
   const room = r.capacity - r.promptIds;
   const hint = r.hint ? ` (${r.hint})` : "";
-  if (room < 1) throw fieldError(r.promptField, `the prompt has ${r.promptIds} ids; the context holds ${r.capacity}${hint}`);
+  if (room < 1) throw fieldError(r.promptField, `the prompt has ${r.promptIds} ids; the context holds ${r.capacity}${hint}`, "context_length_exceeded");
   const maxTokens = r.maxTokens ?? Math.min(r.defaultMaxTokens, room);
   if (maxTokens > room) {
-    throw fieldError(r.maxTokensField, `${maxTokens} more ids do not fit: the prompt takes ${r.promptIds} of the ${r.capacity} positions the context holds${hint}`);
+    throw fieldError(r.maxTokensField, `${maxTokens} more ids do not fit: the prompt takes ${r.promptIds} of the ${r.capacity} positions the context holds${hint}`, "context_length_exceeded");
   }
   return maxTokens;
 }

@@ -7,6 +7,7 @@
 import { ApiError, chatRequest, listModels, streamChat, type ChatSettings, type Effort } from "./api.ts";
 import { renderMarkdown } from "./markdown.ts";
 import { exportConversation, ImportError, maxImportBytes, parseConversation, titleOf, type Message } from "./messages.ts";
+import { dropOldestTurn } from "./history.ts";
 import { describeFinished, describeLive, type LiveTurn, type Phase } from "./stats.ts";
 import { load, newConversation, save, type Conversation, type Note, type Saved } from "./store.ts";
 
@@ -44,6 +45,9 @@ const ui = {
   stop: byId<HTMLButtonElement>("stop"),
   keyDialog: byId<HTMLDialogElement>("key-dialog"),
   keyCancel: byId<HTMLButtonElement>("key-cancel"),
+  overflow: byId<HTMLDivElement>("overflow"),
+  overflowDrop: byId<HTMLButtonElement>("overflow-drop"),
+  overflowNew: byId<HTMLButtonElement>("overflow-new"),
   keyReason: byId("key-reason"),
   keyInput: byId<HTMLInputElement>("api-key"),
 };
@@ -247,6 +251,7 @@ async function withKey<T>(call: (key: string | undefined) => Promise<T>): Promis
 
 async function send(text: string): Promise<void> {
   if (active || text.trim() === "") return;
+  ui.overflow.hidden = true;
   const c = current();
   const settings = readSettings();
   state.settings = settings;
@@ -295,7 +300,7 @@ async function send(text: string): Promise<void> {
     livePhase = next;
     // For screen readers (role=status) only: the ticker beside it already starts with the phase.
     ui.status.textContent = { waiting: "Waiting", prefill: "Prefill", thinking: "Thinking", answering: "Answering" }[next];
-    ui.status.className = "live";
+    ui.status.className = "visually-hidden";
   };
   const delta = () => {
     live.deltas++;
@@ -307,12 +312,13 @@ async function send(text: string): Promise<void> {
     ui.ticker.textContent = describeLive(live);
   };
   ui.status.textContent = "Waiting";
-  ui.status.className = "live";
+  ui.status.className = "visually-hidden";
   tick();
   const ticker = setInterval(tick, 250);
 
   let stopped = false;
   let failure: string | undefined;
+  let outgrown = false;
   try {
     await withKey((key) => streamChat(request, key, controller.signal, {
       onReasoning: (t) => {
@@ -347,6 +353,7 @@ async function send(text: string): Promise<void> {
   } catch (error) {
     if (controller.signal.aborted) stopped = true;
     else failure = error instanceof Error ? error.message : String(error);
+    outgrown = error instanceof ApiError && error.code === "context_length_exceeded";
   }
   clearInterval(ticker);
   if (frame) cancelAnimationFrame(frame);
@@ -372,8 +379,28 @@ async function send(text: string): Promise<void> {
   setBusy(false);
   renderConversation();
   persist();
+  // The way on: fewer turns (the message is back in the box, to send again) or a new conversation.
+  ui.overflow.hidden = !outgrown;
+  ui.overflowDrop.disabled = dropOldestTurn(c.messages, c.notes).dropped === 0;
   ui.prompt.focus();
 }
+
+ui.overflowDrop.addEventListener("click", () => {
+  const c = current();
+  const trimmed = dropOldestTurn(c.messages, c.notes);
+  c.messages = trimmed.messages;
+  c.notes = trimmed.notes;
+  c.updated = Date.now();
+  ui.overflow.hidden = true;
+  setStatus(`Dropped the oldest turn (${trimmed.dropped} messages); send again`);
+  renderConversation();
+  persist();
+  ui.prompt.focus();
+});
+ui.overflowNew.addEventListener("click", () => {
+  ui.overflow.hidden = true;
+  ui.newChat.click();
+});
 
 function stop(): void {
   active?.controller.abort();

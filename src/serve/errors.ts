@@ -18,7 +18,7 @@ export const apiError = (status: number, type: string, message: string, code: st
 /** A thrown error as the response it deserves: a K3 usage error is the client's (400). */
 export function fromThrown(error: unknown): ApiError {
   if (error instanceof K3Error && error.exitCode === ExitCode.usage) {
-    return apiError(400, "invalid_request_error", error.message, "invalid_request", error.field ?? null);
+    return apiError(400, "invalid_request_error", error.message, error.kind ?? "invalid_request", error.field ?? null);
   }
   const message = error instanceof Error ? error.message : String(error);
   return apiError(500, "server_error", message, "internal_error");

@@ -179,10 +179,10 @@ describe("k3 serve", () => {
     const tooLong = "x ".repeat(20_000);
     for (const [path, prompt, promptField] of [["/v1/chat/completions", { messages: [{ role: "user", content: "x" }] }, "messages"], ["/v1/completions", { prompt: "x" }, "prompt"]] as const) {
       const at = (body: unknown) => fetch(`${s.url}${path}`, { method: "POST", headers: { ...auth, "content-type": "application/json" }, body: JSON.stringify(body) });
-      const over = await expectError(await at({ ...prompt, max_tokens: 1_000_000 }), 400, "invalid_request");
+      const over = await expectError(await at({ ...prompt, max_tokens: 1_000_000 }), 400, "context_length_exceeded"); // OpenAI's code: a client can act on it
       expect([over.param, over.message]).toEqual(["max_tokens", expect.stringMatching(fits)]);
       const whole = path === "/v1/completions" ? { prompt: tooLong } : { messages: [{ role: "user", content: tooLong }] };
-      const full = await expectError(await at(whole), 400, "invalid_request");
+      const full = await expectError(await at(whole), 400, "context_length_exceeded");
       expect([full.param, full.message]).toEqual([promptField, expect.stringMatching(/^\w+: the prompt has \d+ ids; the context holds \d+$/)]);
     }
     // One generates, none may wait: a second request meanwhile is told to come back.
