@@ -23,6 +23,8 @@ export const inputLimits = {
   promptTextBytes: 256 * MiB,
   /** A chat-completions request body or file, and a saved transcript. */
   requestBytes: 64 * MiB,
+  /** Messages in one request or transcript (a context of 1,048,576 positions holds under 200,000 short ones). */
+  requestMessages: 262_144,
   /** An expert trace for `k3 sim-cache` (8 bytes a request: 134 million requests). */
   traceBytes: 1024 * MiB,
   /** One answer of the Hub's API: revision info, a page of the tree listing (the release's: ~30 KB). */

@@ -10,6 +10,7 @@ import { isJsonArray, isJsonObject, type JsonArray, type JsonValue } from "./jso
 import { isBlank } from "./python-text.ts";
 import { checkTools, type DeclaredNames } from "./request-tools.ts";
 import type { AssistantMessage, ChatMessage, ContentParts, ToolArguments, ToolCall, ToolMessage } from "./request-types.ts";
+import { inputLimits } from "../input-limits.ts";
 
 export interface MessageOptions {
   /** Render `developer` messages as `system` (and say so in the request's notes) instead of refusing them. */
@@ -22,6 +23,7 @@ const MEDIA_PARTS = ["image", "image_url", "input_image", "video", "video_url", 
 
 export function parseMessages(items: JsonArray, path: string, declared: DeclaredNames, options: MessageOptions, notes: string[]): ChatMessage[] {
   if (items.length === 0) throw refuse(path, "is empty (a chat needs at least one message)");
+  if (items.length > inputLimits.requestMessages) throw refuse(path, `${items.length} messages, more than the ${inputLimits.requestMessages} a request may hold`);
   return items.map((_, i) => parseMessage(itemFields(items, i, path, "a message"), i, declared, options, notes));
 }
 

@@ -78,3 +78,11 @@ describe("one reader of the generation fields for both endpoints", () => {
     expect(read).toMatchObject({ stop: ["x"], stream: true, includeUsage: true, maxTokens: 3 });
   });
 });
+
+describe("the request limits of one table (src/input-limits.ts)", () => {
+  test("more messages than a request may hold are refused, naming messages, before any is read", async () => {
+    const { inputLimits } = await import("../../src/input-limits.ts");
+    const many = Array.from({ length: inputLimits.requestMessages + 1 }, () => 0); // not even messages: the count is checked first
+    expect(viaChat({ messages: many })).toEqual({ param: "messages", message: `messages: ${many.length} messages, more than the ${inputLimits.requestMessages} a request may hold` });
+  });
+});
