@@ -112,18 +112,22 @@ export async function main(args: readonly string[]): Promise<number> {
     defaultMaxTokens: o.maxTokens, allowHosts: o.allowHosts, allowOrigins: o.allowOrigins,
     idleTimeoutSeconds: o.idleTimeoutSeconds, bodyTimeoutSeconds: o.bodyTimeoutSeconds,
   });
-  process.stderr.write(`listening on ${running.url}\n`);
-  log.info(`chat page: ${running.url}/ (open it in a browser)`);
-  await new Promise<void>((resolve) => {
-    const stop = (signal: "SIGINT" | "SIGTERM") => {
+  const stopped = new Promise<void>((resolve) => {
+    // One handler for both signals, installed before the server says it is ready: the first
+    // signal stops it gently, a second (either) ends the process at once, through exit, so the
+    // snapshot directory still goes.
+    let signals = 0;
+    const onSignal = (signal: "SIGINT" | "SIGTERM") => {
+      if (++signals > 1) process.exit(signal === "SIGINT" ? ExitCode.interrupted : ExitCode.terminated);
       log.info(`${signal}: finishing the request in flight, then stopping (again to stop at once)`);
-      // A second signal ends the process now, through exit, so the snapshot directory still goes.
-      process.once(signal, () => process.exit(signal === "SIGINT" ? ExitCode.interrupted : ExitCode.terminated));
       void running.stop().then(resolve);
     };
-    process.once("SIGINT", () => stop("SIGINT"));
-    process.once("SIGTERM", () => stop("SIGTERM"));
+    process.on("SIGINT", onSignal);
+    process.on("SIGTERM", onSignal);
   });
+  process.stderr.write(`listening on ${running.url}\n`);
+  log.info(`chat page: ${running.url}/ (open it in a browser)`);
+  await stopped;
   conversation.close();
   return engine.experts.drops.length > 0 ? ExitCode.corruptTokens : ExitCode.ok;
 }
