@@ -1,4 +1,5 @@
-// Runs before the tests: a fresh clone gets libk3, libk3-safe and dist/k3 built here, temporary
+// Runs before the tests: libk3, libk3-safe and dist/k3 are built here when missing or older than
+// their sources (`bun run build` builds all three, so after it nothing is left to do), temporary
 // directories of earlier test runs that were killed are removed, and this run's are removed when
 // it ends. The tests' own process loads libk3-safe (K3_SAFE_NATIVE=1): every kernel the unit
 // tests call runs with Zig's safety checks, so a broken invariant fails the run instead of
