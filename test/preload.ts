@@ -12,6 +12,14 @@ import { removeOwnTestRoots, removeStaleTestRoots } from "./support/tmp.ts";
 
 ensureBuilt();
 process.env.K3_SAFE_NATIVE = "1";
+// One compute thread for this process and, through the environment, the dist/k3 runs and servers
+// it starts, unless K3_THREADS is set already (`K3_THREADS=2 bun test` runs it all threaded). The
+// test models are so small that a second thread's spin-wait costs more than its share of the work
+// (a --recompute run of tiny13 takes 2-4x as long on two threads here), and tests that run
+// processes side by side would each spin against the other. Results are the same bits at every
+// thread count; the tests of that name their counts: test/unit/kernels*.test.ts (1-3 threads per
+// kernel), the oracle gate (1-3 threads through dist/k3), test/cli/sampling.test.ts (2 threads).
+process.env.K3_THREADS ??= "1";
 removeStaleTestRoots();
 for (const parent of ["/var/tmp", "/dev/shm"]) if (existsSync(parent)) removeStaleTestRoots(parent);
 // In the preload, afterAll is global: bun runs it once, after every test file has finished.
