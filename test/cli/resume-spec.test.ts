@@ -1,14 +1,20 @@
 /**
- * Through dist/k3 on both oracle fixtures: state files (runtime.md 8) resume exactly, with and
- * without a new prompt and with the streamed trunk; `--spec N` (9.1-9.2) gives serial ids in
- * every budget configuration, greedy and seeded, with drafts that do fire; `--tf-check` (9.4)
- * counts the reference's teacher-forced agreement; every misuse is refused with its exit code.
+ * On both oracle fixtures: state files (runtime.md 8) resume exactly, with and without a new
+ * prompt and with the streamed trunk; `--spec N` (9.1-9.2) gives serial ids in every budget
+ * configuration, greedy and seeded, with drafts that do fire; `--tf-check` (9.4) counts the
+ * reference's teacher-forced agreement; every misuse is refused with its exit code.
+ *
+ * The runs compared with each other are the run command's in this process
+ * (test/support/run-in-process.ts, with the safety-checked kernels). Through dist/k3: every
+ * resume of a state file (its JSON and what it says on stderr), the banner and report of
+ * --spec, --tf-check, and the refusals.
  */
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { expectation, modelDir, oracleModels } from "../support/fixtures.ts";
+import { expectation, modelDir, oracleModels, packedFixtureTrunk } from "../support/fixtures.ts";
 import { k3 } from "../support/k3.ts";
+import { runInProcess } from "../support/run-in-process.ts";
 import { smallFsUnavailable, withSmallFs } from "../support/small-fs.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -25,7 +31,13 @@ interface Run {
   saved_state: { positions: number; bytes: number } | null;
 }
 
+/** A run in this process. */
 function run(args: string[]): Run {
+  return runInProcess(args).json as Run;
+}
+
+/** A run through dist/k3. */
+function runBinary(args: string[]): Run {
   const r = k3([...args, "--out", "-"]);
   if (r.code !== 0) throw new Error(`k3 ${args.join(" ")} exited ${r.code}: ${r.stderr}`);
   return JSON.parse(r.stdout) as Run;
@@ -45,8 +57,7 @@ for (const name of oracleModels) {
   const prompt = expectation(name).tf.ids.slice(0, 10);
   let trunk = "";
   beforeAll(() => {
-    trunk = join(tempDir("trunk"), "packed");
-    expect(k3(["pack-trunk", dir, trunk]).code).toBe(0);
+    trunk = packedFixtureTrunk(name);
   });
 
   describe(`${name}: state files`, () => {
@@ -72,7 +83,7 @@ for (const name of oracleModels) {
         expect(r.stderr).toMatch(new RegExp(`, ${prompt.length + 5} positions\\) in [\\d.]+ s`));
         // A new prompt after the history: the same as one run over the whole sequence.
         const more = [3, 1, 4];
-        const continued = run([dir, "--load-state", state, "--ids", ids(more), "--gen", "5", ...budget()]);
+        const continued = runBinary([dir, "--load-state", state, "--ids", ids(more), "--gen", "5", ...budget()]);
         const cold = run([dir, "--ids", ids([...first.full_ids, ...more]), "--gen", "5", ...budget()]);
         expect(continued.generated_ids).toEqual(cold.generated_ids);
         expect(continued.full_ids).toEqual(cold.full_ids);
@@ -84,7 +95,7 @@ for (const name of oracleModels) {
       // fresh seeded run over the same context, not the tail of one long run.
       const state = join(tempDir("state"), "s.k3st");
       const first = run([dir, "--ids", ids(prompt), "--gen", "4", "--save-state", state, ...seeded]);
-      const resumed = run([dir, "--load-state", state, "--ids", "9", "--gen", "4", ...seeded]);
+      const resumed = runBinary([dir, "--load-state", state, "--ids", "9", "--gen", "4", ...seeded]);
       const cold = run([dir, "--ids", ids([...first.full_ids, 9]), "--gen", "4", ...seeded]);
       expect(resumed.generated_ids).toEqual(cold.generated_ids);
     });
