@@ -3,6 +3,9 @@
  * (tools/reference) on two tiny models in the released layout. Token ids must be exact; the
  * reference chose prompts whose top-2 logit gaps are far above the engine-vs-reference error.
  * Every kernel variant this machine runs (K3_ISA) and thread count gives the same bits.
+ *
+ * The tests run concurrently: the dist/k3 runs are child processes (two cores share them), and
+ * the in-process ones compute while those run.
  */
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
@@ -10,7 +13,8 @@ import { join } from "node:path";
 import { argmax } from "../../src/decode/sampler.ts";
 import { availableIsas } from "../../src/native/kernels.ts";
 import { expectation, fixturesDir, modelDir, openFixture, oracleModels, readF32 } from "../support/fixtures.ts";
-import { k3, type K3Result } from "../support/k3.ts";
+import { k3Async } from "../support/k3-async.ts";
+import type { K3Result } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
 
 function generated(r: K3Result, outPath: string): number[] {
@@ -18,16 +22,16 @@ function generated(r: K3Result, outPath: string): number[] {
   return JSON.parse(readFileSync(outPath, "utf8")).generated_ids as number[];
 }
 
-function runIds(model: string, ids: number[], gen: number, extra: string[] = [], env?: Record<string, string>): number[] {
+async function runIds(model: string, ids: number[], gen: number, extra: string[] = [], env?: Record<string, string>): Promise<number[]> {
   const out = join(tempDir("gate"), "run.json");
-  return generated(k3([modelDir(model), "--ids", ids.join(","), "--gen", String(gen), "--out", out, ...extra], env ? { env } : {}), out);
+  return generated(await k3Async([modelDir(model), "--ids", ids.join(","), "--gen", String(gen), "--out", out, ...extra], env ? { env } : {}), out);
 }
 
 for (const name of oracleModels) {
   const want = expectation(name);
   const dir = modelDir(name);
 
-  describe(`${name}: gates`, () => {
+  describe.concurrent(`${name}: gates`, () => {
     test("GATE 1, teacher forcing: the argmax at every one of 32 positions matches the reference", () => {
       using engine = openFixture(name, want.tf.ids.length + 1);
       const state = engine.model.newState();
@@ -36,24 +40,26 @@ for (const name of oracleModels) {
       expect(got).toEqual(want.tf.argmax);
     });
 
-    test("GATE 2, greedy decode: 20 tokens through dist/k3 equal the reference", () => {
-      expect(runIds(name, want.prompt_ids, 20)).toEqual(want.generated_ids);
+    test("GATE 2, greedy decode: 20 tokens through dist/k3 equal the reference", async () => {
+      expect(await runIds(name, want.prompt_ids, 20)).toEqual(want.generated_ids);
     });
 
-    test("GATE 3, incremental = recompute = reference, 12-id prompt", () => {
-      expect(runIds(name, want.prompt_ids, 20, ["--recompute"])).toEqual(want.generated_ids);
-      expect(runIds(name, want.prompt_ids, 20, ["--incremental"])).toEqual(want.generated_ids);
+    test("GATE 3, incremental = recompute = reference, 12-id prompt", async () => {
+      const [recompute, incremental] = await Promise.all([runIds(name, want.prompt_ids, 20, ["--recompute"]), runIds(name, want.prompt_ids, 20, ["--incremental"])]);
+      expect(recompute).toEqual(want.generated_ids);
+      expect(incremental).toEqual(want.generated_ids);
     }, 60_000);
 
-    test(`GATE 3, a ${want.long.prompt_ids.length}-id prompt: incremental = recompute = reference`, () => {
+    test(`GATE 3, a ${want.long.prompt_ids.length}-id prompt: incremental = recompute = reference`, async () => {
       expect(want.long.prompt_ids.length).toBeGreaterThanOrEqual(300);
-      expect(runIds(name, want.long.prompt_ids, 20)).toEqual(want.long.generated_ids);
-      expect(runIds(name, want.long.prompt_ids, 20, ["--recompute"])).toEqual(want.long.generated_ids);
+      const [incremental, recompute] = await Promise.all([runIds(name, want.long.prompt_ids, 20), runIds(name, want.long.prompt_ids, 20, ["--recompute"])]);
+      expect(incremental).toEqual(want.long.generated_ids);
+      expect(recompute).toEqual(want.long.generated_ids);
     }, 180_000);
 
-    test("logits: --dump-logits within the model.md 8.5 tolerance of the reference", () => {
+    test("logits: --dump-logits within the model.md 8.5 tolerance of the reference", async () => {
       const path = join(tempDir("logits"), "logits.f32");
-      runIds(name, want.logits_prompt_ids, 1, ["--dump-logits", path]);
+      await runIds(name, want.logits_prompt_ids, 1, ["--dump-logits", path]);
       const got = readF32(path);
       const ref = readF32(join(dir, want.logits_file));
       expect(got.length).toBe(ref.length);
@@ -77,22 +83,26 @@ for (const name of oracleModels) {
       }
     });
 
-    test("kernel variant and thread invariance: every variant this machine runs, 1-3 threads, gives the default's ids and logits bit for bit", () => {
-      const run = (env: Record<string, string>) => {
+    test("kernel variant and thread invariance: every variant this machine runs, 1-3 threads, gives the default's ids and logits bit for bit", async () => {
+      const run = async (env: Record<string, string>) => {
         const path = join(tempDir("variants"), "logits.f32");
-        const ids = runIds(name, want.prompt_ids, 3, ["--dump-logits", path], env);
+        const ids = await runIds(name, want.prompt_ids, 3, ["--dump-logits", path], env);
         return { ids, logits: readFileSync(path) };
       };
-      const reference = run({});
-      expect(reference.ids).toEqual(want.generated_ids.slice(0, 3));
       const variants = availableIsas();
+      const combinations = variants.flatMap((isa) => ["1", "2", "3"].map((threads) => ({ isa, threads })));
+      // Two at a time: three threads of one run are enough to fill the machine.
+      const runs: { ids: number[]; logits: Buffer }[] = [];
+      for (let i = 0; i < combinations.length; i += 2) {
+        runs.push(...await Promise.all(combinations.slice(i, i + 2).map(({ isa, threads }) => run({ K3_ISA: isa, K3_THREADS: threads }))));
+      }
+      const reference = await run({});
+      expect(reference.ids).toEqual(want.generated_ids.slice(0, 3));
       expect(variants).toContain("scalar");
-      for (const isa of variants) {
-        for (const threads of ["1", "2", "3"]) {
-          const got = run({ K3_ISA: isa, K3_THREADS: threads });
-          expect(`${isa}/${threads}: ${got.ids.join(",")}`).toBe(`${isa}/${threads}: ${reference.ids.join(",")}`);
-          expect(`${isa}/${threads}: ${Buffer.compare(got.logits, reference.logits)}`).toBe(`${isa}/${threads}: 0`);
-        }
+      for (const [i, { isa, threads }] of combinations.entries()) {
+        const got = runs[i]!;
+        expect(`${isa}/${threads}: ${got.ids.join(",")}`).toBe(`${isa}/${threads}: ${reference.ids.join(",")}`);
+        expect(`${isa}/${threads}: ${Buffer.compare(got.logits, reference.logits)}`).toBe(`${isa}/${threads}: 0`);
       }
     }, 60_000);
   });
@@ -100,7 +110,7 @@ for (const name of oracleModels) {
 
 const bits = (a: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
 
-describe("engine paths are bit-identical (model.md 8.4)", () => {
+describe.concurrent("engine paths are bit-identical (model.md 8.4)", () => {
   test("prefill in one call, in chunks, and token by token give the same logits", () => {
     const ids = expectation("nested14").tf.ids;
     using engine = openFixture("nested14", ids.length + 1);
