@@ -16,11 +16,12 @@
  * on) and either a non-empty answer ended by a stop id (finish "stop") or, with tools declared,
  * a complete tool call (finish "tool_calls"). The shares are printed.
  *
- * The runs are one child process (test/support/demo-runs.ts: the engine in-process, with the
- * ReleaseFast kernels), so they cost seconds, not minutes under the safety-checked library.
+ * The runs are child processes (test/support/demo-runs.ts: the engine in-process, with the
+ * ReleaseFast kernels), so they cost seconds, not minutes under the safety-checked library; four
+ * side by side (demoJobs: resident in two halves, streamed, speculative), joined here.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { finishReason } from "../../src/chat/finish.ts";
 import { parseReply } from "../../src/chat/reply-message.ts";
@@ -29,7 +30,7 @@ import { controlIds, stopIds } from "../../src/chat/specials.ts";
 import { loadTokenizer } from "../../src/tokenizer/index.ts";
 import { loadDictionary, wordsOf } from "../../tools/train-demo/words.ts";
 import { demoDir, demoFixtureDir, readDemoExpectation } from "../support/demo.ts";
-import type { DemoRuns, PathRuns } from "../support/demo-runs.ts";
+import { demoJobs, jobArgs, jobName, type DemoRuns, type PathRuns } from "../support/demo-runs.ts";
 import { readF32 } from "../support/fixtures.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -40,12 +41,28 @@ const torchLast = readF32(join(demoFixtureDir, want.logits_files.last));
 
 let runs: DemoRuns;
 let out = "";
-beforeAll(() => {
+beforeAll(async () => {
   out = tempDir("demo-runs");
   const env: Record<string, string | undefined> = { ...process.env, K3_SAFE_NATIVE: undefined };
-  const r = Bun.spawnSync([process.execPath, join(import.meta.dir, "../support/demo-runs.ts"), out], { env, stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`demo-runs exited ${r.exitCode}: ${r.stderr.toString().slice(-2000)}`);
-  runs = JSON.parse(readFileSync(join(out, "runs.json"), "utf8")) as DemoRuns;
+  await Promise.all(demoJobs.map(async (job) => {
+    const child = Bun.spawn([process.execPath, join(import.meta.dir, "../support/demo-runs.ts"), out, ...jobArgs(job)], { env, stdout: "ignore", stderr: "pipe" });
+    const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
+    if (code !== 0) throw new Error(`demo-runs ${jobArgs(job).join(" ")} exited ${code}: ${stderr.slice(-2000)}`);
+  }));
+  // A path's parts joined, cases and logits rows in the same order; its time is the sum of its parts'.
+  const joined = (path: keyof DemoRuns): PathRuns => {
+    const parts = demoJobs.filter((job) => job.path === path).map((job) => JSON.parse(readFileSync(join(out, `${jobName(job)}.json`), "utf8")) as PathRuns);
+    for (const suffix of ["first", ...(path === "resident" ? ["last"] : [])]) {
+      const bytes = demoJobs.filter((job) => job.path === path).map((job) => readFileSync(join(out, `${jobName(job)}-${suffix}.f32`)));
+      writeFileSync(join(out, `${path}-${suffix}.f32`), Buffer.concat(bytes));
+    }
+    const sum = (key: "drafted" | "accepted") => (parts.some((p) => p[key] !== undefined) ? parts.reduce((n, p) => n + (p[key] ?? 0), 0) : undefined);
+    return {
+      cases: parts.flatMap((p) => p.cases), ids: parts.flatMap((p) => p.ids), seconds: parts.reduce((n, p) => n + p.seconds, 0),
+      ...(sum("drafted") === undefined ? {} : { drafted: sum("drafted"), accepted: sum("accepted") }),
+    };
+  };
+  runs = { resident: joined("resident"), streamed: joined("streamed"), speculative: joined("speculative") };
   const s = (p: PathRuns) => `${p.seconds.toFixed(1)} s`;
   console.log(`demo runs: resident ${s(runs.resident)}, streamed ${s(runs.streamed)}, speculative ${s(runs.speculative)}`);
 }, 600_000);
