@@ -1,13 +1,18 @@
 /**
- * Hybrid decode (runtime.md 9.3) through dist/k3 on both oracle fixtures, with the int8 draft
- * trunk `k3 quantize-trunk` writes: the ids are exactly the exact model's (the reference's), in
+ * Hybrid decode (runtime.md 9.3) on both oracle fixtures, with the int8 draft trunk
+ * `k3 quantize-trunk` writes: the ids are exactly the exact model's (the reference's), in
  * several budget configurations, greedy and seeded, on a resumed state too; drafts fire and are
  * accepted; the expert cache issues no read while the draft runs; misuse is refused.
+ *
+ * The runs are the run command's in this process (test/support/run-in-process.ts, with the
+ * safety-checked kernels); through dist/k3: the defaults with their banners and report line, and
+ * every refusal.
  */
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
-import { expectation, modelDir, oracleModels } from "../support/fixtures.ts";
+import { expectation, modelDir, oracleModels, packedFixtureTrunk } from "../support/fixtures.ts";
 import { k3 } from "../support/k3.ts";
+import { runInProcess } from "../support/run-in-process.ts";
 import { tempDir } from "../support/tmp.ts";
 
 setDefaultTimeout(60_000);
@@ -28,12 +33,12 @@ interface Run {
 }
 
 function run(args: string[]): Run {
-  const r = k3([...args, "--out", "-"]);
-  if (r.code !== 0) throw new Error(`k3 ${args.join(" ")} exited ${r.code}: ${r.stderr}`);
-  return JSON.parse(r.stdout) as Run;
+  return runInProcess(args).json as Run;
 }
 
 const ids = (list: readonly number[]) => list.join(",");
+/** Each model's int8 draft trunk, quantized by dist/k3 from the trunk packed once per process. */
+const drafts = new Map<string, string>();
 
 for (const name of oracleModels) {
   const dir = modelDir(name);
@@ -41,10 +46,10 @@ for (const name of oracleModels) {
   let trunk = "";
   let draft = "";
   beforeAll(() => {
-    trunk = join(tempDir("htrunk"), "packed");
+    trunk = packedFixtureTrunk(name);
     draft = join(tempDir("hdraft"), "int8");
-    expect(k3(["pack-trunk", dir, trunk]).code).toBe(0);
     expect(k3(["quantize-trunk", trunk, draft]).code).toBe(0);
+    drafts.set(name, draft);
   });
 
   describe(`${name}: hybrid decode with the int8 draft`, () => {
@@ -123,10 +128,7 @@ describe("hybrid decode: misuse", () => {
   const p = ids(expectation("tiny13").prompt_ids);
   let tinyDraft = "";
   beforeAll(() => {
-    const trunk = join(tempDir("hmis"), "t");
-    tinyDraft = join(tempDir("hmis"), "d");
-    expect(k3(["pack-trunk", dir, trunk]).code).toBe(0);
-    expect(k3(["quantize-trunk", trunk, tinyDraft]).code).toBe(0);
+    tinyDraft = drafts.get("tiny13")!;
   });
   const cases: [string, string[], number, string][] = [
     ["--recompute", [dir, "--ids", p, "--recompute", "--draft-trunk", "x"], 2, "k3: --draft-trunk needs incremental decode (the draft carries its own state); drop --recompute\n"],
