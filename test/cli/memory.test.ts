@@ -3,9 +3,9 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { readTraceFile } from "../../src/weights/expert-trace.ts";
-import { writeCheckpoint } from "../../tools/checkpoint/writer.ts";
 import { tinyConfig } from "../support/configs.ts";
 import { expectation, modelDir } from "../support/fixtures.ts";
+import { writeTestCheckpoint } from "../support/checkpoints.ts";
 import { k3 } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -103,7 +103,7 @@ describe("peak RSS is the run's own", () => {
 describe("the request ceiling: the model's context length, then the plan", () => {
   test("prompt + gen + 1 may reach max_position_embeddings, not pass it (exit 2 before loading)", () => {
     const dir = tempDir("context");
-    writeCheckpoint(dir, { ...tinyConfig(), maxPositionEmbeddings: 16 }, { shape: "flat", shards: 1 });
+    writeTestCheckpoint(dir, { ...tinyConfig(), maxPositionEmbeddings: 16 }, { shape: "flat", shards: 1 });
     const fits = k3([dir, "--ids", "1,2,3", "--gen", "12", "--out", "-"]);
     expect(fits.code).toBe(0);
     const memory = JSON.parse(fits.stdout).plan.memory;

@@ -3,8 +3,8 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import presetTable from "../../presets/presets.json" with { type: "json" };
-import { writeCheckpoint } from "../../tools/checkpoint/writer.ts";
 import { tinyConfig } from "../support/configs.ts";
+import { writeTestCheckpoint } from "../support/checkpoints.ts";
 import { k3 } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -90,7 +90,7 @@ describe("usage errors exit 2 with a one-line message naming the flag", () => {
 describe("checkpoint problems through the binary", () => {
   test("a config that cannot be trusted is refused with exit 2", () => {
     const dir = tempDir("cli-cfg");
-    writeCheckpoint(dir, tinyConfig(), { shape: "flat", shards: 1 });
+    writeTestCheckpoint(dir, tinyConfig(), { shape: "flat", shards: 1 });
     const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8"));
     config.full_attn_layers = [0, 4, 8, 12];
     writeFileSync(join(dir, "config.json"), JSON.stringify(config));
@@ -110,7 +110,7 @@ describe("checkpoint problems through the binary", () => {
 
   test("--config points at another file", () => {
     const dir = tempDir("cli-alt");
-    writeCheckpoint(dir, tinyConfig(), { shape: "nested", shards: 1 });
+    writeTestCheckpoint(dir, tinyConfig(), { shape: "nested", shards: 1 });
     const r = k3([dir, "--ids", "1", "--config", join(dir, "nope.json")]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("nope.json: cannot read the model config");
@@ -118,7 +118,7 @@ describe("checkpoint problems through the binary", () => {
 
   test("an id outside the vocabulary is refused with exit 2", () => {
     const dir = tempDir("cli-vocab");
-    writeCheckpoint(dir, tinyConfig(), { shape: "flat", shards: 1 });
+    writeTestCheckpoint(dir, tinyConfig(), { shape: "flat", shards: 1 });
     const r = k3([dir, "--ids", "1,256"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe("k3: --ids: token id 256 is outside the vocabulary (size 256)\n");
@@ -126,7 +126,7 @@ describe("checkpoint problems through the binary", () => {
 
   test("a corrupt shard is refused with exit 1 naming the file", () => {
     const dir = tempDir("cli-corrupt");
-    const [shard] = writeCheckpoint(dir, tinyConfig(), { shape: "flat", shards: 1 });
+    const [shard] = writeTestCheckpoint(dir, tinyConfig(), { shape: "flat", shards: 1 });
     const bytes = readFileSync(shard!);
     writeFileSync(shard!, bytes.subarray(0, bytes.length - 100));
     const r = k3([dir, "--ids", "1"]);
