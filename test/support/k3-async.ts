@@ -1,26 +1,42 @@
 /**
- * dist/k3 run without blocking the test's event loop, for tests that serve it from the same
- * process (a fake Hub): spawnSync would stop the server from answering. Every run is bounded.
+ * dist/k3 run without blocking the test's event loop: for tests that serve it from the same
+ * process (a fake Hub), where spawnSync would stop the server from answering, and for tests that
+ * run several at once (test.concurrent, Promise.all). Every run is bounded.
  */
+import { copyFileSync } from "node:fs";
+import { join } from "node:path";
 import { executablePath } from "../../tools/build.ts";
 import type { K3Result } from "./k3.ts";
+import { tempDir } from "./tmp.ts";
 
 export interface AsyncRunOptions {
   env?: Record<string, string | undefined>;
   cwd?: string;
   timeoutMs?: number;
+  stdin?: string | Uint8Array;
+  /** Run a copy of dist/k3 alone in an empty directory with a minimal environment (as k3() does). */
+  isolated?: boolean;
 }
 
 /** The environment of a run: the test's, with `env` applied (undefined removes a variable). */
-export function runEnv(env: Record<string, string | undefined> = {}): Record<string, string> {
+export function runEnv(env: Record<string, string | undefined> = {}, base: Record<string, string | undefined> = process.env): Record<string, string> {
   const out: Record<string, string> = {};
-  for (const [key, value] of Object.entries({ ...process.env, ...env })) if (value !== undefined) out[key] = value;
+  for (const [key, value] of Object.entries({ ...base, ...env })) if (value !== undefined) out[key] = value;
   return out;
 }
 
 export function spawnK3(args: string[], options: AsyncRunOptions = {}) {
-  return Bun.spawn([executablePath, ...args], {
-    cwd: options.cwd, env: runEnv(options.env), stdin: "ignore", stdout: "pipe", stderr: "pipe",
+  let binary = executablePath;
+  let cwd = options.cwd;
+  let env = runEnv(options.env);
+  if (options.isolated) {
+    cwd = tempDir("alone");
+    binary = join(cwd, "k3");
+    copyFileSync(executablePath, binary);
+    env = runEnv(options.env, { PATH: "/usr/bin:/bin" });
+  }
+  return Bun.spawn([binary, ...args], {
+    cwd, env, stdin: options.stdin === undefined ? "ignore" : Buffer.from(options.stdin), stdout: "pipe", stderr: "pipe",
   });
 }
 
@@ -28,8 +44,8 @@ export async function k3Async(args: string[], options: AsyncRunOptions = {}): Pr
   const child = spawnK3(args, options);
   const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 60_000);
   try {
-    const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
-    return { code, stdout, stderr };
+    const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).bytes(), new Response(child.stderr).text(), child.exited]);
+    return { code, stdout: Buffer.from(stdout).toString(), stderr, stdoutBytes: stdout };
   } finally {
     clearTimeout(timer);
   }
