@@ -50,3 +50,17 @@ export async function k3Async(args: string[], options: AsyncRunOptions = {}): Pr
     clearTimeout(timer);
   }
 }
+
+/** `fn` over `items`, at most `limit` at a time, results in item order. */
+export async function inParallel<T, R>(items: readonly T[], limit: number, fn: (item: T, index: number) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]!, i);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, worker));
+  return results;
+}
