@@ -8,6 +8,8 @@
 import { afterAll } from "bun:test";
 import { existsSync } from "node:fs";
 import { ensureBuilt } from "../tools/build.ts";
+import { demoRunsOnce } from "./support/demo-runs.ts";
+import { inThisRun, settled } from "./support/early.ts";
 import { removeOwnTestRoots, removeStaleTestRoots } from "./support/tmp.ts";
 
 ensureBuilt();
@@ -22,5 +24,11 @@ process.env.K3_SAFE_NATIVE = "1";
 process.env.K3_THREADS ??= "1";
 removeStaleTestRoots();
 for (const parent of ["/var/tmp", "/dev/shm"]) if (existsSync(parent)) removeStaleTestRoots(parent);
+// The long child-process work of files later in the run starts now, on the core the first files
+// leave idle; each file awaits the same work (support/early.ts).
+if (inThisRun("test/gates/demo.test.ts")) void demoRunsOnce();
 // In the preload, afterAll is global: bun runs it once, after every test file has finished.
-afterAll(removeOwnTestRoots);
+afterAll(async () => {
+  await settled();
+  removeOwnTestRoots();
+}, 600_000);

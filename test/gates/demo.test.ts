@@ -18,10 +18,10 @@
  *
  * The runs are child processes (test/support/demo-runs.ts: the engine in-process, with the
  * ReleaseFast kernels), so they cost seconds, not minutes under the safety-checked library; four
- * side by side (demoJobs: resident in two halves, streamed, speculative), joined here.
+ * side by side (demoJobs: resident in two halves, streamed, speculative), joined by demoRunsOnce,
+ * which the preload starts at the beginning of a run that includes this file (support/early.ts).
  */
 import { beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { finishReason } from "../../src/chat/finish.ts";
 import { parseReply } from "../../src/chat/reply-message.ts";
@@ -30,9 +30,8 @@ import { controlIds, stopIds } from "../../src/chat/specials.ts";
 import { loadTokenizer } from "../../src/tokenizer/index.ts";
 import { loadDictionary, wordsOf } from "../../tools/train-demo/words.ts";
 import { demoDir, demoFixtureDir, readDemoExpectation } from "../support/demo.ts";
-import { demoJobs, jobArgs, jobName, type DemoRuns, type PathRuns } from "../support/demo-runs.ts";
+import { demoRunsOnce, type DemoRuns, type PathRuns } from "../support/demo-runs.ts";
 import { readF32 } from "../support/fixtures.ts";
-import { tempDir } from "../support/tmp.ts";
 
 const want = readDemoExpectation();
 const V = want.vocab;
@@ -42,27 +41,7 @@ const torchLast = readF32(join(demoFixtureDir, want.logits_files.last));
 let runs: DemoRuns;
 let out = "";
 beforeAll(async () => {
-  out = tempDir("demo-runs");
-  const env: Record<string, string | undefined> = { ...process.env, K3_SAFE_NATIVE: undefined };
-  await Promise.all(demoJobs.map(async (job) => {
-    const child = Bun.spawn([process.execPath, join(import.meta.dir, "../support/demo-runs.ts"), out, ...jobArgs(job)], { env, stdout: "ignore", stderr: "pipe" });
-    const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
-    if (code !== 0) throw new Error(`demo-runs ${jobArgs(job).join(" ")} exited ${code}: ${stderr.slice(-2000)}`);
-  }));
-  // A path's parts joined, cases and logits rows in the same order; its time is the sum of its parts'.
-  const joined = (path: keyof DemoRuns): PathRuns => {
-    const parts = demoJobs.filter((job) => job.path === path).map((job) => JSON.parse(readFileSync(join(out, `${jobName(job)}.json`), "utf8")) as PathRuns);
-    for (const suffix of ["first", ...(path === "resident" ? ["last"] : [])]) {
-      const bytes = demoJobs.filter((job) => job.path === path).map((job) => readFileSync(join(out, `${jobName(job)}-${suffix}.f32`)));
-      writeFileSync(join(out, `${path}-${suffix}.f32`), Buffer.concat(bytes));
-    }
-    const sum = (key: "drafted" | "accepted") => (parts.some((p) => p[key] !== undefined) ? parts.reduce((n, p) => n + (p[key] ?? 0), 0) : undefined);
-    return {
-      cases: parts.flatMap((p) => p.cases), ids: parts.flatMap((p) => p.ids), seconds: parts.reduce((n, p) => n + p.seconds, 0),
-      ...(sum("drafted") === undefined ? {} : { drafted: sum("drafted"), accepted: sum("accepted") }),
-    };
-  };
-  runs = { resident: joined("resident"), streamed: joined("streamed"), speculative: joined("speculative") };
+  ({ runs, out } = await demoRunsOnce());
   const s = (p: PathRuns) => `${p.seconds.toFixed(1)} s`;
   console.log(`demo runs: resident ${s(runs.resident)}, streamed ${s(runs.streamed)}, speculative ${s(runs.speculative)}`);
 }, 600_000);

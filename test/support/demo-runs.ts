@@ -17,7 +17,7 @@
  * OUT_DIR/JOB.json (its PathRuns; JOB is the path, with -PART when split) and the logits as raw
  * float32 (JOB-first.f32, and JOB-last.f32 for resident), one row per case run, in case order.
  */
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { controlIds, stopIds } from "../../src/chat/specials.ts";
 import { loadConfig } from "../../src/checkpoint/config.ts";
@@ -29,7 +29,9 @@ import type { BudgetAction } from "../../src/plan/budget.ts";
 import { loadTokenizer } from "../../src/tokenizer/index.ts";
 import { gbToBytes } from "../../src/units.ts";
 import { demoDir, readDemoExpectation, type DemoCase } from "./demo.ts";
+import { once } from "./early.ts";
 import { packTrunkOf } from "./fixtures.ts";
+import { tempDir } from "./tmp.ts";
 
 export const STREAMED_IDS = 16;
 
@@ -56,6 +58,37 @@ export const demoJobs: readonly DemoJob[] = [
 ];
 export const jobName = (job: DemoJob): string => (job.part ? `${job.path}-${job.part.index}` : job.path);
 export const jobArgs = (job: DemoJob): string[] => [job.path, ...(job.part ? [`${job.part.index}/${job.part.of}`] : [])];
+
+/**
+ * The demo gate's runs: the four jobs side by side (with the ReleaseFast kernels: the child
+ * processes do not load libk3-safe), each path's parts then joined, cases and logits rows in the
+ * same order (OUT/PATH-first.f32, OUT/resident-last.f32); a path's time is the sum of its parts'.
+ * Once per test process: the preload starts it early when the gate is in the run (early.ts).
+ */
+export function demoRunsOnce(): Promise<{ runs: DemoRuns; out: string }> {
+  return once("demo-runs", async () => {
+    const out = tempDir("demo-runs");
+    const env: Record<string, string | undefined> = { ...process.env, K3_SAFE_NATIVE: undefined };
+    await Promise.all(demoJobs.map(async (job) => {
+      const child = Bun.spawn([process.execPath, import.meta.path, out, ...jobArgs(job)], { env, stdout: "ignore", stderr: "pipe" });
+      const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
+      if (code !== 0) throw new Error(`demo-runs ${jobArgs(job).join(" ")} exited ${code}: ${stderr.slice(-2000)}`);
+    }));
+    const joined = (path: keyof DemoRuns): PathRuns => {
+      const jobs = demoJobs.filter((job) => job.path === path);
+      const parts = jobs.map((job) => JSON.parse(readFileSync(join(out, `${jobName(job)}.json`), "utf8")) as PathRuns);
+      for (const suffix of ["first", ...(path === "resident" ? ["last"] : [])]) {
+        writeFileSync(join(out, `${path}-${suffix}.f32`), Buffer.concat(jobs.map((job) => readFileSync(join(out, `${jobName(job)}-${suffix}.f32`)))));
+      }
+      const sum = (key: "drafted" | "accepted") => (parts.some((p) => p[key] !== undefined) ? parts.reduce((n, p) => n + (p[key] ?? 0), 0) : undefined);
+      return {
+        cases: parts.flatMap((p) => p.cases), ids: parts.flatMap((p) => p.ids), seconds: parts.reduce((n, p) => n + p.seconds, 0),
+        ...(sum("drafted") === undefined ? {} : { drafted: sum("drafted"), accepted: sum("accepted") }),
+      };
+    };
+    return { runs: { resident: joined("resident"), streamed: joined("streamed"), speculative: joined("speculative") }, out };
+  });
+}
 
 function rows(list: Float32Array[]): Buffer {
   const out = new Float32Array(list.reduce((n, r) => n + r.length, 0));
