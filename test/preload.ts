@@ -10,6 +10,8 @@ import { existsSync } from "node:fs";
 import { ensureBuilt } from "../tools/build.ts";
 import { demoRunsOnce } from "./support/demo-runs.ts";
 import { inThisRun, settled } from "./support/early.ts";
+import { oracleModels } from "./support/fixtures.ts";
+import { oracleRuns } from "./support/oracle-runs.ts";
 import { removeOwnTestRoots, removeStaleTestRoots } from "./support/tmp.ts";
 
 ensureBuilt();
@@ -27,6 +29,7 @@ for (const parent of ["/var/tmp", "/dev/shm"]) if (existsSync(parent)) removeSta
 // The long child-process work of files later in the run starts now, on the core the first files
 // leave idle; each file awaits the same work (support/early.ts).
 if (inThisRun("test/gates/demo.test.ts")) void demoRunsOnce();
+if (inThisRun("test/gates/oracle.test.ts")) for (const model of oracleModels) void oracleRuns(model);
 // In the preload, afterAll is global: bun runs it once, after every test file has finished.
 afterAll(async () => {
   await settled();

@@ -4,28 +4,22 @@
  * reference chose prompts whose top-2 logit gaps are far above the engine-vs-reference error.
  * Every kernel variant this machine runs (K3_ISA) and thread count gives the same bits.
  *
- * The tests run concurrently: the dist/k3 runs are child processes (two cores share them), and
- * the in-process ones compute while those run.
+ * The dist/k3 runs are made by test/support/oracle-runs.ts, each model's two at a time, and
+ * started at the beginning of a run that includes this file (support/early.ts); the tests run
+ * concurrently, the in-process ones computing while those run.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { argmax } from "../../src/decode/sampler.ts";
 import { availableIsas } from "../../src/native/kernels.ts";
 import { expectation, fixturesDir, modelDir, openFixture, oracleModels, readF32 } from "../support/fixtures.ts";
-import { k3Async } from "../support/k3-async.ts";
-import type { K3Result } from "../support/k3.ts";
-import { tempDir } from "../support/tmp.ts";
+import { oracleRuns } from "../support/oracle-runs.ts";
 
-function generated(r: K3Result, outPath: string): number[] {
-  if (r.code !== 0) throw new Error(`k3 exited ${r.code}: ${r.stderr}`);
-  return JSON.parse(readFileSync(outPath, "utf8")).generated_ids as number[];
-}
+// The tests wait for runs that start together (oracleRuns): a test's wait includes the others'.
+setDefaultTimeout(180_000);
 
-async function runIds(model: string, ids: number[], gen: number, extra: string[] = [], env?: Record<string, string>): Promise<number[]> {
-  const out = join(tempDir("gate"), "run.json");
-  return generated(await k3Async([modelDir(model), "--ids", ids.join(","), "--gen", String(gen), "--out", out, ...extra], env ? { env } : {}), out);
-}
+const f32 = (bytes: Buffer) => new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
 
 for (const name of oracleModels) {
   const want = expectation(name);
@@ -41,26 +35,24 @@ for (const name of oracleModels) {
     });
 
     test("GATE 2, greedy decode: 20 tokens through dist/k3 equal the reference", async () => {
-      expect(await runIds(name, want.prompt_ids, 20)).toEqual(want.generated_ids);
-    });
+      expect((await oracleRuns(name)).greedy.ids).toEqual(want.generated_ids);
+    }, 180_000);
 
     test("GATE 3, incremental = recompute = reference, 12-id prompt", async () => {
-      const [recompute, incremental] = await Promise.all([runIds(name, want.prompt_ids, 20, ["--recompute"]), runIds(name, want.prompt_ids, 20, ["--incremental"])]);
-      expect(recompute).toEqual(want.generated_ids);
-      expect(incremental).toEqual(want.generated_ids);
-    }, 60_000);
+      const { recompute, incremental } = await oracleRuns(name);
+      expect(recompute.ids).toEqual(want.generated_ids);
+      expect(incremental.ids).toEqual(want.generated_ids);
+    }, 180_000);
 
     test(`GATE 3, a ${want.long.prompt_ids.length}-id prompt: incremental = recompute = reference`, async () => {
       expect(want.long.prompt_ids.length).toBeGreaterThanOrEqual(300);
-      const [incremental, recompute] = await Promise.all([runIds(name, want.long.prompt_ids, 20), runIds(name, want.long.prompt_ids, 20, ["--recompute"])]);
-      expect(incremental).toEqual(want.long.generated_ids);
-      expect(recompute).toEqual(want.long.generated_ids);
+      const { long, longRecompute } = await oracleRuns(name);
+      expect(long.ids).toEqual(want.long.generated_ids);
+      expect(longRecompute.ids).toEqual(want.long.generated_ids);
     }, 180_000);
 
     test("logits: --dump-logits within the model.md 8.5 tolerance of the reference", async () => {
-      const path = join(tempDir("logits"), "logits.f32");
-      await runIds(name, want.logits_prompt_ids, 1, ["--dump-logits", path]);
-      const got = readF32(path);
+      const got = f32((await oracleRuns(name)).logits.logits!);
       const ref = readF32(join(dir, want.logits_file));
       expect(got.length).toBe(ref.length);
       let maxDiff = 0;
@@ -84,27 +76,15 @@ for (const name of oracleModels) {
     });
 
     test("kernel variant and thread invariance: every variant this machine runs, 1-3 threads, gives the default's ids and logits bit for bit", async () => {
-      const run = async (env: Record<string, string>) => {
-        const path = join(tempDir("variants"), "logits.f32");
-        const ids = await runIds(name, want.prompt_ids, 3, ["--dump-logits", path], env);
-        return { ids, logits: readFileSync(path) };
-      };
-      const variants = availableIsas();
-      const combinations = variants.flatMap((isa) => ["1", "2", "3"].map((threads) => ({ isa, threads })));
-      // Two at a time: three threads of one run are enough to fill the machine.
-      const runs: { ids: number[]; logits: Buffer }[] = [];
-      for (let i = 0; i < combinations.length; i += 2) {
-        runs.push(...await Promise.all(combinations.slice(i, i + 2).map(({ isa, threads }) => run({ K3_ISA: isa, K3_THREADS: threads }))));
-      }
-      const reference = await run({});
+      const { reference, variants } = await oracleRuns(name);
       expect(reference.ids).toEqual(want.generated_ids.slice(0, 3));
-      expect(variants).toContain("scalar");
-      for (const [i, { isa, threads }] of combinations.entries()) {
-        const got = runs[i]!;
+      expect(availableIsas()).toContain("scalar");
+      expect(variants.map((v) => v.isa)).toEqual(availableIsas().flatMap((isa) => [isa, isa, isa]));
+      for (const { isa, threads, run: got } of variants) {
         expect(`${isa}/${threads}: ${got.ids.join(",")}`).toBe(`${isa}/${threads}: ${reference.ids.join(",")}`);
-        expect(`${isa}/${threads}: ${Buffer.compare(got.logits, reference.logits)}`).toBe(`${isa}/${threads}: 0`);
+        expect(`${isa}/${threads}: ${Buffer.compare(got.logits!, reference.logits!)}`).toBe(`${isa}/${threads}: 0`);
       }
-    }, 60_000);
+    }, 180_000);
   });
 }
 

@@ -29,7 +29,7 @@ import type { BudgetAction } from "../../src/plan/budget.ts";
 import { loadTokenizer } from "../../src/tokenizer/index.ts";
 import { gbToBytes } from "../../src/units.ts";
 import { demoDir, readDemoExpectation, type DemoCase } from "./demo.ts";
-import { once } from "./early.ts";
+import { background, once } from "./early.ts";
 import { packTrunkOf } from "./fixtures.ts";
 import { tempDir } from "./tmp.ts";
 
@@ -70,7 +70,7 @@ export function demoRunsOnce(): Promise<{ runs: DemoRuns; out: string }> {
     const out = tempDir("demo-runs");
     const env: Record<string, string | undefined> = { ...process.env, K3_SAFE_NATIVE: undefined };
     await Promise.all(demoJobs.map(async (job) => {
-      const child = Bun.spawn([process.execPath, import.meta.path, out, ...jobArgs(job)], { env, stdout: "ignore", stderr: "pipe" });
+      const child = Bun.spawn([...background, process.execPath, import.meta.path, out, ...jobArgs(job)], { env, stdout: "ignore", stderr: "pipe" });
       const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
       if (code !== 0) throw new Error(`demo-runs ${jobArgs(job).join(" ")} exited ${code}: ${stderr.slice(-2000)}`);
     }));

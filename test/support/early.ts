@@ -12,6 +12,13 @@ import { readFileSync } from "node:fs";
 
 const started = new Map<string, Promise<unknown>>();
 
+/**
+ * The command prefix for this work's processes: a lower priority (nice 10), so that started
+ * early they take the core the tests leave idle and not the tests' own. Run alone, it changes
+ * nothing. Results never depend on it.
+ */
+export const background: readonly string[] = Bun.which("nice") ? ["nice", "-n", "10"] : [];
+
 /** `start()`'s promise, made on the first call for `key`; every later call gets the same one. */
 export function once<T>(key: string, start: () => Promise<T>): Promise<T> {
   let promise = started.get(key) as Promise<T> | undefined;

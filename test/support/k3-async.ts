@@ -7,6 +7,7 @@ import { copyFileSync } from "node:fs";
 import { join } from "node:path";
 import { executablePath } from "../../tools/build.ts";
 import type { K3Result } from "./k3.ts";
+import { background } from "./early.ts";
 import { tempDir } from "./tmp.ts";
 
 export interface AsyncRunOptions {
@@ -16,6 +17,8 @@ export interface AsyncRunOptions {
   stdin?: string | Uint8Array;
   /** Run a copy of dist/k3 alone in an empty directory with a minimal environment (as k3() does). */
   isolated?: boolean;
+  /** Run it at a lower priority (work started early, support/early.ts). */
+  background?: boolean;
 }
 
 /** The environment of a run: the test's, with `env` applied (undefined removes a variable). */
@@ -35,7 +38,7 @@ export function spawnK3(args: string[], options: AsyncRunOptions = {}) {
     copyFileSync(executablePath, binary);
     env = runEnv(options.env, { PATH: "/usr/bin:/bin" });
   }
-  return Bun.spawn([binary, ...args], {
+  return Bun.spawn([...(options.background ? background : []), binary, ...args], {
     cwd, env, stdin: options.stdin === undefined ? "ignore" : Buffer.from(options.stdin), stdout: "pipe", stderr: "pipe",
   });
 }
