@@ -12,6 +12,7 @@ import { demoRunsOnce } from "./support/demo-runs.ts";
 import { inThisRun, settled } from "./support/early.ts";
 import { oracleModels } from "./support/fixtures.ts";
 import { oracleRuns } from "./support/oracle-runs.ts";
+import { arm64Run, qemuMissing, x64Runs } from "./support/release-runs.ts";
 import { removeOwnTestRoots, removeStaleTestRoots } from "./support/tmp.ts";
 
 ensureBuilt();
@@ -30,6 +31,10 @@ for (const parent of ["/var/tmp", "/dev/shm"]) if (existsSync(parent)) removeSta
 // leave idle; each file awaits the same work (support/early.ts).
 if (inThisRun("test/gates/demo.test.ts")) void demoRunsOnce();
 if (inThisRun("test/gates/oracle.test.ts")) for (const model of oracleModels) void oracleRuns(model);
+if (inThisRun("test/cli/release.test.ts")) {
+  void x64Runs();
+  if (!qemuMissing) void arm64Run();
+}
 // In the preload, afterAll is global: bun runs it once, after every test file has finished.
 afterAll(async () => {
   await settled();
