@@ -1,9 +1,9 @@
 /**
  * `bun run build`: compiles libk3 (Zig, ReleaseFast; the x86-64-v3 baseline with the AVX-512
- * variant linked in) and then the self-contained `dist/k3` with the library embedded.
- * `ensureBuilt()` rebuilds only what is missing or older than its sources, and also
- * libk3-safe (the same library with Zig's safety checks, which the unit tests load); the test
- * preload calls it so `bun test` works on a fresh clone.
+ * variant linked in) and, at the same time in a second Zig process, libk3-safe (the same library
+ * with Zig's safety checks, which the unit tests load); then the self-contained `dist/k3` with
+ * libk3 embedded. `ensureBuilt()` rebuilds only what is missing or older than its sources; the
+ * test preload calls it so `bun test` also works on a fresh clone without `bun run build`.
  */
 import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -58,6 +58,15 @@ function run(command: string[], what: string): void {
   process.stderr.write(`build: ${what} in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
 }
 
+/** `run` without blocking, so two builds can share the machine's cores. */
+async function runConcurrently(command: string[], what: string): Promise<void> {
+  const started = performance.now();
+  const child = Bun.spawn(command, { cwd: root, env: buildEnv(), stdout: "inherit", stderr: "inherit" });
+  const code = await child.exited;
+  if (code !== 0) throw new Error(`${what} failed (exit ${code}): ${command.join(" ")}`);
+  process.stderr.write(`build: ${what} in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
+}
+
 export function zigCommand(): string[] {
   const want = toolchain().zig;
   const probe = Bun.spawnSync(["python3", "-m", "ziglang", "version"], { stderr: "pipe" });
@@ -67,13 +76,16 @@ export function zigCommand(): string[] {
   return ["python3", "-m", "ziglang"];
 }
 
+const libraryBuild = (): [string[], string] => [[...zigCommand(), "build", "-Doptimize=ReleaseFast"], "libk3 (zig build -Doptimize=ReleaseFast)"];
+const safeLibraryBuild = (): [string[], string] => [[...zigCommand(), "build", "-Dsafe=true"], "libk3-safe (zig build -Dsafe=true)"];
+
 export function buildLibrary(): void {
-  run([...zigCommand(), "build", "-Doptimize=ReleaseFast"], "libk3 (zig build -Doptimize=ReleaseFast)");
+  run(...libraryBuild());
 }
 
 /** libk3-safe: ReleaseSafe, for the unit tests (never shipped). */
 export function buildSafeLibrary(): void {
-  run([...zigCommand(), "build", "-Dsafe=true"], "libk3-safe (zig build -Dsafe=true)");
+  run(...safeLibraryBuild());
 }
 
 export function buildExecutable(): void {
@@ -104,7 +116,9 @@ export function ensureBuilt(): void {
 
 if (import.meta.main) {
   const started = performance.now();
-  buildLibrary();
+  // Both libraries at once (two Zig processes; each install writes its own file in zig-out/lib):
+  // the tests' safe library is built here, with the rest, not inside the first `bun test`.
+  await Promise.all([runConcurrently(...libraryBuild()), runConcurrently(...safeLibraryBuild())]);
   buildExecutable();
   const bytes = statSync(executablePath).size;
   process.stderr.write(`build: dist/k3 is ${(bytes / 1e6).toFixed(1)} MB; total ${((performance.now() - started) / 1000).toFixed(1)} s\n`);

@@ -13,6 +13,13 @@
  *
  * Code run in the page is given as strings: this project's TypeScript has no DOM types outside
  * src/page/.
+ *
+ * The three tests with a page and server of their own (Escape, the key, the prefill's status
+ * line) run at the same time, after the first on the shared page (alone: its streaming checks
+ * need the browser to paint while a short reply streams in) and before the shared page's others.
+ * The shared page's demo server runs at the machine's default thread count (bun test runs dist/k3
+ * on one thread), the pace its streaming checks were written against: a reply must take some
+ * animation frames to stream in for the page to be seen showing it part by part.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { copyFileSync, readFileSync } from "node:fs";
@@ -26,6 +33,9 @@ import { tempDir } from "../support/tmp.ts";
 
 /** The random-weight chat fixture: its replies run to --max-tokens. */
 const fixtureDir = chatModelDir();
+
+/** The shared page's server's environment: without bun test's K3_THREADS=1, so one thread per CPU, as for users. */
+const paced = { env: { K3_THREADS: undefined } };
 
 if (browserMissing) process.stderr.write(`SKIPPED the chat page's browser tests: ${browserMissing}\n`);
 
@@ -111,7 +121,7 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
   const consoleErrors: string[] = [];
 
   beforeAll(async () => {
-    [server, fixture, browser] = await Promise.all([serveDemo(), serve(fixtureDir), openBrowser()]);
+    [server, fixture, browser] = await Promise.all([serveDemo([], paced), serve(fixtureDir), openBrowser()]);
     page = browser.pages()[0] ?? (await browser.newPage());
     page.on("request", (r) => {
       requested.push(r.url());
@@ -196,7 +206,7 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
     expect(await page.locator("article.assistant .turn-stats").nth(2).textContent()).toBe(status);
   }, 60_000);
 
-  test("Escape stops a reply mid-way: the page keeps what came, and the server stops at the next token (the fixture model)", async () => {
+  test.concurrent("Escape stops a reply mid-way: the page keeps what came, and the server stops at the next token (the fixture model)", async () => {
     const messages = [{ role: "user", content: "Write a long poem" }];
     const started = performance.now();
     const full = await apiAnswer(fixture, messages, true, 1000);
@@ -234,6 +244,91 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
       expect(await page.getByRole("button", { name: "Stop" }).isDisabled()).toBe(true);
     } finally {
       await page.close();
+    }
+  }, 60_000);
+
+  test.concurrent("the page and its assets load without the key (from dist/k3 alone); the page asks for it and keeps it in sessionStorage only", async () => {
+    // A copy of the executable in an empty directory: the page comes from inside it.
+    const s = await serveDemo(["--api-key", "sekret"], { isolated: true }); // alone: the default thread count
+    const page = await browser.newPage(); // another origin (port), another tab: storage of its own
+    try {
+      const html = await fetch(`${s.url}/`);
+      expect(html.status).toBe(200);
+      const assets = [...(await html.text()).matchAll(/(?:src|href)="(\/[^"]+)"/g)].map((m) => m[1] as string);
+      expect(assets.length).toBeGreaterThanOrEqual(2);
+      for (const asset of assets) expect((await fetch(`${s.url}${asset}`)).status).toBe(200);
+      expect((await fetch(`${s.url}/v1/models`)).status).toBe(401);
+
+      await page.goto(`${s.url}/`);
+      await page.waitForSelector("#key-dialog[open]");
+      await page.locator("input#api-key").fill("wrong");
+      await page.getByRole("button", { name: "Use key" }).click();
+      await until(page, `document.getElementById("key-dialog").open && document.getElementById("key-reason").textContent.includes("refused")`);
+      await page.locator("input#api-key").fill("sekret");
+      await page.getByRole("button", { name: "Use key" }).click();
+      await until(page, `document.getElementById("model-name").textContent === "kimi-k3"`);
+      await page.getByLabel("Max tokens").fill("4");
+      await page.getByLabel("Message").fill("Hello");
+      await page.keyboard.press("Enter");
+      await turnDone(page, 1);
+      expect(await page.locator("#status").textContent()).toStartWith("prefill");
+      expect(await page.evaluate("sessionStorage.getItem('k3.apiKey')")).toBe("sekret");
+      expect(await page.evaluate("JSON.stringify({ ...localStorage })")).not.toContain("sekret");
+      // A reload in the same tab keeps the key; no question asked.
+      await page.reload();
+      await until(page, `document.getElementById("model-name").textContent === "kimi-k3"`);
+      expect(await page.evaluate(`document.getElementById("key-dialog").open`)).toBe(false);
+    } finally {
+      await page.close();
+      expect(await s.stop()).toBe(0);
+    }
+  }, 60_000);
+
+  test.concurrent("the status line shows the prefill as it runs: ids fed of the ids to feed, chunk by chunk, then the reply's phases", async () => {
+    // Prompts fed 4 ids at a time, and a message of some 450 ids (the demo tokenizer makes three
+    // of each "wordN and"): about 130 progress comments.
+    const s = await serveDemo(["--prefill-chunk", "4"]);
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${s.url}/`);
+      await until(page, `document.getElementById("model-name").textContent === "kimi-k3"`);
+      // Every text the status line is given, as it is given (a later one in the same task does not hide it).
+      await page.evaluate(`(() => {
+        const texts = [];
+        window.__k3status = texts;
+        const line = document.querySelector(".status-line");
+        new MutationObserver((records) => {
+          for (const r of records) {
+            if (r.type === "characterData") texts.push(r.target.data);
+            for (const node of r.addedNodes) texts.push(node.textContent);
+          }
+        }).observe(line, { subtree: true, childList: true, characterData: true });
+      })()`);
+      await page.getByLabel("Max tokens").fill("4");
+      await page.getByLabel("Message").fill(Array.from({ length: 150 }, (_, i) => `word${i % 10} and`).join(" "));
+      await page.keyboard.press("Enter");
+      await turnDone(page, 1);
+      const texts = (await page.evaluate("window.__k3status")) as string[];
+      const prefill = texts.flatMap((t) => {
+        const m = /^Prefill: (\d+) \/ (\d+) ids \((\d+)%\), .+ · Esc stops$/.exec(t);
+        return m ? [{ fed: Number(m[1]), total: Number(m[2]), percent: Number(m[3]) }] : [];
+      });
+      const final = (await page.locator("#status").textContent())!;
+      const prefilled = Number(/^prefill (\d+) ids in /.exec(final)?.[1]);
+      expect(prefilled).toBeGreaterThan(400);
+      // Shown while it ran: many steps, in order, against the total k3's statistics give at the end.
+      const fed = [...new Set(prefill.map((p) => p.fed))];
+      expect(fed.length).toBeGreaterThan(5);
+      expect(fed).toEqual([...fed].sort((a, b) => a - b));
+      expect(prefill.every((p) => p.total === prefilled && p.percent === Math.floor((100 * p.fed) / p.total))).toBe(true);
+      expect(fed.at(-1)!).toBeGreaterThan(prefilled / 2);
+      // The phases in order: waiting, the prefill, the reply (4 ids, all of them reasoning), the statistics.
+      const phases = texts.filter((t) => ["Waiting", "Prefill", "Thinking", "Answering"].includes(t));
+      expect(phases.slice(0, 3)).toEqual(["Waiting", "Prefill", "Thinking"]);
+      expect(texts.indexOf(final)).toBeGreaterThan(texts.findLastIndex((t) => t.startsWith("Prefill: ")));
+    } finally {
+      await page.close();
+      expect(await s.stop()).toBe(0);
     }
   }, 60_000);
 
@@ -348,91 +443,6 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
     const outside = requested.filter((url) => !url.startsWith(`${server.url}/`) && !url.startsWith("blob:") && !url.startsWith("data:"));
     expect(outside).toEqual([]);
     expect(consoleErrors).toEqual([]);
-  }, 60_000);
-
-  test("the page and its assets load without the key (from dist/k3 alone); the page asks for it and keeps it in sessionStorage only", async () => {
-    // A copy of the executable in an empty directory: the page comes from inside it.
-    const s = await serveDemo(["--api-key", "sekret"], { isolated: true });
-    const page = await browser.newPage(); // another origin (port), another tab: storage of its own
-    try {
-      const html = await fetch(`${s.url}/`);
-      expect(html.status).toBe(200);
-      const assets = [...(await html.text()).matchAll(/(?:src|href)="(\/[^"]+)"/g)].map((m) => m[1] as string);
-      expect(assets.length).toBeGreaterThanOrEqual(2);
-      for (const asset of assets) expect((await fetch(`${s.url}${asset}`)).status).toBe(200);
-      expect((await fetch(`${s.url}/v1/models`)).status).toBe(401);
-
-      await page.goto(`${s.url}/`);
-      await page.waitForSelector("#key-dialog[open]");
-      await page.locator("input#api-key").fill("wrong");
-      await page.getByRole("button", { name: "Use key" }).click();
-      await until(page, `document.getElementById("key-dialog").open && document.getElementById("key-reason").textContent.includes("refused")`);
-      await page.locator("input#api-key").fill("sekret");
-      await page.getByRole("button", { name: "Use key" }).click();
-      await until(page, `document.getElementById("model-name").textContent === "kimi-k3"`);
-      await page.getByLabel("Max tokens").fill("4");
-      await page.getByLabel("Message").fill("Hello");
-      await page.keyboard.press("Enter");
-      await turnDone(page, 1);
-      expect(await page.locator("#status").textContent()).toStartWith("prefill");
-      expect(await page.evaluate("sessionStorage.getItem('k3.apiKey')")).toBe("sekret");
-      expect(await page.evaluate("JSON.stringify({ ...localStorage })")).not.toContain("sekret");
-      // A reload in the same tab keeps the key; no question asked.
-      await page.reload();
-      await until(page, `document.getElementById("model-name").textContent === "kimi-k3"`);
-      expect(await page.evaluate(`document.getElementById("key-dialog").open`)).toBe(false);
-    } finally {
-      await page.close();
-      expect(await s.stop()).toBe(0);
-    }
-  }, 60_000);
-
-  test("the status line shows the prefill as it runs: ids fed of the ids to feed, chunk by chunk, then the reply's phases", async () => {
-    // Prompts fed 4 ids at a time, and a message of some 450 ids (the demo tokenizer makes three
-    // of each "wordN and"): about 130 progress comments.
-    const s = await serveDemo(["--prefill-chunk", "4"]);
-    const page = await browser.newPage();
-    try {
-      await page.goto(`${s.url}/`);
-      await until(page, `document.getElementById("model-name").textContent === "kimi-k3"`);
-      // Every text the status line is given, as it is given (a later one in the same task does not hide it).
-      await page.evaluate(`(() => {
-        const texts = [];
-        window.__k3status = texts;
-        const line = document.querySelector(".status-line");
-        new MutationObserver((records) => {
-          for (const r of records) {
-            if (r.type === "characterData") texts.push(r.target.data);
-            for (const node of r.addedNodes) texts.push(node.textContent);
-          }
-        }).observe(line, { subtree: true, childList: true, characterData: true });
-      })()`);
-      await page.getByLabel("Max tokens").fill("4");
-      await page.getByLabel("Message").fill(Array.from({ length: 150 }, (_, i) => `word${i % 10} and`).join(" "));
-      await page.keyboard.press("Enter");
-      await turnDone(page, 1);
-      const texts = (await page.evaluate("window.__k3status")) as string[];
-      const prefill = texts.flatMap((t) => {
-        const m = /^Prefill: (\d+) \/ (\d+) ids \((\d+)%\), .+ · Esc stops$/.exec(t);
-        return m ? [{ fed: Number(m[1]), total: Number(m[2]), percent: Number(m[3]) }] : [];
-      });
-      const final = (await page.locator("#status").textContent())!;
-      const prefilled = Number(/^prefill (\d+) ids in /.exec(final)?.[1]);
-      expect(prefilled).toBeGreaterThan(400);
-      // Shown while it ran: many steps, in order, against the total k3's statistics give at the end.
-      const fed = [...new Set(prefill.map((p) => p.fed))];
-      expect(fed.length).toBeGreaterThan(5);
-      expect(fed).toEqual([...fed].sort((a, b) => a - b));
-      expect(prefill.every((p) => p.total === prefilled && p.percent === Math.floor((100 * p.fed) / p.total))).toBe(true);
-      expect(fed.at(-1)!).toBeGreaterThan(prefilled / 2);
-      // The phases in order: waiting, the prefill, the reply (4 ids, all of them reasoning), the statistics.
-      const phases = texts.filter((t) => ["Waiting", "Prefill", "Thinking", "Answering"].includes(t));
-      expect(phases.slice(0, 3)).toEqual(["Waiting", "Prefill", "Thinking"]);
-      expect(texts.indexOf(final)).toBeGreaterThan(texts.findLastIndex((t) => t.startsWith("Prefill: ")));
-    } finally {
-      await page.close();
-      expect(await s.stop()).toBe(0);
-    }
   }, 60_000);
 });
 

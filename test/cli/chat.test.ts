@@ -4,7 +4,7 @@ import { lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "
 import { join } from "node:path";
 import { executablePath } from "../../tools/build.ts";
 import { chatModelDir } from "../support/chat-fixture.ts";
-import { k3 } from "../support/k3.ts";
+import { k3Async } from "../support/k3-async.ts";
 import { PtySession } from "../support/pty.ts";
 import { fixturesDir, modelDir } from "../support/fixtures.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -12,10 +12,11 @@ import { tempDir } from "../support/tmp.ts";
 const dir = chatModelDir();
 const chat = (extra: string[]) => ["chat", dir, "--tok", dir, ...extra];
 
-describe("k3 chat, one turn", () => {
-  test("--json prints the OpenAI-style assistant message with usage; the same seed gives the same reply", () => {
-    const run = () => k3(chat(["--message", "Hello", "--max-tokens", "10", "--seed", "3", "--json"]));
-    const r = run();
+// Independent processes: the one-turn tests run concurrently; the terminal sessions after them one at a time.
+describe.concurrent("k3 chat, one turn", () => {
+  test("--json prints the OpenAI-style assistant message with usage; the same seed gives the same reply", async () => {
+    const run = () => k3Async(chat(["--message", "Hello", "--max-tokens", "10", "--seed", "3", "--json"]));
+    const r = await run();
     expect(r.code).toBe(0);
     const message = JSON.parse(r.stdout);
     expect(message.role).toBe("assistant");
@@ -31,26 +32,26 @@ describe("k3 chat, one turn", () => {
       const m = JSON.parse(stdout);
       return { ...m, k3: { ...m.k3, prefill_seconds: 0, decode_seconds: 0 } };
     };
-    expect(timeless(run().stdout)).toEqual(timeless(r.stdout));
-    expect(timeless(k3(chat(["--message", "Hello", "--max-tokens", "10", "--seed", "4", "--json"])).stdout)).not.toEqual(timeless(r.stdout));
+    expect(timeless((await run()).stdout)).toEqual(timeless(r.stdout));
+    expect(timeless((await k3Async(chat(["--message", "Hello", "--max-tokens", "10", "--seed", "4", "--json"]))).stdout)).not.toEqual(timeless(r.stdout));
   }, 30_000); // three runs of the binary: bun's 5 s default was seen to expire on a loaded machine
 
-  test("stdin that is not a terminal is one message; the turn's figures go to stderr", () => {
-    const r = k3(chat(["--max-tokens", "6", "--no-think"]), { stdin: "Hi there" });
+  test("stdin that is not a terminal is one message; the turn's figures go to stderr", async () => {
+    const r = await k3Async(chat(["--max-tokens", "6", "--no-think"]), { stdin: "Hi there" });
     expect(r.code).toBe(0);
     expect(r.stderr).toMatch(/turn: prompt \d+ ids \(\d+ fed, 0 reused from the start\)/);
   });
 
-  test("a routed expert that cannot be loaded makes the reply invalid: exit 4", () => {
+  test("a routed expert that cannot be loaded makes the reply invalid: exit 4", async () => {
     const faults = Array.from({ length: 8 }, (_, e) => `1:${e}`).join(",");
-    const r = k3(chat(["--message", "Hello", "--max-tokens", "3", "--json"]), { env: { K3_INJECT_EXPERT_FAULT: faults } });
+    const r = await k3Async(chat(["--message", "Hello", "--max-tokens", "3", "--json"]), { env: { K3_INJECT_EXPERT_FAULT: faults } });
     expect(r.code).toBe(4);
     expect(r.stderr).toContain("EXPERT DROP: layer 1 expert");
     expect(r.stderr).toContain("RUN INVALID: ");
     expect(r.stderr).toContain("the replies are CORRUPT");
   });
 
-  test("mistakes are usage errors naming the flag or the file", () => {
+  test("mistakes are usage errors naming the flag or the file", async () => {
     const cases: [string[], RegExp][] = [
       [["chat", dir, "--message", "x"], /^k3: chat needs --tok DIR/],
       [chat(["--effort", "medium", "--message", "x"]), /^k3: --effort must be one of low, high, max, got 'medium'\n$/],
@@ -58,13 +59,13 @@ describe("k3 chat, one turn", () => {
       [chat(["--message", "  "]), /^k3: chat: the message is empty/],
     ];
     for (const [argv, pattern] of cases) {
-      const r = k3(argv);
+      const r = await k3Async(argv);
       expect(r.code).toBe(2);
       expect(r.stderr).toMatch(pattern);
       expect(r.stdout).toBe("");
     }
     // A tokenizer without the K3 control names cannot render chat (the byte-level test tokenizer).
-    const bytesOnly = k3(["chat", modelDir("tiny13"), "--tok", join(fixturesDir, "byte-tokenizer"), "--message", "x"]);
+    const bytesOnly = await k3Async(["chat", modelDir("tiny13"), "--tok", join(fixturesDir, "byte-tokenizer"), "--message", "x"]);
     expect(bytesOnly.code).toBe(2);
     expect(bytesOnly.stderr).toMatch(/has no <\|open\|> in tokenizer_config\.json's added_tokens_decoder/);
   });

@@ -3,6 +3,7 @@
  * directory with a fresh HOME: `k3 demo`, `k3 chat --demo --json`, and `k3 serve --demo` answered
  * through the official `openai` client. One process per contract, short replies, greedy.
  * Every reply must also read as English: nearly all of its words dictionary words, no markup.
+ * The processes are independent, so the tests run concurrently.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
@@ -13,7 +14,7 @@ import pkg from "../../package.json" with { type: "json" };
 import { downloadRecordName } from "../../src/ops/download-record.ts";
 import { loadDictionary, wordsOf } from "../../tools/train-demo/words.ts";
 import { demoDir } from "../support/demo.ts";
-import { k3 } from "../support/k3.ts";
+import { k3Async } from "../support/k3-async.ts";
 import { openaiClient, readStream } from "../support/openai.ts";
 import { serveDemo, stopAll } from "../support/serve.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -48,8 +49,8 @@ interface AssistantMessage {
   reasoning_content: string | null;
 }
 
-describe("the demo model from dist/k3 alone", () => {
-  test("k3 demo prints the default prompt and its continuation; a stale cached file of the same size is rewritten", () => {
+describe.concurrent("the demo model from dist/k3 alone", () => {
+  test("k3 demo prints the default prompt and its continuation; a stale cached file of the same size is rewritten", async () => {
     const home = tempDir("home");
     const cache = join(home, ".cache", "k3", `demo-${pkg.version}`);
     // An older demo with the same shapes left in the cache: its bytes differ, so it is replaced.
@@ -57,7 +58,7 @@ describe("the demo model from dist/k3 alone", () => {
     mkdirSync(cache, { recursive: true });
     writeFileSync(join(cache, shard), Buffer.alloc(statSync(join(demoDir, shard)).size));
 
-    const r = k3(["demo"], { isolated: true, env: { HOME: home } });
+    const r = await k3Async(["demo"], { isolated: true, env: { HOME: home } });
     expect(r.code).toBe(0);
     expect(r.stderr).toContain(`demo: ${modelLine}, from ${cache}\n`);
     expect(r.stderr).toContain("--- generated text ---");
@@ -73,8 +74,8 @@ describe("the demo model from dist/k3 alone", () => {
     expectReadable(continuation, 20);
   }, 30_000);
 
-  test("k3 chat --demo --message --json: one turn with no <model_dir> and no --tok; --ctx and --prefill-chunk still apply", () => {
-    const r = k3(
+  test("k3 chat --demo --message --json: one turn with no <model_dir> and no --tok; --ctx and --prefill-chunk still apply", async () => {
+    const r = await k3Async(
       ["chat", "--demo", "--message", "Tell me a story about a cat.", "--json", "--temperature", "0", "--max-tokens", "200", "--ctx", "1024", "--prefill-chunk", "16"],
       { isolated: true, env: { HOME: tempDir("home") } },
     );
@@ -95,16 +96,16 @@ describe("the demo model from dist/k3 alone", () => {
     expectReadable(message.content!, 10);
   }, 30_000);
 
-  test("--demo with a <model_dir> or --tok is a usage error naming them", () => {
-    const withDir = k3(["chat", "--demo", demoDir, "--message", "x"]);
+  test("--demo with a <model_dir> or --tok is a usage error naming them", async () => {
+    const withDir = await k3Async(["chat", "--demo", demoDir, "--message", "x"]);
     expect(withDir.code).toBe(2);
     expect(withDir.stderr).toBe("k3: chat: --demo is the model directory and the tokenizer: give no <model_dir> with it\n");
-    const withTok = k3(["serve", "--demo", "--tok", demoDir]);
+    const withTok = await k3Async(["serve", "--demo", "--tok", demoDir]);
     expect(withTok.code).toBe(2);
     expect(withTok.stderr).toBe("k3: serve: --demo is the model directory and the tokenizer: give no --tok with it\n");
   });
 
-  test("the demo as a model directory: k3 verify --hash passes on its record; a state file resumes it exactly", () => {
+  test("the demo as a model directory: k3 verify --hash passes on its record; a state file resumes it exactly", async () => {
     // The files as `k3 download` would leave them, with the record it writes (git oid = sha1 of the blob).
     const dir = join(tempDir("demo-model"), "demo");
     mkdirSync(dir);
@@ -118,21 +119,21 @@ describe("the demo model from dist/k3 alone", () => {
     const commit = "d".repeat(40);
     const record = { format: "k3-download", version: 1, repo: "k3/demo", revision: "main", commit, endpoint: "", include: [], exclude: [], excluded: [], files, updated_at: "" };
     writeFileSync(join(dir, downloadRecordName), JSON.stringify(record));
-    const verified = k3(["verify", dir, "--hash"]);
+    const verified = await k3Async(["verify", dir, "--hash"]);
     expect(verified.stdout).toContain(`  hashes : ${files.length} of ${files.length} files match`);
     expect(verified.stdout).toContain(`  RESULT : checksum-verified snapshot at ${commit}`);
     expect(verified.code).toBe(0);
 
-    const json = (args: string[]) => {
-      const r = k3([dir, "--tok", dir, ...args, "--out", "-"]);
+    const json = async (args: string[]) => {
+      const r = await k3Async([dir, "--tok", dir, ...args, "--out", "-"]);
       expect(r.code).toBe(0);
       return JSON.parse(r.stdout) as { generated_ids: number[]; full_ids: number[] };
     };
     const prompt = ["--prompt", defaultPrompt];
-    const whole = json([...prompt, "--gen", "24"]);
+    const whole = await json([...prompt, "--gen", "24"]);
     const state = join(tempDir("demo-state"), "demo.k3st");
-    expect(json([...prompt, "--gen", "10", "--save-state", state]).generated_ids).toEqual(whole.generated_ids.slice(0, 10));
-    const resumed = json(["--load-state", state, "--gen", "14"]);
+    expect((await json([...prompt, "--gen", "10", "--save-state", state])).generated_ids).toEqual(whole.generated_ids.slice(0, 10));
+    const resumed = await json(["--load-state", state, "--gen", "14"]);
     expect(resumed.generated_ids).toEqual(whole.generated_ids.slice(10));
     expect(resumed.full_ids).toEqual(whole.full_ids);
   }, 30_000);

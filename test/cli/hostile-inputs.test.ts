@@ -3,12 +3,17 @@
  * file can be, ends in one line naming the file and the documented exit code, quickly, and
  * never in wrong tokens with exit 0.
  */
-import { describe, expect, test } from "bun:test";
-import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
+import { cpSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { expectation, fixturesDir, modelDir } from "../support/fixtures.ts";
-import { k3, type K3Result } from "../support/k3.ts";
+import { expectation, fixturesDir, modelDir, packedFixtureTrunk } from "../support/fixtures.ts";
+import type { K3Result } from "../support/k3.ts";
+import { k3Async } from "../support/k3-async.ts";
 import { tempDir } from "../support/tmp.ts";
+
+// Every run is a dist/k3 process of its own, so the tests run concurrently; a test's time
+// includes waiting for the others', hence the timeout.
+setDefaultTimeout(60_000);
 
 const tiny = modelDir("tiny13");
 const want = expectation("tiny13");
@@ -33,12 +38,12 @@ function editedConfig(edit: (config: Record<string, unknown>) => void): string {
   return path;
 }
 
-const run = (...extra: string[]) => k3([tiny, "--ids", prompt, "--gen", "2", "--out", "-", ...extra]);
+const run = (...extra: string[]) => k3Async([tiny, "--ids", prompt, "--gen", "2", "--out", "-", ...extra]);
 
-describe("config.json", () => {
-  test("--config /dev/zero is refused after the size cap, quickly", () => {
+describe.concurrent("config.json", () => {
+  test("--config /dev/zero is refused after the size cap, quickly", async () => {
     const started = performance.now();
-    refusedWith(run("--config", "/dev/zero"), 2, /^k3: \/dev\/zero: cannot read the model config: more than the 4194304-byte limit$/);
+    refusedWith(await run("--config", "/dev/zero"), 2, /^k3: \/dev\/zero: cannot read the model config: more than the 4194304-byte limit$/);
     expect(performance.now() - started).toBeLessThan(5000);
   });
 
@@ -52,64 +57,64 @@ describe("config.json", () => {
     ["attn_res_block_size 1e308", (c) => { c.attn_res_block_size = 1e308; }, /attn_res_block_size is 1e\+308, more than k3 accepts/],
   ];
   for (const [what, edit, pattern] of unbounded) {
-    test(`${what} is refused at once (exit 2), naming the file`, () => {
+    test(`${what} is refused at once (exit 2), naming the file`, async () => {
       const path = editedConfig(edit);
       const started = performance.now();
-      const r = run("--config", path);
+      const r = await run("--config", path);
       refusedWith(r, 2, new RegExp(`^k3: ${path}: the model config could not be read with confidence: .*${pattern.source}`));
       expect(performance.now() - started).toBeLessThan(5000);
     });
   }
 
-  test("a key given twice (spelled with an escape) and a deeply nested value are refused (exit 2)", () => {
+  test("a key given twice (spelled with an escape) and a deeply nested value are refused (exit 2)", async () => {
     const path = join(tempDir("config"), "config.json");
     writeFileSync(path, readFileSync(join(tiny, "config.json"), "utf8").replace('"vocab_size": 256', '"vocab_size": 256, "vocab\\u005fsize": 255'));
-    refusedWith(run("--config", path), 2, new RegExp(`^k3: ${path}: the model config could not be read with confidence: 5:22: the key "vocab_size" appears twice in one object$`));
+    refusedWith(await run("--config", path), 2, new RegExp(`^k3: ${path}: the model config could not be read with confidence: 5:22: the key "vocab_size" appears twice in one object$`));
     writeFileSync(path, `{"x": ${"[".repeat(1_000_000)}${"]".repeat(1_000_000)}}`);
-    refusedWith(run("--config", path), 2, new RegExp(`^k3: ${path}: the model config could not be read with confidence: 1:262: nested deeper than 256 levels$`));
+    refusedWith(await run("--config", path), 2, new RegExp(`^k3: ${path}: the model config could not be read with confidence: 1:262: nested deeper than 256 levels$`));
   });
 });
 
-describe("tokenizer files", () => {
-  test("a tokenizer_config.json id given twice, once \\u-escaped, is refused (exit 1)", () => {
+describe.concurrent("tokenizer files", () => {
+  test("a tokenizer_config.json id given twice, once \\u-escaped, is refused (exit 1)", async () => {
     const dir = tempDir("tok");
     cpSync(chatTok, dir, { recursive: true });
     const path = join(dir, "tokenizer_config.json");
     const text = readFileSync(path, "utf8");
     writeFileSync(path, text.replace('"402": {', '"\\u0034\\u00301": {'));
-    refusedWith(k3(["tokenize", "--tok", dir], { stdin: "hi" }), 1, new RegExp(`^k3: ${path}:\\d+:5: the key "401" appears twice in one object$`));
+    refusedWith(await k3Async(["tokenize", "--tok", dir], { stdin: "hi" }), 1, new RegExp(`^k3: ${path}:\\d+:5: the key "401" appears twice in one object$`));
   });
 
-  test("a tokenizer that is not the model's is refused before anything loads (exit 2)", () => {
+  test("a tokenizer that is not the model's is refused before anything loads (exit 2)", async () => {
     refusedWith(
-      k3([tiny, "--tok", chatTok, "--prompt", "hello", "--gen", "1"]),
+      await k3Async([tiny, "--tok", chatTok, "--prompt", "hello", "--gen", "1"]),
       2,
       `k3: --tok ${chatTok}: the tokenizer has 401 ranks but the model's vocabulary is 256 ids (vocab_size): it is not this model's tokenizer`,
     );
   });
 });
 
-describe("command-line values", () => {
-  test("a value with a line break, or 100,000 digits long, is quoted short on one line", () => {
-    refusedWith(k3([tiny, "--ids", "1", "--gen", "1\n2"]), 2, /^k3: --gen expects a whole number from 0 to 4096, got "1\\n2"$/);
-    const r = k3([tiny, "--ids", "1", "--gen", "9".repeat(100_000)]);
+describe.concurrent("command-line values", () => {
+  test("a value with a line break, or 100,000 digits long, is quoted short on one line", async () => {
+    refusedWith(await k3Async([tiny, "--ids", "1", "--gen", "1\n2"]), 2, /^k3: --gen expects a whole number from 0 to 4096, got "1\\n2"$/);
+    const r = await k3Async([tiny, "--ids", "1", "--gen", "9".repeat(100_000)]);
     refusedWith(r, 2, /^k3: --gen must be from 0 to 4096, got "9{40}\.\.\."$/);
-    refusedWith(k3([tiny, "--ids", "1", `--${"x".repeat(100_000)}`]), 2, /^k3: unknown option "-{2}x{38}\.\.\."$/);
+    refusedWith(await k3Async([tiny, "--ids", "1", `--${"x".repeat(100_000)}`]), 2, /^k3: unknown option "-{2}x{38}\.\.\."$/);
   });
 });
 
-describe("--ids", () => {
-  test("20 MB of garbage on stdin gives a short line quoting a short excerpt", () => {
+describe.concurrent("--ids", () => {
+  test("20 MB of garbage on stdin gives a short line quoting a short excerpt", async () => {
     const garbage = "x".repeat(20_000_000);
-    const r = k3([tiny, "--ids", "-", "--gen", "1"], { stdin: garbage });
+    const r = await k3Async([tiny, "--ids", "-", "--gen", "1"], { stdin: garbage });
     refusedWith(r, 2, /^k3: --ids - \(stdin\): "x{40}\.\.\." is not a token id \(ids are whole numbers >= 0\)$/);
     expect(r.stderr.length).toBeLessThan(2000);
-    const json = k3([tiny, "--ids", "-", "--gen", "1"], { stdin: `{"ids": [1, 2], "ids": [${"9".repeat(10_000_000)}]}` });
+    const json = await k3Async([tiny, "--ids", "-", "--gen", "1"], { stdin: `{"ids": [1, 2], "ids": [${"9".repeat(10_000_000)}]}` });
     refusedWith(json, 2, /^k3: --ids - \(stdin\):1:17: the key "ids" appears twice in one object$/);
   });
 });
 
-describe("safetensors shards", () => {
+describe.concurrent("safetensors shards", () => {
   const shardName = "model-00001-of-00001.safetensors";
 
   /** A copy of tiny13 whose one shard is rebuilt from `header` text (as given) and the same data. */
@@ -126,44 +131,45 @@ describe("safetensors shards", () => {
     return { dir, shard };
   }
 
-  test("a header length 4 short of the truth (the header ends in padding spaces, so it parses) is refused, not read 4 bytes early", () => {
+  test("a header length 4 short of the truth (the header ends in padding spaces, so it parses) is refused, not read 4 bytes early", async () => {
     const { dir, shard } = rebuiltShard((h) => `${h}        `, (n) => n - 4);
-    refusedWith(k3([dir, "--ids", prompt, "--gen", "2", "--out", "-"]), 1, `k3: ${shard}: not a valid safetensors shard: 4 bytes after the last tensor (language_model.model.output_attn_res_proj.weight) belong to no tensor (the header length or data_offsets are wrong)`);
+    refusedWith(await k3Async([dir, "--ids", prompt, "--gen", "2", "--out", "-"]), 1, `k3: ${shard}: not a valid safetensors shard: 4 bytes after the last tensor (language_model.model.output_attn_res_proj.weight) belong to no tensor (the header length or data_offsets are wrong)`);
   });
 
-  test("a data section that starts off a multiple of 4 is refused naming the file and the tensor, not an internal error", () => {
+  test("a data section that starts off a multiple of 4 is refused naming the file and the tensor, not an internal error", async () => {
     const { dir, shard } = rebuiltShard((h) => `${h}  `);
     refusedWith(
-      k3([dir, "--ids", prompt, "--gen", "2", "--out", "-"]),
+      await k3Async([dir, "--ids", prompt, "--gen", "2", "--out", "-"]),
       1,
       `k3: ${shard}: not a valid safetensors shard: tensor language_model.model.layers.0.input_layernorm.weight starts at byte 123202 of the file, not a multiple of its 4-byte F32 elements (the data section starts at byte 123202; k3 reads elements aligned)`,
     );
   });
 
-  test("a tensor named twice in one header, once with an escape, is refused", () => {
+  test("a tensor named twice in one header, once with an escape, is refused", async () => {
     const name = "language_model.model.norm.weight";
     const { dir, shard } = rebuiltShard((h) => {
       const entry = JSON.stringify((JSON.parse(h) as Record<string, unknown>)[name]);
       return `{"${name.replace("norm", "\\u006eorm")}": ${entry}, ${h.slice(1)}`;
     });
-    refusedWith(k3([dir, "--ids", prompt, "--gen", "2"]), 1, new RegExp(`^k3: ${shard}: not a valid safetensors shard: header 1:\\d+: the key "${name}" appears twice in one object$`));
+    refusedWith(await k3Async([dir, "--ids", prompt, "--gen", "2"]), 1, new RegExp(`^k3: ${shard}: not a valid safetensors shard: header 1:\\d+: the key "${name}" appears twice in one object$`));
   });
 
-  test("a directory named like a shard is refused by name", () => {
+  test("a directory named like a shard is refused by name", async () => {
     const dir = tempDir("shard");
     cpSync(tiny, dir, { recursive: true });
     mkdirSync(join(dir, "zz-extra.safetensors"));
-    refusedWith(k3([dir, "--ids", prompt, "--gen", "2"]), 1, `k3: ${join(dir, "zz-extra.safetensors")}: not a valid safetensors shard: it is a directory, not a file`);
+    refusedWith(await k3Async([dir, "--ids", prompt, "--gen", "2"]), 1, `k3: ${join(dir, "zz-extra.safetensors")}: not a valid safetensors shard: it is a directory, not a file`);
   });
 });
 
-describe("packed trunks", () => {
-  const streamed = (model: string, trunk: string) => k3([model, "--ids", prompt, "--gen", "3", "--trunk", trunk, "--trunk-gb", "0", "--out", "-"]);
+describe.concurrent("packed trunks", () => {
+  const streamed = (model: string, trunk: string) => k3Async([model, "--ids", prompt, "--gen", "3", "--trunk", trunk, "--trunk-gb", "0", "--out", "-"]);
 
-  /** tiny13 packed into a fresh directory. */
+  /** tiny13's packed trunk (packed once per process), copied into a fresh directory to damage. */
   function packTiny(): string {
     const out = join(tempDir("pack"), "trunk");
-    expect(k3(["pack-trunk", tiny, out]).code).toBe(0);
+    cpSync(packedFixtureTrunk("tiny13"), out, { recursive: true });
+    expect(readdirSync(out).sort()).toEqual(["trunk.bin", "trunk.json"]);
     return out;
   }
 
@@ -176,7 +182,7 @@ describe("packed trunks", () => {
     return path;
   }
 
-  test("the pack of another checkpoint with the same shapes (one tensor of layer 3 differs) is refused; its own pack runs", () => {
+  test("the pack of another checkpoint with the same shapes (one tensor of layer 3 differs) is refused; its own pack runs", async () => {
     const other = tempDir("other");
     cpSync(tiny, other, { recursive: true });
     const shard = join(other, "model-00001-of-00001.safetensors");
@@ -187,20 +193,20 @@ describe("packed trunks", () => {
     bytes[8 + headerLength + begin + 1] = (bytes[8 + headerLength + begin + 1] as number) ^ 0x40;
     writeFileSync(shard, bytes);
     const pack = packTiny();
-    expect(streamed(tiny, pack).code).toBe(0);
-    refusedWith(streamed(other, pack), 1, new RegExp(`^k3: ${pack}: layer 3 of the packed trunk was packed from other contents than ${other} holds \\(source [0-9a-f]{16}, this checkpoint [0-9a-f]{16}\\); re-run 'k3 pack-trunk'$`));
+    expect((await streamed(tiny, pack)).code).toBe(0);
+    refusedWith(await streamed(other, pack), 1, new RegExp(`^k3: ${pack}: layer 3 of the packed trunk was packed from other contents than ${other} holds \\(source [0-9a-f]{16}, this checkpoint [0-9a-f]{16}\\); re-run 'k3 pack-trunk'$`));
   });
 
-  test("two layers' offsets and hashes swapped in trunk.json are refused", () => {
+  test("two layers' offsets and hashes swapped in trunk.json are refused", async () => {
     const trunk = packTiny();
     const path = editManifest(trunk, (m) => {
       const [one, two] = [m.layers[1] as Record<string, unknown>, m.layers[2] as Record<string, unknown>];
       [one.file_off, two.file_off, one.hash, two.hash] = [two.file_off, one.file_off, two.hash, one.hash];
     });
-    refusedWith(streamed(tiny, trunk), 1, new RegExp(`^k3: ${path}: not a usable packed trunk: layers\\[1\\].file_off is \\d+, expected \\d+ \\(layers follow each other in trunk.bin\\)$`));
+    refusedWith(await streamed(tiny, trunk), 1, new RegExp(`^k3: ${path}: not a usable packed trunk: layers\\[1\\].file_off is \\d+, expected \\d+ \\(layers follow each other in trunk.bin\\)$`));
   });
 
-  test("two layers' bytes swapped in trunk.bin, with their hashes swapped in trunk.json, are refused on first read", () => {
+  test("two layers' bytes swapped in trunk.bin, with their hashes swapped in trunk.json, are refused on first read", async () => {
     const trunk = packTiny();
     const bin = join(trunk, "trunk.bin");
     const bytes = readFileSync(bin);
@@ -217,40 +223,40 @@ describe("packed trunks", () => {
     bytes.copy(bytes, one.file_off, two.file_off, two.file_off + two.nbytes);
     first.copy(bytes, two.file_off);
     writeFileSync(bin, bytes);
-    refusedWith(streamed(tiny, trunk), 1, `k3: ${bin}: layer 1 does not match its recorded hash (corrupted?); re-run 'k3 pack-trunk'`);
+    refusedWith(await streamed(tiny, trunk), 1, `k3: ${bin}: layer 1 does not match its recorded hash (corrupted?); re-run 'k3 pack-trunk'`);
   });
 
-  test("an nbytes smaller than the payload is refused naming the field, not a crash", () => {
+  test("an nbytes smaller than the payload is refused naming the field, not a crash", async () => {
     const trunk = packTiny();
     const path = editManifest(trunk, (m) => {
       for (const layer of m.layers) layer.nbytes = 4096;
     });
-    refusedWith(streamed(tiny, trunk), 1, new RegExp(`^k3: ${path}: not a usable packed trunk: layers\\[0\\].nbytes is 4096, expected \\d+ \\(payload_bytes \\d+ rounded up to 4096\\)$`));
+    refusedWith(await streamed(tiny, trunk), 1, new RegExp(`^k3: ${path}: not a usable packed trunk: layers\\[0\\].nbytes is 4096, expected \\d+ \\(payload_bytes \\d+ rounded up to 4096\\)$`));
   });
 
-  test("a number written as a string, and an old format version, are refused saying what was found and expected", () => {
+  test("a number written as a string, and an old format version, are refused saying what was found and expected", async () => {
     const trunk = packTiny();
     const path = editManifest(trunk, (m) => {
       (m.layers[3] as Record<string, unknown>).payload_bytes = String((m.layers[3] as Record<string, unknown>).payload_bytes);
     });
-    refusedWith(streamed(tiny, trunk), 1, new RegExp(`^k3: ${path}: not a usable packed trunk: layers\\[3\\].payload_bytes must be a whole number from 0 to \\d+, found the string "\\d+"$`));
+    refusedWith(await streamed(tiny, trunk), 1, new RegExp(`^k3: ${path}: not a usable packed trunk: layers\\[3\\].payload_bytes must be a whole number from 0 to \\d+, found the string "\\d+"$`));
     editManifest(trunk, (m) => {
       m.version = 1;
     });
-    refusedWith(streamed(tiny, trunk), 1, `k3: ${path}: not a usable packed trunk: found format "k3-trunk" version 1, expected format "k3-trunk" version 2 (re-run 'k3 pack-trunk')`);
+    refusedWith(await streamed(tiny, trunk), 1, `k3: ${path}: not a usable packed trunk: found format "k3-trunk" version 1, expected format "k3-trunk" version 2 (re-run 'k3 pack-trunk')`);
   });
 });
 
-test("a config that needs far more tensors than the checkpoint holds is refused at once, not after listing them", () => {
+test.concurrent("a config that needs far more tensors than the checkpoint holds is refused at once, not after listing them", async () => {
   const path = editedConfig((c) => {
     c.num_experts = 65_536;
   });
   const started = performance.now();
-  refusedWith(run("--config", path), 1, `k3: ${tiny}: the config needs at least 4718670 tensors for 13 layers (12 MoE layers x 65536 experts x 6, and the layer norms), but the checkpoint has 916`);
+  refusedWith(await run("--config", path), 1, `k3: ${tiny}: the config needs at least 4718670 tensors for 13 layers (12 MoE layers x 65536 experts x 6, and the layer norms), but the checkpoint has 916`);
   expect(performance.now() - started).toBeLessThan(5000);
 });
 
-test("a NaN in a shard's tensor bytes (header intact) is refused naming the layer, not an internal error", () => {
+test.concurrent("a NaN in a shard's tensor bytes (header intact) is refused naming the layer, not an internal error", async () => {
   const dir = tempDir("nan");
   cpSync(tiny, dir, { recursive: true });
   const shard = join(dir, "model-00001-of-00001.safetensors");
@@ -260,5 +266,5 @@ test("a NaN in a shard's tensor bytes (header intact) is refused naming the laye
   const [begin, end] = header["language_model.model.layers.1.post_attention_layernorm.weight"].data_offsets as [number, number];
   for (let at = 8 + headerLength + begin; at < 8 + headerLength + end; at += 2) bytes.writeUInt16LE(0x7fc0, at); // bf16 NaN
   writeFileSync(shard, bytes);
-  refusedWith(k3([dir, "--ids", prompt, "--gen", "2", "--out", "-"]), 1, "k3: layer 1: the router's weights are not finite numbers (a NaN or infinity reached it): the checkpoint's tensors are probably corrupt");
+  refusedWith(await k3Async([dir, "--ids", prompt, "--gen", "2", "--out", "-"]), 1, "k3: layer 1: the router's weights are not finite numbers (a NaN or infinity reached it): the checkpoint's tensors are probably corrupt");
 });

@@ -1,13 +1,18 @@
 /**
- * Hybrid decode (runtime.md 9.3) through dist/k3 on both oracle fixtures, with the int8 draft
- * trunk `k3 quantize-trunk` writes: the ids are exactly the exact model's (the reference's), in
+ * Hybrid decode (runtime.md 9.3) on both oracle fixtures, with the int8 draft trunk
+ * `k3 quantize-trunk` writes: the ids are exactly the exact model's (the reference's), in
  * several budget configurations, greedy and seeded, on a resumed state too; drafts fire and are
  * accepted; the expert cache issues no read while the draft runs; misuse is refused.
+ *
+ * The runs are the run command's in this process (test/support/run-in-process.ts, with the
+ * safety-checked kernels); through dist/k3: the defaults with their banners and report line, and
+ * every refusal.
  */
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { join } from "node:path";
-import { expectation, modelDir, oracleModels } from "../support/fixtures.ts";
+import { expectation, modelDir, oracleModels, packedFixtureTrunk } from "../support/fixtures.ts";
 import { k3 } from "../support/k3.ts";
+import { runInProcess } from "../support/run-in-process.ts";
 import { tempDir } from "../support/tmp.ts";
 
 setDefaultTimeout(60_000);
@@ -27,13 +32,13 @@ interface Run {
   plan: { draft: { plan: { pinned: number; ring_slots: number; raised: boolean } } | null; memory: { terms: { name: string; bytes: number }[] } };
 }
 
-function run(args: string[]): Run {
-  const r = k3([...args, "--out", "-"]);
-  if (r.code !== 0) throw new Error(`k3 ${args.join(" ")} exited ${r.code}: ${r.stderr}`);
-  return JSON.parse(r.stdout) as Run;
+async function run(args: string[]): Promise<Run> {
+  return (await runInProcess(args)).json as Run;
 }
 
 const ids = (list: readonly number[]) => list.join(",");
+/** Each model's int8 draft trunk, quantized by dist/k3 from the trunk packed once per process. */
+const drafts = new Map<string, string>();
 
 for (const name of oracleModels) {
   const dir = modelDir(name);
@@ -41,10 +46,10 @@ for (const name of oracleModels) {
   let trunk = "";
   let draft = "";
   beforeAll(() => {
-    trunk = join(tempDir("htrunk"), "packed");
+    trunk = packedFixtureTrunk(name);
     draft = join(tempDir("hdraft"), "int8");
-    expect(k3(["pack-trunk", dir, trunk]).code).toBe(0);
     expect(k3(["quantize-trunk", trunk, draft]).code).toBe(0);
+    drafts.set(name, draft);
   });
 
   describe(`${name}: hybrid decode with the int8 draft`, () => {
@@ -56,8 +61,8 @@ for (const name of oracleModels) {
       ...(name === "tiny13" ? [["--spec 2", () => ["--spec", "2"]] as [string, () => string[]]] : []),
     ];
     for (const [label, extra] of configs) {
-      test(`${label}: exactly the reference ids; drafts accepted; no expert read while drafting`, () => {
-        const r = run([...base(), ...extra()]);
+      test(`${label}: exactly the reference ids; drafts accepted; no expert read while drafting`, async () => {
+        const r = await run([...base(), ...extra()]);
         expect(r.generated_ids).toEqual(want.generated_ids);
         expect(r.hybrid).not.toBeNull();
         expect(r.hybrid!.draft_trunk).toBe(draft);
@@ -90,27 +95,27 @@ for (const name of oracleModels) {
       if (name === "nested14") test(title, body);
     };
 
-    nestedOnly("seeded sampling: the same ids as the serial seeded run", () => {
+    nestedOnly("seeded sampling: the same ids as the serial seeded run", async () => {
       const seeded = ["--temperature", "0.05", "--seed", "3"];
-      const serial = run([dir, "--ids", ids(want.prompt_ids), "--gen", "20", ...seeded]);
-      const hybrid = run([...base(), ...seeded]);
+      const serial = await run([dir, "--ids", ids(want.prompt_ids), "--gen", "20", ...seeded]);
+      const hybrid = await run([...base(), ...seeded]);
       expect(hybrid.generated_ids).toEqual(serial.generated_ids);
       expect(hybrid.speculation!.accepted).toBeGreaterThan(0);
     });
 
-    nestedOnly("resumed from a state file: the draft starts from position 0 and the ids are one uninterrupted run's", () => {
+    nestedOnly("resumed from a state file: the draft starts from position 0 and the ids are one uninterrupted run's", async () => {
       const state = join(tempDir("hstate"), "s.k3st");
-      const first = run([dir, "--ids", ids(want.prompt_ids), "--gen", "8", "--save-state", state]);
+      const first = await run([dir, "--ids", ids(want.prompt_ids), "--gen", "8", "--save-state", state]);
       expect(first.generated_ids).toEqual(want.generated_ids.slice(0, 8));
-      const resumed = run([dir, "--load-state", state, "--gen", "12", "--draft-trunk", draft]);
+      const resumed = await run([dir, "--load-state", state, "--gen", "12", "--draft-trunk", draft]);
       expect(resumed.generated_ids).toEqual(want.generated_ids.slice(8, 20));
       expect(resumed.hybrid!.drafter.fed_ids).toBeGreaterThanOrEqual(want.prompt_ids.length + 7);
       expect(resumed.speculation!.accepted).toBeGreaterThan(0);
     });
 
-    nestedOnly("the bf16 trunk itself as the draft: exact ids, and most of its drafts are accepted", () => {
-      const int8 = run(base());
-      const bf16 = run([dir, "--ids", ids(want.prompt_ids), "--gen", "20", "--draft-trunk", trunk]);
+    nestedOnly("the bf16 trunk itself as the draft: exact ids, and most of its drafts are accepted", async () => {
+      const int8 = await run(base());
+      const bf16 = await run([dir, "--ids", ids(want.prompt_ids), "--gen", "20", "--draft-trunk", trunk]);
       expect(bf16.generated_ids).toEqual(want.generated_ids);
       expect(bf16.speculation!.accepted / bf16.speculation!.drafted).toBeGreaterThan(0.5);
       expect(int8.generated_ids).toEqual(want.generated_ids);
@@ -123,10 +128,7 @@ describe("hybrid decode: misuse", () => {
   const p = ids(expectation("tiny13").prompt_ids);
   let tinyDraft = "";
   beforeAll(() => {
-    const trunk = join(tempDir("hmis"), "t");
-    tinyDraft = join(tempDir("hmis"), "d");
-    expect(k3(["pack-trunk", dir, trunk]).code).toBe(0);
-    expect(k3(["quantize-trunk", trunk, tinyDraft]).code).toBe(0);
+    tinyDraft = drafts.get("tiny13")!;
   });
   const cases: [string, string[], number, string][] = [
     ["--recompute", [dir, "--ids", p, "--recompute", "--draft-trunk", "x"], 2, "k3: --draft-trunk needs incremental decode (the draft carries its own state); drop --recompute\n"],

@@ -1,14 +1,20 @@
 /**
- * Through dist/k3 on both oracle fixtures: state files (runtime.md 8) resume exactly, with and
- * without a new prompt and with the streamed trunk; `--spec N` (9.1-9.2) gives serial ids in
- * every budget configuration, greedy and seeded, with drafts that do fire; `--tf-check` (9.4)
- * counts the reference's teacher-forced agreement; every misuse is refused with its exit code.
+ * On both oracle fixtures: state files (runtime.md 8) resume exactly, with and without a new
+ * prompt and with the streamed trunk; `--spec N` (9.1-9.2) gives serial ids in every budget
+ * configuration, greedy and seeded, with drafts that do fire; `--tf-check` (9.4) counts the
+ * reference's teacher-forced agreement; every misuse is refused with its exit code.
+ *
+ * The runs compared with each other are the run command's in this process
+ * (test/support/run-in-process.ts, with the safety-checked kernels). Through dist/k3: every
+ * resume of a state file (its JSON and what it says on stderr), the banner and report of
+ * --spec, --tf-check, and the refusals.
  */
 import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { expectation, modelDir, oracleModels } from "../support/fixtures.ts";
+import { expectation, modelDir, oracleModels, packedFixtureTrunk } from "../support/fixtures.ts";
 import { k3 } from "../support/k3.ts";
+import { runInProcess } from "../support/run-in-process.ts";
 import { smallFsUnavailable, withSmallFs } from "../support/small-fs.ts";
 import { tempDir } from "../support/tmp.ts";
 
@@ -25,7 +31,13 @@ interface Run {
   saved_state: { positions: number; bytes: number } | null;
 }
 
-function run(args: string[]): Run {
+/** A run in this process. */
+async function run(args: string[]): Promise<Run> {
+  return (await runInProcess(args)).json as Run;
+}
+
+/** A run through dist/k3. */
+function runBinary(args: string[]): Run {
   const r = k3([...args, "--out", "-"]);
   if (r.code !== 0) throw new Error(`k3 ${args.join(" ")} exited ${r.code}: ${r.stderr}`);
   return JSON.parse(r.stdout) as Run;
@@ -45,17 +57,16 @@ for (const name of oracleModels) {
   const prompt = expectation(name).tf.ids.slice(0, 10);
   let trunk = "";
   beforeAll(() => {
-    trunk = join(tempDir("trunk"), "packed");
-    expect(k3(["pack-trunk", dir, trunk]).code).toBe(0);
+    trunk = packedFixtureTrunk(name);
   });
 
   describe(`${name}: state files`, () => {
     for (const [label, extra] of [["resident", []], ["streamed, one ring slot", ["--trunk-gb", "0"]]] as const) {
-      test(`save after 6 then resume for 5 = one run of 11 (${label}), with and without a new prompt`, () => {
+      test(`save after 6 then resume for 5 = one run of 11 (${label}), with and without a new prompt`, async () => {
         const budget = () => (extra.length > 0 ? ["--trunk", trunk, ...extra] : []);
-        const whole = run([dir, "--ids", ids(prompt), "--gen", "11", ...budget()]);
+        const whole = await run([dir, "--ids", ids(prompt), "--gen", "11", ...budget()]);
         const state = join(tempDir("state"), "six.k3st");
-        const first = run([dir, "--ids", ids(prompt), "--gen", "6", "--save-state", state, ...budget()]);
+        const first = await run([dir, "--ids", ids(prompt), "--gen", "6", "--save-state", state, ...budget()]);
         expect(first.generated_ids).toEqual(whole.generated_ids.slice(0, 6));
         // The last emitted id is pending: stored, not yet fed (runtime.md 8.3).
         expect(first.saved_state!.positions).toBe(prompt.length + 5);
@@ -72,20 +83,20 @@ for (const name of oracleModels) {
         expect(r.stderr).toMatch(new RegExp(`, ${prompt.length + 5} positions\\) in [\\d.]+ s`));
         // A new prompt after the history: the same as one run over the whole sequence.
         const more = [3, 1, 4];
-        const continued = run([dir, "--load-state", state, "--ids", ids(more), "--gen", "5", ...budget()]);
-        const cold = run([dir, "--ids", ids([...first.full_ids, ...more]), "--gen", "5", ...budget()]);
+        const continued = runBinary([dir, "--load-state", state, "--ids", ids(more), "--gen", "5", ...budget()]);
+        const cold = await run([dir, "--ids", ids([...first.full_ids, ...more]), "--gen", "5", ...budget()]);
         expect(continued.generated_ids).toEqual(cold.generated_ids);
         expect(continued.full_ids).toEqual(cold.full_ids);
       });
     }
 
-    test("seeded: save then resume equals one seeded run only in ids fed, so each part is checked against its own cold run", () => {
+    test("seeded: save then resume equals one seeded run only in ids fed, so each part is checked against its own cold run", async () => {
       // The sampler's stream starts afresh in each process, so a resumed seeded run equals a
       // fresh seeded run over the same context, not the tail of one long run.
       const state = join(tempDir("state"), "s.k3st");
-      const first = run([dir, "--ids", ids(prompt), "--gen", "4", "--save-state", state, ...seeded]);
-      const resumed = run([dir, "--load-state", state, "--ids", "9", "--gen", "4", ...seeded]);
-      const cold = run([dir, "--ids", ids([...first.full_ids, 9]), "--gen", "4", ...seeded]);
+      const first = await run([dir, "--ids", ids(prompt), "--gen", "4", "--save-state", state, ...seeded]);
+      const resumed = runBinary([dir, "--load-state", state, "--ids", "9", "--gen", "4", ...seeded]);
+      const cold = await run([dir, "--ids", ids([...first.full_ids, 9]), "--gen", "4", ...seeded]);
       expect(resumed.generated_ids).toEqual(cold.generated_ids);
     });
   });
@@ -94,8 +105,8 @@ for (const name of oracleModels) {
     // The prompt, its own greedy continuation, and the prompt again: the drafter proposes that
     // continuation after the second copy, and the model may or may not agree with it.
     let repetitive: number[] = [];
-    beforeAll(() => {
-      const continuation = run([dir, "--ids", ids(prompt), "--gen", "8"]).generated_ids;
+    beforeAll(async () => {
+      const continuation = (await run([dir, "--ids", ids(prompt), "--gen", "8"])).generated_ids;
       repetitive = [...prompt, ...continuation, ...prompt];
     });
     const configs: [string, () => string[]][] = [
@@ -105,10 +116,10 @@ for (const name of oracleModels) {
     ];
     for (const [label, budget] of configs) {
       for (const [how, sampling] of [["greedy", []], ["seeded", coolSeeded]] as const) {
-        test(`--spec 4 = serial, ${how}, ${label}`, () => {
+        test(`--spec 4 = serial, ${how}, ${label}`, async () => {
           for (const p of [repetitive, prompt]) {
-            const serial = run([dir, "--ids", ids(p), "--gen", "16", ...sampling, ...budget()]);
-            const spec = run([dir, "--ids", ids(p), "--gen", "16", "--spec", "4", ...sampling, ...budget()]);
+            const serial = await run([dir, "--ids", ids(p), "--gen", "16", ...sampling, ...budget()]);
+            const spec = await run([dir, "--ids", ids(p), "--gen", "16", "--spec", "4", ...sampling, ...budget()]);
             expect(spec.generated_ids).toEqual(serial.generated_ids);
             const s = spec.speculation!;
             if (p === repetitive) expect(s.sweeps).toBeGreaterThan(0); // the drafter did fire

@@ -3,9 +3,9 @@ import { describe, expect, test } from "bun:test";
 import { copyFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expectation, modelDir } from "../support/fixtures.ts";
+import { writeTestCheckpoint } from "../support/checkpoints.ts";
 import { k3 } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
-import { writeCheckpoint } from "../../tools/checkpoint/writer.ts";
 import { tinyConfig } from "../support/configs.ts";
 
 const tiny = modelDir("tiny13");
@@ -48,12 +48,12 @@ describe("k3 <model_dir> through the binary", () => {
 
   test("an A_log whose padding after the per-head values is not zero is used, with a warning naming it", () => {
     const dir = tempDir("alog");
-    writeCheckpoint(dir, tinyConfig(), { shape: "flat", shards: 1, aLogPadding: "noise" });
+    writeTestCheckpoint(dir, tinyConfig(), { shape: "flat", shards: 1, aLogPadding: "noise" });
     const r = k3([dir, "--ids", "1,2,3", "--gen", "1", "--out", "-"]);
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("language_model.model.layers.0.self_attn.A_log: padding after the first 4 values (one per head) is not zero");
     const clean = tempDir("alog-clean");
-    writeCheckpoint(clean, tinyConfig(), { shape: "flat", shards: 1 });
+    writeTestCheckpoint(clean, tinyConfig(), { shape: "flat", shards: 1 });
     expect(k3([clean, "--ids", "1,2,3", "--gen", "1", "--out", "-"]).stderr).not.toContain("padding after");
   });
 

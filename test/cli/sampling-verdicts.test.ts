@@ -11,7 +11,7 @@ import { samplingDefaults, samplingNames, type SamplingKnob } from "../../src/de
 import { K3Error } from "../../src/errors.ts";
 import type { ChatSettings } from "../../src/session/chat-session.ts";
 import { expectation, modelDir } from "../support/fixtures.ts";
-import { k3 } from "../support/k3.ts";
+import { inParallel, k3Async } from "../support/k3-async.ts";
 import { serveDemo, stopAll, type Served } from "../support/serve.ts";
 
 afterAll(stopAll);
@@ -34,9 +34,9 @@ type Verdict = "ok" | { refused: string };
 const tiny = modelDir("tiny13");
 const ids = expectation("tiny13").prompt_ids.slice(0, 4).join(",");
 
-function viaFlag(knob: SamplingKnob, value: Value): Verdict {
+async function viaFlag(knob: SamplingKnob, value: Value): Promise<Verdict> {
   const flag = samplingNames.flag[knob];
-  const r = k3([tiny, "--ids", ids, "--gen", "1", "--temperature", knob === "temperature" ? String(value) : "0.5", ...(knob === "temperature" ? [] : [flag, String(value)])]);
+  const r = await k3Async([tiny, "--ids", ids, "--gen", "1", "--temperature", knob === "temperature" ? String(value) : "0.5", ...(knob === "temperature" ? [] : [flag, String(value)])]);
   if (r.code === 0) return "ok";
   expect([flag, String(value), r.code]).toEqual([flag, String(value), 2]);
   expect(r.stderr.split("\n").length).toBe(2); // one line
@@ -71,6 +71,18 @@ async function viaHttp(s: Served, path: "/v1/chat/completions" | "/v1/completion
 describe("every sampling knob: one verdict from the flags, both endpoints and /set", () => {
   test("boundary values, just outside them, and the wrong type", async () => {
     const s = await serveDemo();
+    // The flag door's dist/k3 runs, four at a time, while the server is asked one request after another.
+    const values = table.flatMap(([knob, accepted, refused]) => [...accepted, ...refused].map((value) => ({ knob, value })));
+    const [flags, http] = await Promise.all([
+      inParallel(values, 4, ({ knob, value }) => viaFlag(knob, value)),
+      (async () => {
+        const out: { chat: Verdict; completions: Verdict }[] = [];
+        for (const { knob, value } of values) {
+          out.push({ chat: await viaHttp(s, "/v1/chat/completions", knob, value), completions: await viaHttp(s, "/v1/completions", knob, value) });
+        }
+        return out;
+      })(),
+    ]);
     const disagreements: string[] = [];
     let checked = 0;
     for (const [knob, accepted, refused] of table) {
@@ -78,10 +90,8 @@ describe("every sampling knob: one verdict from the flags, both endpoints and /s
       const field = samplingNames.field[knob];
       for (const value of [...accepted, ...refused]) {
         const want = accepted.includes(value) ? "ok" : "refused";
-        const verdicts = {
-          flag: viaFlag(knob, value), set: viaSet(knob, value),
-          chat: await viaHttp(s, "/v1/chat/completions", knob, value), completions: await viaHttp(s, "/v1/completions", knob, value),
-        };
+        const i = checked; // values lists the same knobs and values in this order
+        const verdicts = { flag: flags[i]!, set: viaSet(knob, value), chat: http[i]!.chat, completions: http[i]!.completions };
         const expected = { flag: want === "ok" ? "ok" : { refused: flag }, set: want === "ok" ? "ok" : { refused: flag },
           chat: want === "ok" ? "ok" : { refused: field }, completions: want === "ok" ? "ok" : { refused: field } };
         if (JSON.stringify(verdicts) !== JSON.stringify(expected)) disagreements.push(`${knob} ${value}: ${JSON.stringify(verdicts)}`);

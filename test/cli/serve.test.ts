@@ -2,13 +2,17 @@
  * `k3 serve` through dist/k3 on a free loopback port, on the chat fixture model, spoken to with
  * the official `openai` client and with plain fetch for what clients do wrong. Every server stops
  * by itself at the end (SIGTERM, which must exit 0).
+ *
+ * The tests run concurrently: each has servers of its own, and most of a test's time is spent
+ * waiting on them (a stop alone takes about 2 s). The one that needs another's answer awaits it;
+ * the flood of requests runs alone at the end.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
 import { parseChatRequest, renderChat } from "../../src/chat/index.ts";
 import { loadTokenizer } from "../../src/tokenizer/index.ts";
 import { chatModelDir } from "../support/chat-fixture.ts";
-import { k3 } from "../support/k3.ts";
+import { k3Async } from "../support/k3-async.ts";
 import { openaiClient as client, readStream } from "../support/openai.ts";
 import { serve as serveModel, stopAll, type Served } from "../support/serve.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -31,7 +35,41 @@ interface CompletionJson {
 }
 const completion = async (r: Response) => (await r.json()) as CompletionJson;
 
-describe("k3 serve", () => {
+/**
+ * A streamed request, returned once the server has taken it: its first line (the queue comment)
+ * has come. Waiting for that, not for a fixed time, is what makes "meanwhile" certain however
+ * busy the machine is. `rest` reads the stream on to its end and gives the whole text.
+ */
+async function taken(s: Served, body: object, headers: Record<string, string> = {}, signal?: AbortSignal) {
+  const r = await fetch(`${s.url}/v1/chat/completions`, {
+    method: "POST", signal, headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ ...body, stream: true }),
+  });
+  const reader = r.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(value, { stream: true });
+  }
+  const first = text.split("\n")[0];
+  const rest = (async () => {
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return text;
+      text += decoder.decode(value, { stream: true });
+    }
+  })();
+  return { status: r.status, first, rest };
+}
+
+/** The data chunks of a whole streamed text, and whether it ended with [DONE]. */
+const dataOf = (text: string) => ({
+  chunks: text.split("\n").filter((l) => l.startsWith("data: {")).map((l) => JSON.parse(l.slice(6)) as { choices: { delta: { role?: string }; finish_reason: string | null }[] }),
+  done: text.trimEnd().endsWith("data: [DONE]"),
+});
+
+describe.concurrent("k3 serve", () => {
   test("health, models, and the answers the openai client parses: greedy equals k3 chat --json", async () => {
     const s = await serve();
     expect(await (await fetch(`${s.url}/health`)).json()).toEqual({ status: "ok" });
@@ -39,7 +77,7 @@ describe("k3 serve", () => {
     expect(models.data.map((m) => m.id)).toEqual(["kimi-k3"]);
     expect((await client(s).models.retrieve("kimi-k3")).id).toBe("kimi-k3");
     const reply = await client(s).chat.completions.create({ model: "kimi-k3", messages: [{ role: "user", content: "Hello" }], max_tokens: 12, temperature: 0 });
-    const cli = JSON.parse(k3(["chat", dir, "--tok", dir, "--message", "Hello", "--max-tokens", "12", "--temperature", "0", "--json"]).stdout);
+    const cli = JSON.parse((await k3Async(["chat", dir, "--tok", dir, "--message", "Hello", "--max-tokens", "12", "--temperature", "0", "--json"])).stdout);
     const message = reply.choices[0]!.message as unknown as { content: string | null; reasoning_content: string | null };
     expect(message.content).toBe(cli.content);
     expect(message.reasoning_content).toBe(cli.reasoning_content);
@@ -124,31 +162,31 @@ describe("k3 serve", () => {
     expect(await s.stop()).toBe(0);
     // Turn one and the first-message edit reused nothing, so they are cold answers already.
     const reusing: [object, CompletionJson][] = [[warm.requests[1]!, warm.answers[1]!], [warm.requests[2]!, warm.answers[2]!], [edited, afterEdit]];
-    for (const [request, answer] of reusing) {
+    // A fresh server for each, all at once.
+    await Promise.all(reusing.map(async ([request, answer]) => {
       const fresh = await serve();
       const cold = await completion(await post(fresh, request));
       expect(cold.k3.reused_from).toBe("none");
       expect(answer.choices[0]!.message).toEqual(cold.choices[0]!.message);
       expect(await fresh.stop()).toBe(0);
-    }
+    }));
   }, 120_000);
 
   test("another conversation between turns: snapshots parked to disk (--snapshot-gb 0) and read back give the same answers", async () => {
     const parkDir = tempDir("park");
-    const s = await serve(["--snapshot-gb", "0", "--snapshot-dir", parkDir]);
-    const parked = await threeTurns(s, true);
+    // The same conversation, at the same time, on a server whose snapshots stay in RAM, and with none interleaved.
+    const [s, inRam] = await Promise.all([serve(["--snapshot-gb", "0", "--snapshot-dir", parkDir]), serve(["--snapshot-gb", "1"])]);
+    const [parked, plain] = await Promise.all([threeTurns(s, true), threeTurns(inRam, false)]);
     expect(parked.from.slice(1)).toEqual(["parked", "parked"]);
     const stats = parked.answers[2]!.k3.snapshots!;
     expect(stats.in_ram).toBe(0);
     expect(stats.parked).toBeGreaterThan(0);
     expect(readdirSync(parkDir)).toHaveLength(1); // the server's own directory of parked files
+    const stopped = inRam.stop();
     expect(await s.stop()).toBe(0);
     expect(readdirSync(parkDir)).toEqual([]); // removed at exit
-    // The same conversation on a server whose snapshots stay in RAM, and with none interleaved.
-    const inRam = await serve(["--snapshot-gb", "1"]);
-    const plain = await threeTurns(inRam, false);
     expect(plain.answers.map((a) => a.choices[0]!.message)).toEqual(parked.answers.map((a) => a.choices[0]!.message));
-    expect(await inRam.stop()).toBe(0);
+    expect(await stopped).toBe(0);
   }, 120_000);
 
   test("bad requests get their status and an OpenAI error body, and the next good request is answered", async () => {
@@ -185,11 +223,13 @@ describe("k3 serve", () => {
       const full = await expectError(await at(whole), 400, "context_length_exceeded");
       expect([full.param, full.message]).toEqual([promptField, expect.stringMatching(/^\w+: the prompt has \d+ ids; the context holds \d+$/)]);
     }
-    // One generates, none may wait: a second request meanwhile is told to come back.
-    const long = post(s, { messages: [{ role: "user", content: "Write a long story" }], max_tokens: 3000, temperature: 0 }, auth);
-    await Bun.sleep(300);
+    // One generates, none may wait: a second request meanwhile is told to come back. The first,
+    // 1,000 ids (over 2 s at this fixture's fastest), is read to its end.
+    const long = await taken(s, { messages: [{ role: "user", content: "Write a long story" }], max_tokens: 1000, temperature: 0 }, auth);
+    expect(long.first).toBe(": k3 queue 0");
     await expectError(await post(s, { messages: [{ role: "user", content: "x" }], max_tokens: 2 }, auth), 429, "queue_full");
-    expect((await long).status).toBe(200);
+    expect(long.status).toBe(200);
+    expect(dataOf(await long.rest).done).toBe(true);
     const ok = await post(s, { messages: [{ role: "user", content: "x" }], max_tokens: 2 }, auth);
     expect(ok.status).toBe(200);
     expect((await completion(ok)).choices[0]!.message.role).toBe("assistant");
@@ -216,37 +256,16 @@ describe("k3 serve", () => {
     expect(await s.stop()).toBe(0);
   }, 60_000);
 
-  test("hostile traffic: a 100 MB body, 1,000 requests against a queue of 4; memory stays bounded and the next request is answered", async () => {
-    // --max-body above the request reader's 64 MB is held to it, and says so: one limit, always 413.
-    const s = await serve(["--queue", "4", "--max-body", "200"]);
-    expect(s.startupLog).toContain("--max-body 200 is above the 64 MB a request may be: bodies over 64 MB get 413");
-    const rss = () => Number(readFileSync(`/proc/${s.child.pid}/status`, "utf8").match(/^VmRSS:\s+(\d+) kB/m)?.[1] ?? 0) * 1024;
-    const before = rss();
-    const huge = new Uint8Array(100 * 1024 * 1024).fill(0x20);
-    const big = await fetch(`${s.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: huge });
-    expect(big.status).toBe(413);
-    expect(((await big.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "body_too_large", message: `the body is over the ${64 * 1024 * 1024}-byte limit (--max-body)` });
-    const flood = await Promise.all(Array.from({ length: 1000 }, () => post(s, { messages: [{ role: "user", content: "Hi" }], max_tokens: 4, temperature: 0 }).then(async (r) => {
-      const body = await r.json() as { error?: { code: string } };
-      return r.status === 200 ? "ok" : `${r.status} ${body.error?.code}`;
-    })));
-    const counts = flood.reduce<Record<string, number>>((acc, x) => ({ ...acc, [x]: (acc[x] ?? 0) + 1 }), {});
-    expect(Object.keys(counts).sort()).toEqual(["429 queue_full", "ok"].filter((k) => counts[k]));
-    expect(counts.ok).toBeGreaterThanOrEqual(5); // one running + four waiting at least
-    // Bounded: the 100 MB body was never held, and the flood leaves nothing behind it.
-    expect(rss() - before).toBeLessThan(64 * 1024 * 1024);
-    expect((await post(s, { messages: [{ role: "user", content: "Hi" }], max_tokens: 2 })).status).toBe(200);
-    expect(await s.stop()).toBe(0);
-  }, 60_000);
-
   test("SIGTERM during a generation lets it finish, then exits 0", async () => {
     const s = await serve();
-    const pending = post(s, { messages: [{ role: "user", content: "Write a long story" }], max_tokens: 400, temperature: 0 });
-    await Bun.sleep(200);
+    const pending = await taken(s, { messages: [{ role: "user", content: "Write a long story" }], max_tokens: 400, temperature: 0 });
+    expect(pending.first).toBe(": k3 queue 0"); // taken: in flight when the signal comes
     const code = s.stop();
-    const r = await pending;
-    expect(r.status).toBe(200);
-    expect((await completion(r)).choices[0]!.message.role).toBe("assistant");
+    const answer = dataOf(await pending.rest);
+    expect(pending.status).toBe(200);
+    expect(answer.chunks[0]!.choices[0]!.delta.role).toBe("assistant");
+    expect(answer.done).toBe(true); // finished, not cut off
+    expect(answer.chunks.some((c) => c.choices[0]?.finish_reason)).toBe(true);
     expect(await code).toBe(0);
   }, 60_000);
 
@@ -296,19 +315,27 @@ async function rawStream(r: Response, stop?: (line: string) => boolean): Promise
 
 const prefillLine = /^: k3 prefill (\d+)\/(\d+) (\d+\.\d{3})s reused=(\d+) from=(\w+)$/;
 
-describe("k3 serve: prefill progress in the stream", () => {
+describe.concurrent("k3 serve: prefill progress in the stream", () => {
   // About 450 prompt ids, fed 4 at a time: a prefill of some 110 chunks.
   const content = Array.from({ length: 40 }, (_, i) => `word${i % 10} and`).join(" ");
   const request = { model: "kimi-k3", messages: [{ role: "user" as const, content }], max_tokens: 8, temperature: 0 };
   const prompt = renderChat(parseChatRequest(JSON.parse(JSON.stringify(request))), tokenizer);
   const chunk = 4;
   const serveChunked = () => serve(["--prefill-chunk", String(chunk)]);
-  /** A fresh server's streamed answer to `request` (the first test), for the test after it. */
-  let coldAnswer: { reasoning: string; content: string } | undefined;
+  /** A fresh server's streamed answer to `request` (the first test), for the test after it, which awaits it. */
+  const coldAnswer = Promise.withResolvers<{ reasoning: string; content: string } | undefined>();
   const streamed = (s: Served, body: object, signal?: AbortSignal) =>
     fetch(`${s.url}/v1/chat/completions`, { method: "POST", signal, headers: { "content-type": "application/json" }, body: JSON.stringify({ ...body, stream: true, stream_options: { include_usage: true } }) });
 
   test("a comment per chunk, in order, before the first data chunk, totalling the ids the usage says were fed; the openai client reads the same answer", async () => {
+    try {
+      await progressComments();
+    } finally {
+      coldAnswer.resolve(undefined); // failed before it had the answer: the test waiting on it fails too, instead of hanging
+    }
+  }, 60_000);
+
+  async function progressComments() {
     expect(prompt.ids.length).toBeGreaterThan(400);
     const s = await serveChunked();
     const { lines, reads } = await rawStream(await streamed(s, request));
@@ -343,7 +370,7 @@ describe("k3 serve: prefill progress in the stream", () => {
     expect(data[0].choices[0].delta).toEqual({ role: "assistant" });
     const rawText = (key: string) => data.map((d) => d.choices[0]?.delta?.[key] ?? "").join("");
     const raw = { reasoning: rawText("reasoning_content"), content: rawText("content") };
-    coldAnswer = raw;
+    coldAnswer.resolve(raw);
     // The same request through the openai client (reusing the messages' end, a shorter prefill, still commented).
     const parsed = await readStream(await client(s).chat.completions.create({ ...request, stream: true, stream_options: { include_usage: true } }));
     expect({ reasoning: parsed.reasoning, content: parsed.content }).toEqual(raw);
@@ -360,7 +387,7 @@ describe("k3 serve: prefill progress in the stream", () => {
     expect(fedText).toBe(totalText);
     expect(Number(totalText) + Number(reusedText)).toBe(textUsage.prompt_tokens);
     expect(await s.stop()).toBe(0);
-  }, 60_000);
+  }
 
   test("a client that goes away during the prefill stops it at the next chunk; the next request is answered as a fresh server answers it", async () => {
     const s = await serveChunked();
@@ -376,9 +403,10 @@ describe("k3 serve: prefill progress in the stream", () => {
     expect(again.k3.reused_prompt_ids % chunk).toBe(0);
     expect(again.k3.reused_prompt_ids + again.k3.prefilled_ids).toBe(prompt.ids.length);
     // The answer a fresh server gave the same request (the test before, which reused nothing).
-    expect(coldAnswer).toBeDefined();
+    const cold = await coldAnswer.promise;
+    expect(cold).toBeDefined();
     const message = again.choices[0]!.message;
-    expect({ reasoning: message.reasoning_content ?? "", content: message.content ?? "" }).toEqual(coldAnswer!);
+    expect({ reasoning: message.reasoning_content ?? "", content: message.content ?? "" }).toEqual(cold!);
     expect(await s.stop()).toBe(0);
   }, 60_000);
 
@@ -386,10 +414,9 @@ describe("k3 serve: prefill progress in the stream", () => {
     const s = await serveChunked();
     const busy = new AbortController();
     let busyDone = false;
-    const long = fetch(`${s.url}/v1/chat/completions`, {
-      method: "POST", signal: busy.signal, body: JSON.stringify({ messages: [{ role: "user", content: "Write a long story" }], max_tokens: 3000, temperature: 0 }),
-    }).then(() => { busyDone = true; }, () => { busyDone = true; });
-    await Bun.sleep(300);
+    const taking = await taken(s, { messages: [{ role: "user", content: "Write a long story" }], max_tokens: 3000, temperature: 0 }, {}, busy.signal);
+    expect(taking.first).toBe(": k3 queue 0");
+    const long = taking.rest.then(() => { busyDone = true; }, () => { busyDone = true; });
     const queued = new AbortController();
     const r = await streamed(s, { messages: [{ role: "user", content: "Hi" }], max_tokens: 2 }, queued.signal);
     expect(r.status).toBe(200);
@@ -400,6 +427,33 @@ describe("k3 serve: prefill progress in the stream", () => {
     queued.abort();
     busy.abort();
     await long;
+    expect(await s.stop()).toBe(0);
+  }, 60_000);
+});
+
+// Alone, after the others: a thousand requests at once keep this process's event loop busy, which
+// would delay the other tests' clients, whose checks are about what a server does while they read.
+describe("k3 serve under a flood", () => {
+  test("hostile traffic: a 100 MB body, 1,000 requests against a queue of 4; memory stays bounded and the next request is answered", async () => {
+    // --max-body above the request reader's 64 MB is held to it, and says so: one limit, always 413.
+    const s = await serve(["--queue", "4", "--max-body", "200"]);
+    expect(s.startupLog).toContain("--max-body 200 is above the 64 MB a request may be: bodies over 64 MB get 413");
+    const rss = () => Number(readFileSync(`/proc/${s.child.pid}/status`, "utf8").match(/^VmRSS:\s+(\d+) kB/m)?.[1] ?? 0) * 1024;
+    const before = rss();
+    const huge = new Uint8Array(100 * 1024 * 1024).fill(0x20);
+    const big = await fetch(`${s.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: huge });
+    expect(big.status).toBe(413);
+    expect(((await big.json()) as { error: { code: string; message: string } }).error).toMatchObject({ code: "body_too_large", message: `the body is over the ${64 * 1024 * 1024}-byte limit (--max-body)` });
+    const flood = await Promise.all(Array.from({ length: 1000 }, () => post(s, { messages: [{ role: "user", content: "Hi" }], max_tokens: 4, temperature: 0 }).then(async (r) => {
+      const body = await r.json() as { error?: { code: string } };
+      return r.status === 200 ? "ok" : `${r.status} ${body.error?.code}`;
+    })));
+    const counts = flood.reduce<Record<string, number>>((acc, x) => ({ ...acc, [x]: (acc[x] ?? 0) + 1 }), {});
+    expect(Object.keys(counts).sort()).toEqual(["429 queue_full", "ok"].filter((k) => counts[k]));
+    expect(counts.ok).toBeGreaterThanOrEqual(5); // one running + four waiting at least
+    // Bounded: the 100 MB body was never held, and the flood leaves nothing behind it.
+    expect(rss() - before).toBeLessThan(64 * 1024 * 1024);
+    expect((await post(s, { messages: [{ role: "user", content: "Hi" }], max_tokens: 2 })).status).toBe(200);
     expect(await s.stop()).toBe(0);
   }, 60_000);
 });

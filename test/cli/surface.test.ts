@@ -1,16 +1,20 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import pkg from "../../package.json" with { type: "json" };
 import presetTable from "../../presets/presets.json" with { type: "json" };
-import { writeCheckpoint } from "../../tools/checkpoint/writer.ts";
 import { tinyConfig } from "../support/configs.ts";
-import { k3 } from "../support/k3.ts";
+import { writeTestCheckpoint } from "../support/checkpoints.ts";
+import { k3Async } from "../support/k3-async.ts";
 import { tempDir } from "../support/tmp.ts";
 
-describe("dist/k3 alone in an empty directory", () => {
-  test("--help prints usage generated from the option table, exit 0", () => {
-    const r = k3(["--help"], { isolated: true });
+// Every test is independent dist/k3 runs, so they run concurrently (a test's time includes the
+// others', hence the timeout).
+setDefaultTimeout(60_000);
+
+describe.concurrent("dist/k3 alone in an empty directory", () => {
+  test("--help prints usage generated from the option table, exit 0", async () => {
+    const r = await k3Async(["--help"], { isolated: true });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("USAGE k3 [OPTIONS] [MODEL_DIR]");
     for (const flag of ["--ids", "--gen", "--config", "--list-presets", "--version", "--help"]) expect(r.stdout).toContain(flag);
@@ -18,15 +22,15 @@ describe("dist/k3 alone in an empty directory", () => {
     expect(r.stderr).toBe("");
   });
 
-  test("--version prints the package version and the kernel variant, exit 0", () => {
-    const r = k3(["--version"], { isolated: true });
+  test("--version prints the package version and the kernel variant, exit 0", async () => {
+    const r = await k3Async(["--version"], { isolated: true });
     expect(r.code).toBe(0);
     expect(r.stdout).toMatch(new RegExp(`^k3 ${pkg.version.replace(/\./g, "\\.")}\nkernels: \\w+ \\([^)]+\\); this machine runs [\\w, ]+ \\(K3_ISA forces one\\)\n$`));
     expect(r.stderr).toBe("");
   });
 
-  test("--list-presets prints every preset with its budgets and note", () => {
-    const r = k3(["--list-presets"], { isolated: true });
+  test("--list-presets prints every preset with its budgets and note", async () => {
+    const r = await k3Async(["--list-presets"], { isolated: true });
     expect(r.code).toBe(0);
     const lines = r.stdout.trimEnd().split("\n");
     expect(lines[0]).toBe("presets (trunk / expert-cache, in GB):");
@@ -40,19 +44,19 @@ describe("dist/k3 alone in an empty directory", () => {
     expect(r.stdout).toContain("auto");
   });
 
-  test("info flags are answered anywhere on the line, before other checks", () => {
-    expect(k3(["/no/such/dir", "--gen", "abc", "--help"], { isolated: true }).code).toBe(0);
-    expect(k3(["/no/such/dir", "--version"], { isolated: true }).stdout).toStartWith(`k3 ${pkg.version}\nkernels: `);
+  test("info flags are answered anywhere on the line, before other checks", async () => {
+    expect((await k3Async(["/no/such/dir", "--gen", "abc", "--help"], { isolated: true })).code).toBe(0);
+    expect((await k3Async(["/no/such/dir", "--version"], { isolated: true })).stdout).toStartWith(`k3 ${pkg.version}\nkernels: `);
   });
 
-  test("an info flag given as an option's value is the value, not a request", () => {
-    const r = k3(["/no/such/dir", "--ids", "1", "--config", "--help"], { isolated: true });
+  test("an info flag given as an option's value is the value, not a request", async () => {
+    const r = await k3Async(["/no/such/dir", "--ids", "1", "--config", "--help"], { isolated: true });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe("k3: --help: cannot read the model config (ENOENT)\n");
   });
 });
 
-describe("usage errors exit 2 with a one-line message naming the flag", () => {
+describe.concurrent("usage errors exit 2 with a one-line message naming the flag", () => {
   const cases: [string, string[], string][] = [
     ["no arguments", [], "k3: missing <model_dir>"],
     ["an option before the model dir", ["--ids", "1"], "k3: the first argument must be the model directory, got --ids"],
@@ -74,27 +78,27 @@ describe("usage errors exit 2 with a one-line message naming the flag", () => {
     ["a value on a flag", ["m", "--ids", "1", "--version=3"], "k3: --version takes no value"],
   ];
   for (const [name, args, message] of cases) {
-    test(name, () => {
-      const r = k3(args);
+    test(name, async () => {
+      const r = await k3Async(args);
       expect(r.code).toBe(2);
       expect(r.stderr.split("\n")[0]).toBe(message);
       expect(r.stdout).toBe("");
     });
   }
 
-  test("no arguments also prints usage to stderr", () => {
-    expect(k3([]).stderr).toContain("USAGE k3");
+  test("no arguments also prints usage to stderr", async () => {
+    expect((await k3Async([])).stderr).toContain("USAGE k3");
   });
 });
 
-describe("checkpoint problems through the binary", () => {
-  test("a config that cannot be trusted is refused with exit 2", () => {
+describe.concurrent("checkpoint problems through the binary", () => {
+  test("a config that cannot be trusted is refused with exit 2", async () => {
     const dir = tempDir("cli-cfg");
-    writeCheckpoint(dir, tinyConfig(), { shape: "flat", shards: 1 });
+    writeTestCheckpoint(dir, tinyConfig(), { shape: "flat", shards: 1 });
     const config = JSON.parse(readFileSync(join(dir, "config.json"), "utf8"));
     config.full_attn_layers = [0, 4, 8, 12];
     writeFileSync(join(dir, "config.json"), JSON.stringify(config));
-    const r = k3([dir, "--ids", "1,2"]);
+    const r = await k3Async([dir, "--ids", "1,2"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe(
       `k3: ${dir}/config.json: the model config could not be read with confidence: ` +
@@ -102,34 +106,34 @@ describe("checkpoint problems through the binary", () => {
     );
   });
 
-  test("a missing config is refused, never replaced by built-in constants", () => {
-    const r = k3([tempDir("cli-empty"), "--ids", "1"]);
+  test("a missing config is refused, never replaced by built-in constants", async () => {
+    const r = await k3Async([tempDir("cli-empty"), "--ids", "1"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toMatch(/config\.json: cannot read the model config \(ENOENT\)\n$/);
   });
 
-  test("--config points at another file", () => {
+  test("--config points at another file", async () => {
     const dir = tempDir("cli-alt");
-    writeCheckpoint(dir, tinyConfig(), { shape: "nested", shards: 1 });
-    const r = k3([dir, "--ids", "1", "--config", join(dir, "nope.json")]);
+    writeTestCheckpoint(dir, tinyConfig(), { shape: "nested", shards: 1 });
+    const r = await k3Async([dir, "--ids", "1", "--config", join(dir, "nope.json")]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain("nope.json: cannot read the model config");
   });
 
-  test("an id outside the vocabulary is refused with exit 2", () => {
+  test("an id outside the vocabulary is refused with exit 2", async () => {
     const dir = tempDir("cli-vocab");
-    writeCheckpoint(dir, tinyConfig(), { shape: "flat", shards: 1 });
-    const r = k3([dir, "--ids", "1,256"]);
+    writeTestCheckpoint(dir, tinyConfig(), { shape: "flat", shards: 1 });
+    const r = await k3Async([dir, "--ids", "1,256"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toBe("k3: --ids: token id 256 is outside the vocabulary (size 256)\n");
   });
 
-  test("a corrupt shard is refused with exit 1 naming the file", () => {
+  test("a corrupt shard is refused with exit 1 naming the file", async () => {
     const dir = tempDir("cli-corrupt");
-    const [shard] = writeCheckpoint(dir, tinyConfig(), { shape: "flat", shards: 1 });
+    const [shard] = writeTestCheckpoint(dir, tinyConfig(), { shape: "flat", shards: 1 });
     const bytes = readFileSync(shard!);
     writeFileSync(shard!, bytes.subarray(0, bytes.length - 100));
-    const r = k3([dir, "--ids", "1"]);
+    const r = await k3Async([dir, "--ids", "1"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(new RegExp(`^k3: ${shard}: not a valid safetensors shard: tensor .* run past the end of the file`));
   });

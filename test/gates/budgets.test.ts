@@ -1,16 +1,18 @@
 /**
- * Memory is a dial: the same ids at every budget. Through dist/k3, for both fixture models and
- * both decode modes: resident; streamed with every layer pinned; streamed with nothing pinned
- * and a single ring slot; one slot with room to read part of each next layer ahead (so reads
- * ahead land beside a layer in use and the rest after it); two slots; and an expert cache of
- * only top-k + 1 slots.
+ * Memory is a dial: the same ids at every budget. For both fixture models and both decode
+ * modes: resident; streamed with every layer pinned; streamed with nothing pinned and a single
+ * ring slot; one slot with room to read part of each next layer ahead (so reads ahead land beside
+ * a layer in use and the rest after it); two slots; and an expert cache of only top-k + 1 slots.
+ *
+ * The runs are the run command's in this process (test/support/run-in-process.ts), with the
+ * safety-checked kernels; the last test of each model runs the smallest budget through dist/k3.
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { expectation, modelDir, oracleModels } from "../support/fixtures.ts";
+import { expectation, modelDir, oracleModels, packedFixtureTrunk } from "../support/fixtures.ts";
 import { k3 } from "../support/k3.ts";
-import { tempDir } from "../support/tmp.ts";
+import { runInProcess } from "../support/run-in-process.ts";
 
 interface Placement {
   mode: "resident" | "streamed";
@@ -25,11 +27,18 @@ interface Budgeted {
   cache: { slots: number; requested_slots: number; minimum_slots: number };
 }
 
-function run(args: string[]): Budgeted {
+const budgeted = (results: { generated_ids: number[]; plan: { trunk: Placement; expert_cache: Budgeted["cache"] }; trunk_stats?: { ahead_bytes: number } | null }): Budgeted => ({
+  ids: results.generated_ids, trunk: results.plan.trunk, cache: results.plan.expert_cache, ahead: results.trunk_stats?.ahead_bytes ?? 0,
+});
+
+async function run(args: string[]): Promise<Budgeted> {
+  return budgeted((await runInProcess(args)).json);
+}
+
+function runBinary(args: string[]): Budgeted {
   const r = k3([...args, "--out", "-"]);
   if (r.code !== 0) throw new Error(`k3 exited ${r.code}: ${r.stderr}`);
-  const results = JSON.parse(r.stdout);
-  return { ids: results.generated_ids as number[], trunk: results.plan.trunk, cache: results.plan.expert_cache, ahead: results.trunk_stats?.ahead_bytes ?? 0 };
+  return budgeted(JSON.parse(r.stdout));
 }
 
 for (const name of oracleModels) {
@@ -41,9 +50,7 @@ for (const name of oracleModels) {
     let partialGb = "";
     let layerCount = 0;
     beforeAll(() => {
-      trunk = join(tempDir("trunk"), "packed");
-      const r = k3(["pack-trunk", dir, trunk]);
-      expect(r.code).toBe(0);
+      trunk = packedFixtureTrunk(name);
       // Room for two slots of the largest layer but not for the whole trunk.
       const layers = (JSON.parse(readFileSync(join(trunk, "trunk.json"), "utf8")) as { layers: { nbytes: number }[] }).layers;
       layerCount = layers.length;
@@ -68,12 +75,21 @@ for (const name of oracleModels) {
     ];
     for (const mode of ["--incremental", "--recompute"]) {
       for (const [label, extra, placed] of budgets) {
-        test(`${mode}: ${label}`, () => {
-          const r = run([...base(), mode, ...extra()]);
+        test(`${mode}: ${label}`, async () => {
+          const r = await run([...base(), mode, ...extra()]);
           expect(placed(r)).toBe(true);
           expect(r.ids).toEqual(want.generated_ids.slice(0, 12));
         }, 60_000);
       }
     }
+
+    test("through dist/k3: streamed, single slot, minimal cache, both modes", () => {
+      const [, extra, placed] = budgets.at(-1)!;
+      for (const mode of ["--incremental", "--recompute"]) {
+        const r = runBinary([...base(), mode, ...extra()]);
+        expect(placed(r)).toBe(true);
+        expect(r.ids).toEqual(want.generated_ids.slice(0, 12));
+      }
+    }, 60_000);
   });
 }

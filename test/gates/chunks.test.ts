@@ -1,15 +1,22 @@
 /**
- * Chunked prefill (issue 10): any chunk size gives the same bits. Through dist/k3, on both
- * fixture models, with a 70-id prompt (two chunks of the default 64): chunks of 1, 3, 7 and 64
- * ids and the whole prompt in one call give bit-identical step-0 logits and identical ids, greedy and seeded, in both decode
- * modes, resident with an expert cache of only top-k + 1 slots (a chunk's union is loaded in
- * waves) and streamed from a packed trunk with one ring slot.
+ * Chunked prefill (issue 10): any chunk size gives the same bits. On both fixture models, with a
+ * 70-id prompt (two chunks of the default 64): chunks of 1, 3, 7 and 64 ids and the whole prompt
+ * in one call give bit-identical step-0 logits and identical ids, greedy and seeded, in both
+ * decode modes, resident with an expert cache of only top-k + 1 slots (a chunk's union is loaded
+ * in waves) and streamed from a packed trunk with one ring slot.
+ *
+ * The runs are the run command's, in this process (test/support/run-in-process.ts: its argument
+ * parsing, engine and results, with the safety-checked kernels); dist/k3 gives the same bits for
+ * a chunked prompt (the last test of each model) and the expert loads per chunk are read from its
+ * --dump-cache-trace files.
  */
-import { beforeAll, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { expectation, modelDir, oracleModels } from "../support/fixtures.ts";
+import { expectation, modelDir, oracleModels, packedFixtureTrunk } from "../support/fixtures.ts";
+import { k3Async } from "../support/k3-async.ts";
 import { k3 } from "../support/k3.ts";
+import { logitBytes, runInProcess } from "../support/run-in-process.ts";
 import { tempDir } from "../support/tmp.ts";
 
 interface Run {
@@ -17,54 +24,64 @@ interface Run {
   logits: Buffer;
 }
 
-function run(args: string[]): Run {
-  const logits = join(tempDir("chunks"), "l.f32");
-  const r = k3([...args, "--dump-logits", logits, "--out", "-"]);
-  if (r.code !== 0) throw new Error(`k3 exited ${r.code}: ${r.stderr}`);
-  return { ids: JSON.parse(r.stdout).generated_ids as number[], logits: readFileSync(logits) };
+async function run(args: string[]): Promise<Run> {
+  const r = await runInProcess(args);
+  return { ids: r.json.generated_ids as number[], logits: logitBytes(r.firstLogits) };
 }
 
 for (const name of oracleModels) {
   describe(`${name}: prefill chunks change nothing`, () => {
     const want = expectation(name);
     const dir = modelDir(name);
-    let trunk = "";
-    beforeAll(() => {
-      trunk = join(tempDir("chunks-trunk"), "packed");
-      expect(k3(["pack-trunk", dir, trunk]).code).toBe(0);
-    });
+    const trunk = () => packedFixtureTrunk(name);
     const budgets: [string, () => string[]][] = [
       ["resident, a top-k + 1 expert cache", () => ["--cache-gb", "0"]],
-      ["streamed, one ring slot", () => ["--trunk", trunk, "--trunk-gb", "0"]],
+      ["streamed, one ring slot", () => ["--trunk", trunk(), "--trunk-gb", "0"]],
     ];
     const samplings: [string, string[]][] = [["greedy", []], ["seeded", ["--temperature", "1", "--top-p", "0.9", "--seed", "5"]]];
     for (const [budget, extra] of budgets) {
       for (const [sampling, knobs] of samplings) {
-        test(`${budget}, ${sampling}: chunks 1, 3, 7, 64 = the whole prompt, incremental and recompute`, () => {
+        test(`${budget}, ${sampling}: chunks 1, 3, 7, 64 = the whole prompt, incremental and recompute`, async () => {
           const prompt = want.long.prompt_ids.slice(0, 70);
           const base = [dir, "--ids", prompt.join(","), "--gen", "3", ...knobs, ...extra()];
-          const whole = run([...base, "--prefill-chunk", String(prompt.length)]);
+          const whole = await run([...base, "--prefill-chunk", String(prompt.length)]);
           for (const chunk of ["1", "3", "7", "64"]) {
-            const chunked = run([...base, "--prefill-chunk", chunk]);
+            const chunked = await run([...base, "--prefill-chunk", chunk]);
             expect(`${chunk}: ${Buffer.compare(chunked.logits, whole.logits)}`).toBe(`${chunk}: 0`);
             expect(chunked.ids).toEqual(whole.ids);
           }
-          const recompute = run([...base, "--recompute", "--prefill-chunk", "7"]);
+          const recompute = await run([...base, "--recompute", "--prefill-chunk", "7"]);
           expect(Buffer.compare(recompute.logits, whole.logits)).toBe(0);
           expect(recompute.ids).toEqual(whole.ids);
         }, 120_000);
       }
     }
+
+    test("through dist/k3: --prefill-chunk 7 --dump-logits gives the bits of the whole prompt in one call", async () => {
+      const prompt = want.long.prompt_ids.slice(0, 70);
+      const logits = join(tempDir("chunks"), "l.f32");
+      const r = k3([dir, "--ids", prompt.join(","), "--gen", "3", "--cache-gb", "0", "--prefill-chunk", "7", "--dump-logits", logits, "--out", "-"]);
+      expect(r.code).toBe(0);
+      const whole = await run([dir, "--ids", prompt.join(","), "--gen", "3", "--cache-gb", "0", "--prefill-chunk", String(prompt.length)]);
+      expect(Buffer.compare(readFileSync(logits), whole.logits)).toBe(0);
+      expect(JSON.parse(r.stdout).generated_ids).toEqual(whole.ids);
+      expect(r.stderr).toContain(`prefill: ${prompt.length} prompt ids in ${Math.ceil(prompt.length / 7)} chunk(s) of up to 7`);
+    });
   });
 }
 
 describe("a chunk loads each expert it needs once", () => {
-  test("per chunk and layer, the expert loads are the union of the tokens' picks; nothing is read twice when the cache holds it", () => {
+  test("per chunk and layer, the expert loads are the union of the tokens' picks; nothing is read twice when the cache holds it", async () => {
     const want = expectation("tiny13");
     const prompt = want.long.prompt_ids.slice(0, 48);
-    for (const chunk of [1, 5, 16, 48]) {
-      const dir = tempDir("union");
-      const r = k3([modelDir("tiny13"), "--ids", prompt.join(","), "--gen", "1", "--prefill-chunk", String(chunk), "--dump-cache-trace", dir, "--out", "-"]);
+    // Through dist/k3, the four runs side by side.
+    const chunks = [1, 5, 16, 48];
+    const dirs = chunks.map(() => tempDir("union"));
+    const runs = await Promise.all(chunks.map((chunk, i) =>
+      k3Async([modelDir("tiny13"), "--ids", prompt.join(","), "--gen", "1", "--prefill-chunk", String(chunk), "--dump-cache-trace", dirs[i]!, "--out", "-"])));
+    for (const [i, chunk] of chunks.entries()) {
+      const dir = dirs[i]!;
+      const r = runs[i]!;
       expect(r.code).toBe(0);
       const step = JSON.parse(r.stdout).steps[0].experts as { picks: number; requests: number; reads: number };
       // The trace holds every pick in order: per chunk, per MoE layer, token by token (top-k).

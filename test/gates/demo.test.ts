@@ -16,11 +16,12 @@
  * on) and either a non-empty answer ended by a stop id (finish "stop") or, with tools declared,
  * a complete tool call (finish "tool_calls"). The shares are printed.
  *
- * The runs are one child process (test/support/demo-runs.ts: the engine in-process, with the
- * ReleaseFast kernels), so they cost seconds, not minutes under the safety-checked library.
+ * The runs are child processes (test/support/demo-runs.ts: the engine in-process, with the
+ * ReleaseFast kernels), so they cost seconds, not minutes under the safety-checked library; four
+ * side by side (demoJobs: resident in two halves, streamed, speculative), joined by demoRunsOnce,
+ * which the preload starts at the beginning of a run that includes this file (support/early.ts).
  */
 import { beforeAll, describe, expect, test } from "bun:test";
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { finishReason } from "../../src/chat/finish.ts";
 import { parseReply } from "../../src/chat/reply-message.ts";
@@ -29,9 +30,8 @@ import { controlIds, stopIds } from "../../src/chat/specials.ts";
 import { loadTokenizer } from "../../src/tokenizer/index.ts";
 import { loadDictionary, wordsOf } from "../../tools/train-demo/words.ts";
 import { demoDir, demoFixtureDir, readDemoExpectation } from "../support/demo.ts";
-import type { DemoRuns, PathRuns } from "../support/demo-runs.ts";
+import { demoRunsOnce, type DemoRuns, type PathRuns } from "../support/demo-runs.ts";
 import { readF32 } from "../support/fixtures.ts";
-import { tempDir } from "../support/tmp.ts";
 
 const want = readDemoExpectation();
 const V = want.vocab;
@@ -40,12 +40,8 @@ const torchLast = readF32(join(demoFixtureDir, want.logits_files.last));
 
 let runs: DemoRuns;
 let out = "";
-beforeAll(() => {
-  out = tempDir("demo-runs");
-  const env: Record<string, string | undefined> = { ...process.env, K3_SAFE_NATIVE: undefined };
-  const r = Bun.spawnSync([process.execPath, join(import.meta.dir, "../support/demo-runs.ts"), out], { env, stdout: "pipe", stderr: "pipe" });
-  if (r.exitCode !== 0) throw new Error(`demo-runs exited ${r.exitCode}: ${r.stderr.toString().slice(-2000)}`);
-  runs = JSON.parse(readFileSync(join(out, "runs.json"), "utf8")) as DemoRuns;
+beforeAll(async () => {
+  ({ runs, out } = await demoRunsOnce());
   const s = (p: PathRuns) => `${p.seconds.toFixed(1)} s`;
   console.log(`demo runs: resident ${s(runs.resident)}, streamed ${s(runs.streamed)}, speculative ${s(runs.speculative)}`);
 }, 600_000);

@@ -3,31 +3,29 @@
  * (tools/reference) on two tiny models in the released layout. Token ids must be exact; the
  * reference chose prompts whose top-2 logit gaps are far above the engine-vs-reference error.
  * Every kernel variant this machine runs (K3_ISA) and thread count gives the same bits.
+ *
+ * The dist/k3 runs are made by test/support/oracle-runs.ts, each model's two at a time, and
+ * started at the beginning of a run that includes this file (support/early.ts); the tests run
+ * concurrently, the in-process ones computing while those run.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { argmax } from "../../src/decode/sampler.ts";
 import { availableIsas } from "../../src/native/kernels.ts";
 import { expectation, fixturesDir, modelDir, openFixture, oracleModels, readF32 } from "../support/fixtures.ts";
-import { k3, type K3Result } from "../support/k3.ts";
-import { tempDir } from "../support/tmp.ts";
+import { oracleRuns } from "../support/oracle-runs.ts";
 
-function generated(r: K3Result, outPath: string): number[] {
-  if (r.code !== 0) throw new Error(`k3 exited ${r.code}: ${r.stderr}`);
-  return JSON.parse(readFileSync(outPath, "utf8")).generated_ids as number[];
-}
+// The tests wait for runs that start together (oracleRuns): a test's wait includes the others'.
+setDefaultTimeout(180_000);
 
-function runIds(model: string, ids: number[], gen: number, extra: string[] = [], env?: Record<string, string>): number[] {
-  const out = join(tempDir("gate"), "run.json");
-  return generated(k3([modelDir(model), "--ids", ids.join(","), "--gen", String(gen), "--out", out, ...extra], env ? { env } : {}), out);
-}
+const f32 = (bytes: Buffer) => new Float32Array(bytes.buffer.slice(bytes.byteOffset, bytes.byteOffset + bytes.byteLength));
 
 for (const name of oracleModels) {
   const want = expectation(name);
   const dir = modelDir(name);
 
-  describe(`${name}: gates`, () => {
+  describe.concurrent(`${name}: gates`, () => {
     test("GATE 1, teacher forcing: the argmax at every one of 32 positions matches the reference", () => {
       using engine = openFixture(name, want.tf.ids.length + 1);
       const state = engine.model.newState();
@@ -36,25 +34,25 @@ for (const name of oracleModels) {
       expect(got).toEqual(want.tf.argmax);
     });
 
-    test("GATE 2, greedy decode: 20 tokens through dist/k3 equal the reference", () => {
-      expect(runIds(name, want.prompt_ids, 20)).toEqual(want.generated_ids);
-    });
-
-    test("GATE 3, incremental = recompute = reference, 12-id prompt", () => {
-      expect(runIds(name, want.prompt_ids, 20, ["--recompute"])).toEqual(want.generated_ids);
-      expect(runIds(name, want.prompt_ids, 20, ["--incremental"])).toEqual(want.generated_ids);
-    }, 60_000);
-
-    test(`GATE 3, a ${want.long.prompt_ids.length}-id prompt: incremental = recompute = reference`, () => {
-      expect(want.long.prompt_ids.length).toBeGreaterThanOrEqual(300);
-      expect(runIds(name, want.long.prompt_ids, 20)).toEqual(want.long.generated_ids);
-      expect(runIds(name, want.long.prompt_ids, 20, ["--recompute"])).toEqual(want.long.generated_ids);
+    test("GATE 2, greedy decode: 20 tokens through dist/k3 equal the reference", async () => {
+      expect((await oracleRuns(name)).greedy.ids).toEqual(want.generated_ids);
     }, 180_000);
 
-    test("logits: --dump-logits within the model.md 8.5 tolerance of the reference", () => {
-      const path = join(tempDir("logits"), "logits.f32");
-      runIds(name, want.logits_prompt_ids, 1, ["--dump-logits", path]);
-      const got = readF32(path);
+    test("GATE 3, incremental = recompute = reference, 12-id prompt", async () => {
+      const { recompute, incremental } = await oracleRuns(name);
+      expect(recompute.ids).toEqual(want.generated_ids);
+      expect(incremental.ids).toEqual(want.generated_ids);
+    }, 180_000);
+
+    test(`GATE 3, a ${want.long.prompt_ids.length}-id prompt: incremental = recompute = reference`, async () => {
+      expect(want.long.prompt_ids.length).toBeGreaterThanOrEqual(300);
+      const { long, longRecompute } = await oracleRuns(name);
+      expect(long.ids).toEqual(want.long.generated_ids);
+      expect(longRecompute.ids).toEqual(want.long.generated_ids);
+    }, 180_000);
+
+    test("logits: --dump-logits within the model.md 8.5 tolerance of the reference", async () => {
+      const got = f32((await oracleRuns(name)).logits.logits!);
       const ref = readF32(join(dir, want.logits_file));
       expect(got.length).toBe(ref.length);
       let maxDiff = 0;
@@ -77,30 +75,22 @@ for (const name of oracleModels) {
       }
     });
 
-    test("kernel variant and thread invariance: every variant this machine runs, 1-3 threads, gives the default's ids and logits bit for bit", () => {
-      const run = (env: Record<string, string>) => {
-        const path = join(tempDir("variants"), "logits.f32");
-        const ids = runIds(name, want.prompt_ids, 3, ["--dump-logits", path], env);
-        return { ids, logits: readFileSync(path) };
-      };
-      const reference = run({});
+    test("kernel variant and thread invariance: every variant this machine runs, 1-3 threads, gives the default's ids and logits bit for bit", async () => {
+      const { reference, variants } = await oracleRuns(name);
       expect(reference.ids).toEqual(want.generated_ids.slice(0, 3));
-      const variants = availableIsas();
-      expect(variants).toContain("scalar");
-      for (const isa of variants) {
-        for (const threads of ["1", "2", "3"]) {
-          const got = run({ K3_ISA: isa, K3_THREADS: threads });
-          expect(`${isa}/${threads}: ${got.ids.join(",")}`).toBe(`${isa}/${threads}: ${reference.ids.join(",")}`);
-          expect(`${isa}/${threads}: ${Buffer.compare(got.logits, reference.logits)}`).toBe(`${isa}/${threads}: 0`);
-        }
+      expect(availableIsas()).toContain("scalar");
+      expect(variants.map((v) => v.isa)).toEqual(availableIsas().flatMap((isa) => [isa, isa, isa]));
+      for (const { isa, threads, run: got } of variants) {
+        expect(`${isa}/${threads}: ${got.ids.join(",")}`).toBe(`${isa}/${threads}: ${reference.ids.join(",")}`);
+        expect(`${isa}/${threads}: ${Buffer.compare(got.logits!, reference.logits!)}`).toBe(`${isa}/${threads}: 0`);
       }
-    }, 60_000);
+    }, 180_000);
   });
 }
 
 const bits = (a: Float32Array) => Buffer.from(a.buffer, a.byteOffset, a.byteLength);
 
-describe("engine paths are bit-identical (model.md 8.4)", () => {
+describe.concurrent("engine paths are bit-identical (model.md 8.4)", () => {
   test("prefill in one call, in chunks, and token by token give the same logits", () => {
     const ids = expectation("nested14").tf.ids;
     using engine = openFixture("nested14", ids.length + 1);

@@ -1,5 +1,5 @@
 /** The reference fixtures of tools/reference (see its README for the formats). */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 export const fixturesDir = resolve(import.meta.dir, "../fixtures");
@@ -39,6 +39,7 @@ import { indexCheckpoint } from "../../src/checkpoint/safetensors.ts";
 import { openEngine, type Engine } from "../../src/engine/open.ts";
 import { gbToBytes } from "../../src/units.ts";
 import { TensorReader } from "../../src/weights/tensor-reader.ts";
+import { tempDir } from "./tmp.ts";
 import { packTrunk } from "../../src/weights/trunk-pack.ts";
 import { budgetRequest } from "../../src/plan/budget.ts";
 
@@ -52,6 +53,23 @@ export function packTrunkOf(dir: string, trunkDir: string): void {
   } finally {
     reader.close();
   }
+}
+
+const packed = new Map<string, string>();
+
+/**
+ * The fixture model `name`'s trunk packed in-process, once per test process (what `k3 pack-trunk`
+ * writes; test/cli/pack-trunk.test.ts tests that command). For tests that only read it: one that
+ * damages a trunk packs its own.
+ */
+export function packedFixtureTrunk(name: string): string {
+  let dir = packed.get(name);
+  if (dir === undefined || !existsSync(join(dir, "trunk.json"))) {
+    dir = join(tempDir(`packed-${name}`), "packed");
+    packTrunkOf(modelDir(name), dir);
+    packed.set(name, dir);
+  }
+  return dir;
 }
 
 /** A fixture model opened in-process (resident trunk, every expert cacheable); close it after. */

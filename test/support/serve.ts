@@ -22,8 +22,8 @@ const running: Served[] = [];
 export interface ServeOptions {
   /** Run a copy of dist/k3 alone in an empty directory with a minimal environment. */
   isolated?: boolean;
-  /** Variables added to the server's environment. */
-  env?: Record<string, string>;
+  /** Variables added to the server's environment; undefined removes one. */
+  env?: Record<string, string | undefined>;
 }
 
 export function serve(modelDir: string, extra: string[] = [], options: ServeOptions = {}): Promise<Served> {
@@ -73,7 +73,7 @@ async function start(args: string[], options: ServeOptions): Promise<Served> {
   }
 }
 
-/** Stops every server this process started that is still running. */
+/** Stops every server this process started that is still running, all at once (a stop takes about 2 s). */
 export async function stopAll(): Promise<void> {
-  for (const s of running) if (s.child.exitCode === null) await s.stop();
+  await Promise.all(running.filter((s) => s.child.exitCode === null).map((s) => s.stop()));
 }
