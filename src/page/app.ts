@@ -381,13 +381,13 @@ async function send(text: string): Promise<void> {
   persist();
   // The way on: fewer turns (the message is back in the box, to send again) or a new conversation.
   ui.overflow.hidden = !outgrown;
-  ui.overflowDrop.disabled = dropOldestTurn(c.messages, c.notes).dropped === 0;
+  ui.overflowDrop.disabled = dropOldestTurn(c.messages, c.notes, true).dropped === 0;
   ui.prompt.focus();
 }
 
 ui.overflowDrop.addEventListener("click", () => {
   const c = current();
-  const trimmed = dropOldestTurn(c.messages, c.notes);
+  const trimmed = dropOldestTurn(c.messages, c.notes, true); // the refused message waits in the box
   c.messages = trimmed.messages;
   c.notes = trimmed.notes;
   c.updated = Date.now();

@@ -15,9 +15,14 @@ export interface Trimmed<N> {
   dropped: number;
 }
 
-export function dropOldestTurn<N>(messages: readonly Message[], notes: Readonly<Record<number, N>>): Trimmed<N> {
+/**
+ * `pending`: a user message is waiting to be sent after these (the one the context refused), so
+ * the last turn here is not the newest and may go too.
+ */
+export function dropOldestTurn<N>(messages: readonly Message[], notes: Readonly<Record<number, N>>, pending = false): Trimmed<N> {
   const first = messages.findIndex((m) => m.role === "user");
-  const next = first < 0 ? -1 : messages.findIndex((m, i) => i > first && m.role === "user");
+  const later = first < 0 ? -1 : messages.findIndex((m, i) => i > first && m.role === "user");
+  const next = later < 0 && first >= 0 && pending ? messages.length : later;
   if (next < 0) return { messages: [...messages], notes: { ...notes }, dropped: 0 };
   const dropped = next - first;
   const moved: Record<number, N> = {};

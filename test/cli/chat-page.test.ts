@@ -265,7 +265,7 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
       await page.getByRole("button", { name: "Use key" }).click();
       await until(page, `document.getElementById("key-dialog").open && document.getElementById("key-reason").textContent.includes("refused")`);
       await page.locator("input#api-key").fill("sekret");
-      await page.getByRole("button", { name: "Use key" }).click();
+      await page.locator("input#api-key").press("Enter"); // Enter uses the key (a cancel would leave the model unnamed)
       await until(page, `document.getElementById("model-name").textContent === "kimi-k3"`);
       await page.getByLabel("Max tokens").fill("4");
       await page.getByLabel("Message").fill("Hello");
@@ -325,7 +325,48 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
       // The phases in order: waiting, the prefill, the reply (4 ids, all of them reasoning), the statistics.
       const phases = texts.filter((t) => ["Waiting", "Prefill", "Thinking", "Answering"].includes(t));
       expect(phases.slice(0, 3)).toEqual(["Waiting", "Prefill", "Thinking"]);
+      // The line reads once: the phase word is for screen readers while the ticker, which starts with it, is shown.
+      expect(await page.evaluate(`document.getElementById("status").className`)).toBe("");
       expect(texts.indexOf(final)).toBeGreaterThan(texts.findLastIndex((t) => t.startsWith("Prefill: ")));
+    } finally {
+      await page.close();
+      expect(await s.stop()).toBe(0);
+    }
+  }, 60_000);
+
+  test.concurrent("a conversation that outgrows the context: the page says so, drops the oldest turn, and the message then goes through", async () => {
+    // A 256-position context: "Hello" fits, and so does 140 times "cat " alone, but not after it.
+    const s = await serveDemo(["--ctx", "256"]);
+    const page = await browser.newPage();
+    try {
+      await page.goto(`${s.url}/`);
+      await until(page, `document.getElementById("model-name").textContent === "kimi-k3"`);
+      await page.getByLabel("Max tokens").fill("4");
+      await page.getByLabel("Message").fill("Hello");
+      await page.keyboard.press("Enter");
+      await turnDone(page, 1);
+      expect(await page.locator("#overflow").isVisible()).toBe(false);
+      const big = "cat ".repeat(140).trim();
+      await page.getByLabel("Message").fill(big);
+      await page.keyboard.press("Enter");
+      await until(page, `!document.getElementById("overflow").hidden`, 30_000);
+      expect(await page.locator("#status").textContent()).toContain("context holds 256");
+      expect(await page.getByLabel("Message").inputValue()).toBe(big); // the message is back in the box
+      expect((await currentMessages(page)).messages.map((m) => m.role)).toEqual(["user", "assistant"]);
+      await page.getByRole("button", { name: "Drop the oldest turn" }).click();
+      expect((await currentMessages(page)).messages.length).toBe(0);
+      expect(await page.locator("#overflow").isVisible()).toBe(false);
+      await page.keyboard.press("Enter");
+      await turnDone(page, 1);
+      expect((await currentMessages(page)).messages.map((m) => [m.role, m.role === "user" ? m.content : ""])).toEqual([["user", big], ["assistant", ""]]);
+      expect(await page.locator("#overflow").isVisible()).toBe(false);
+      // A message that does not fit even alone: nothing to drop, and a new conversation is offered.
+      await page.getByRole("button", { name: "New chat" }).click();
+      await page.getByLabel("Message").fill("cat ".repeat(400).trim());
+      await page.keyboard.press("Enter");
+      await until(page, `!document.getElementById("overflow").hidden`, 30_000);
+      expect(await page.getByRole("button", { name: "Drop the oldest turn" }).isDisabled()).toBe(true);
+      expect(await page.getByRole("button", { name: "Start a new conversation" }).isEnabled()).toBe(true);
     } finally {
       await page.close();
       expect(await s.stop()).toBe(0);

@@ -20,6 +20,12 @@ describe("dropping the oldest turn", () => {
     expect(dropOldestTurn(t.messages, t.notes).messages).toEqual([sys, u("three")]);
   });
 
+  test("with a message waiting to be sent, the last turn here may go too", () => {
+    const t = dropOldestTurn([sys, u("one"), a("one")], { 2: "n2" }, true);
+    expect([t.dropped, t.messages, t.notes]).toEqual([2, [sys], {}]);
+    expect(dropOldestTurn([sys], {}, true).dropped).toBe(0);
+  });
+
   test("with one turn left (or none) there is nothing to drop", () => {
     for (const messages of [[], [sys], [u("only")], [sys, u("only"), a("reply")]]) {
       const t = dropOldestTurn(messages, { 1: "n" });
