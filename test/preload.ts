@@ -8,11 +8,11 @@
 import { afterAll } from "bun:test";
 import { existsSync } from "node:fs";
 import { ensureBuilt } from "../tools/build.ts";
-import { demoRunsOnce } from "./support/demo-runs.ts";
+import { startDemoRuns } from "./support/demo-runs.ts";
 import { inThisRun, settled } from "./support/early.ts";
 import { oracleModels } from "./support/fixtures.ts";
-import { oracleRuns } from "./support/oracle-runs.ts";
-import { arm64Run, qemuMissing, x64Runs } from "./support/release-runs.ts";
+import { startOracleRuns } from "./support/oracle-runs.ts";
+import { qemuMissing, startArm64Run, startX64Runs } from "./support/release-runs.ts";
 import { removeOwnTestRoots, removeStaleTestRoots } from "./support/tmp.ts";
 
 ensureBuilt();
@@ -28,12 +28,13 @@ process.env.K3_THREADS ??= "1";
 removeStaleTestRoots();
 for (const parent of ["/var/tmp", "/dev/shm"]) if (existsSync(parent)) removeStaleTestRoots(parent);
 // The long child-process work of files later in the run starts now, on the core the first files
-// leave idle; each file awaits the same work (support/early.ts).
-if (inThisRun("test/gates/demo.test.ts")) void demoRunsOnce();
-if (inThisRun("test/gates/oracle.test.ts")) for (const model of oracleModels) void oracleRuns(model);
+// leave idle, one process at a time in the order the files come; each file awaits the same work
+// (support/early.ts).
+if (inThisRun("test/gates/oracle.test.ts")) for (const model of oracleModels) void startOracleRuns(model);
+if (inThisRun("test/gates/demo.test.ts")) void startDemoRuns();
 if (inThisRun("test/cli/release.test.ts")) {
-  void x64Runs();
-  if (!qemuMissing) void arm64Run();
+  void startX64Runs();
+  if (!qemuMissing) void startArm64Run();
 }
 // In the preload, afterAll is global: bun runs it once, after every test file has finished.
 afterAll(async () => {

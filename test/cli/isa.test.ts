@@ -3,13 +3,16 @@
  * K3_ISA forces each one this machine runs with identical ids and logits, and a variant the
  * CPU lacks is refused (exit 1, one line) before the model is read.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { availableIsas } from "../../src/native/kernels.ts";
 import { expectation, modelDir } from "../support/fixtures.ts";
-import { k3 } from "../support/k3.ts";
+import { k3Async } from "../support/k3-async.ts";
 import { tempDir } from "../support/tmp.ts";
+
+// The tests are independent dist/k3 runs and run concurrently; a test's time includes the others'.
+setDefaultTimeout(60_000);
 
 const tiny = modelDir("tiny13");
 const want = expectation("tiny13");
@@ -17,26 +20,26 @@ const prompt = want.prompt_ids.join(",");
 const variants = availableIsas();
 const widest = variants.at(-1) as string;
 
-describe("kernel variants through dist/k3", () => {
-  test("--version names the variant chosen from the CPU and every variant this machine runs", () => {
-    const r = k3(["--version"], { isolated: true });
+describe.concurrent("kernel variants through dist/k3", () => {
+  test("--version names the variant chosen from the CPU and every variant this machine runs", async () => {
+    const r = await k3Async(["--version"], { isolated: true });
     expect(r.code).toBe(0);
     const lines = r.stdout.split("\n");
     expect(lines[1]).toMatch(new RegExp(`^kernels: ${widest} \\([^)]+\\); this machine runs ${variants.join(", ")} \\(K3_ISA forces one\\)$`));
-    expect(k3(["--version"], { isolated: true, env: { K3_ISA: "scalar" } }).stdout.split("\n")[1]).toStartWith("kernels: scalar (scalar reference, plain loops);");
+    expect((await k3Async(["--version"], { isolated: true, env: { K3_ISA: "scalar" } })).stdout.split("\n")[1]).toStartWith("kernels: scalar (scalar reference, plain loops);");
   });
 
-  test("K3_ISA forces each variant: the report and the results name it; ids and logits are identical", () => {
-    const runs = variants.map((isa) => {
+  test("K3_ISA forces each variant: the report and the results name it; ids and logits are identical", async () => {
+    const runs = await Promise.all(variants.map(async (isa) => {
       const dir = tempDir(`isa-${isa}`);
       const logits = join(dir, "logits.f32");
-      const r = k3([tiny, "--ids", prompt, "--gen", "6", "--dump-logits", logits, "--out", "-"], { env: { K3_ISA: isa } });
+      const r = await k3Async([tiny, "--ids", prompt, "--gen", "6", "--dump-logits", logits, "--out", "-"], { env: { K3_ISA: isa } });
       expect(r.code).toBe(0);
       expect(r.stderr).toMatch(new RegExp(`kernels: ${isa} \\([^)]+\\), \\d+ threads?`));
       const results = JSON.parse(r.stdout);
       expect(results.plan.kernels.isa).toBe(isa);
       return { isa, ids: results.generated_ids as number[], logits: readFileSync(logits) };
-    });
+    }));
     expect(runs.length).toBeGreaterThanOrEqual(2);
     for (const run of runs) {
       expect(run.ids).toEqual(want.generated_ids.slice(0, 6));
@@ -44,24 +47,24 @@ describe("kernel variants through dist/k3", () => {
     }
   }, 60_000);
 
-  test("without K3_ISA the widest variant runs; a CPU without it gets the next one", () => {
-    expect(k3([tiny, "--ids", prompt, "--gen", "1"]).stderr).toContain(`kernels: ${widest} (`);
+  test("without K3_ISA the widest variant runs; a CPU without it gets the next one", async () => {
+    expect((await k3Async([tiny, "--ids", prompt, "--gen", "1"])).stderr).toContain(`kernels: ${widest} (`);
     if (widest === "v4") {
-      const r = k3([tiny, "--ids", prompt, "--gen", "1"], { env: { K3_INJECT_MISSING_ISA: "v4" } });
+      const r = await k3Async([tiny, "--ids", prompt, "--gen", "1"], { env: { K3_INJECT_MISSING_ISA: "v4" } });
       expect(r.code).toBe(0);
       expect(r.stderr).toContain("kernels: v3 (x86-64-v3: AVX2 + FMA)");
     }
   });
 
-  test("K3_ISA naming a variant this CPU lacks: exit 1, one line, nothing read", () => {
-    const r = k3([tiny, "--ids", prompt, "--gen", "1", "--out", "-"], { env: { K3_ISA: "v4", K3_INJECT_MISSING_ISA: "v4" } });
+  test("K3_ISA naming a variant this CPU lacks: exit 1, one line, nothing read", async () => {
+    const r = await k3Async([tiny, "--ids", prompt, "--gen", "1", "--out", "-"], { env: { K3_ISA: "v4", K3_INJECT_MISSING_ISA: "v4" } });
     expect(r.code).toBe(1);
     expect(r.stdout).toBe("");
     expect(r.stderr).toMatch(/^k3: K3_ISA=v4: this CPU lacks x86-64-v4 \(AVX-512 F, BW, CD, DQ, VL\); it runs scalar(, \w+)*\n$/);
   });
 
-  test("K3_ISA naming no variant: exit 2, one line", () => {
-    const r = k3([tiny, "--ids", prompt, "--gen", "1"], { env: { K3_ISA: "avx9000" } });
+  test("K3_ISA naming no variant: exit 2, one line", async () => {
+    const r = await k3Async([tiny, "--ids", prompt, "--gen", "1"], { env: { K3_ISA: "avx9000" } });
     expect(r.code).toBe(2);
     expect(r.stderr).toBe("k3: K3_ISA must be one of scalar, v3, v4, neon (got 'avx9000')\n");
   });

@@ -3,7 +3,7 @@
  * trunk, the sparse release (test/support/fake-release.ts) and a partial directory: each prints
  * what runtime.md section 11 says, with figures checked against what the test computes itself.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { copyFileSync, existsSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { availableParallelism } from "node:os";
 import { join } from "node:path";
@@ -16,8 +16,11 @@ import { classifyName } from "../support/tensor-classes.ts";
 import { writeSparseRelease } from "../support/fake-release.ts";
 import { modelDir } from "../support/fixtures.ts";
 import { pseudoRandomBytes } from "../support/fake-hub.ts";
-import { k3 } from "../support/k3.ts";
+import { k3Async } from "../support/k3-async.ts";
 import { tempDir } from "../support/tmp.ts";
+
+// The tests are independent dist/k3 runs and run concurrently; a test's time includes the others'.
+setDefaultTimeout(60_000);
 
 /** The preset the spec's thresholds give for the MemAvailable the doctor printed. */
 function presetFor(stdout: string): string | undefined {
@@ -26,14 +29,15 @@ function presetFor(stdout: string): string | undefined {
   return presetThresholds.find((t) => gib >= t.minGib)?.preset;
 }
 
-describe("k3 doctor", () => {
+describe.concurrent("k3 doctor", () => {
   const tiny = modelDir("tiny13");
   const trunk = join(tempDir("doctor-trunk"), "trunk");
-  const packed = k3(["pack-trunk", tiny, trunk]);
+  const packing = k3Async(["pack-trunk", tiny, trunk]);
 
-  test("on a fixture model with its packed trunk: CPU, memory and preset, storage, disk at two depths, model, trunk, the next command", () => {
+  test("on a fixture model with its packed trunk: CPU, memory and preset, storage, disk at two depths, model, trunk, the next command", async () => {
+    const packed = await packing;
     expect(packed.code).toBe(0);
-    const run = k3(["doctor", tiny, "--trunk", trunk]);
+    const run = await k3Async(["doctor", tiny, "--trunk", trunk]);
     expect(run.code).toBe(0);
     const out = run.stdout;
     expect(out).toContain(`core(s) available`);
@@ -64,19 +68,19 @@ describe("k3 doctor", () => {
     }
   });
 
-  test("a trunk packed from another model does not match, and the next command packs one", () => {
+  test("a trunk packed from another model does not match, and the next command packs one", async () => {
     const other = join(tempDir("doctor-other"), "trunk");
-    expect(k3(["pack-trunk", modelDir("nested14"), other]).code).toBe(0);
-    const run = k3(["doctor", tiny, "--trunk", other, "--no-disk"]);
+    expect((await k3Async(["pack-trunk", modelDir("nested14"), other])).code).toBe(0);
+    const run = await k3Async(["doctor", tiny, "--trunk", other, "--no-disk"]);
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/WARN trunk: .*; pack it again with k3 pack-trunk/);
     if (presetFor(run.stdout)) expect(run.stdout).toContain(`  k3 pack-trunk ${tiny} ${other}\n`);
     expect(run.stdout).toContain("disk     : not measured (--no-disk)");
   });
 
-  test("without a model directory: the disk is measured on a probe file that is removed; the next commands start with a download", () => {
+  test("without a model directory: the disk is measured on a probe file that is removed; the next commands start with a download", async () => {
     const cwd = tempDir("doctor-empty");
-    const run = k3(["doctor"], { cwd });
+    const run = await k3Async(["doctor"], { cwd });
     expect(run.code).toBe(0);
     expect(run.stdout).toMatch(/disk     : a 134.22 MB probe file \(removed\): 16 random reads of 17547264 bytes \(one expert\) per depth/);
     expect(readdirSync(cwd)).toEqual([]);
@@ -88,10 +92,10 @@ describe("k3 doctor", () => {
     }
   });
 
-  test("on the release's layout: 96 shards at their published sizes, storage needing only the trunk", () => {
+  test("on the release's layout: 96 shards at their published sizes, storage needing only the trunk", async () => {
     const dir = writeSparseRelease("doctor-release");
     for (const f of ["tiktoken.model", "tokenizer_config.json"]) copyFileSync(join(modelDir("chat-tokenizer"), f), join(dir, f));
-    const run = k3(["doctor", dir, "--no-disk"]);
+    const run = await k3Async(["doctor", dir, "--no-disk"]);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(`model    : ${dir}: 96 shard(s)`);
     expect(run.stdout).toContain("all 96 shard(s) match the release table's sizes");
@@ -102,8 +106,8 @@ describe("k3 doctor", () => {
   });
 });
 
-describe("k3 budget", () => {
-  test("classes, dtypes, resident against streamable and the layer map of nested14, from the headers", () => {
+describe.concurrent("k3 budget", () => {
+  test("classes, dtypes, resident against streamable and the layer map of nested14, from the headers", async () => {
     const dir = modelDir("nested14");
     const index = indexCheckpoint(dir);
     let routed = 0;
@@ -117,7 +121,7 @@ describe("k3 budget", () => {
         if (name.endsWith(".weight_packed")) packedBytes += t.nbytes;
       }
     }
-    const run = k3(["budget", dir]);
+    const run = await k3Async(["budget", dir]);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(`2 shard(s) read, headers only; ${index.tensorCount} tensors`);
     expect(run.stdout).toMatch(new RegExp(`routed experts +\\d+ +${routed} `));
@@ -136,11 +140,11 @@ describe("k3 budget", () => {
     expect(run.stdout).toContain(`${index.tensorCount} tensors, ${(total / 1e6).toFixed(2)} MB`);
   });
 
-  test("a partial download (K3_MODEL_DIR): vision tensors unused, a broken shard skipped and named", () => {
+  test("a partial download (K3_MODEL_DIR): vision tensors unused, a broken shard skipped and named", async () => {
     const dir = writeSparseRelease("budget-partial");
     for (const n of [10, 20, 30]) rmSync(join(dir, releaseShards[n - 1]!.name));
     writeFileSync(join(dir, releaseShards[40]!.name), "broken");
-    const run = k3(["budget"], { env: { K3_MODEL_DIR: dir } });
+    const run = await k3Async(["budget"], { env: { K3_MODEL_DIR: dir } });
     expect(run.code).toBe(0);
     expect(run.stdout).toContain("92 shard(s) read, headers only");
     expect(run.stdout).toContain(`skipped ${releaseShards[40]!.name}: not a valid safetensors shard`);
@@ -150,19 +154,19 @@ describe("k3 budget", () => {
     expect(run.stdout).toMatch(/unused {5}: [\d.]+ TB/);
   });
 
-  test("no directory is a usage error", () => {
-    const run = k3(["budget"], { env: { K3_MODEL_DIR: "" } });
+  test("no directory is a usage error", async () => {
+    const run = await k3Async(["budget"], { env: { K3_MODEL_DIR: "" } });
     expect(run.code).toBe(2);
     expect(run.stderr).toContain("budget needs <model_dir> (or K3_MODEL_DIR)");
   });
 });
 
-describe("k3 devbw", () => {
-  test("reports QD1, QD4 and QD16 for each file, in the spec's line format", () => {
+describe.concurrent("k3 devbw", () => {
+  test("reports QD1, QD4 and QD16 for each file, in the spec's line format", async () => {
     const dir = tempDir("devbw", "/var/tmp");
     const big = join(dir, "probe.bin");
     writeFileSync(big, pseudoRandomBytes(40 * 1024 * 1024, 5));
-    const run = k3(["devbw", big, modelDir("tiny13") + "/model-00001-of-00001.safetensors", "--reads", "8"]);
+    const run = await k3Async(["devbw", big, modelDir("tiny13") + "/model-00001-of-00001.safetensors", "--reads", "8"]);
     expect(run.code).toBe(0);
     expect(run.stdout).toContain(`${big}: 8 random reads of 17547264 bytes (one expert) per depth`);
     for (const depth of ["QD1 ", "QD4 ", "QD16"]) {
@@ -170,8 +174,8 @@ describe("k3 devbw", () => {
     }
     expect(run.stdout).toContain("the file is smaller than one expert's 17547264");
     expect(run.stdout.match(/MB\/s$/gm)?.length).toBe(6);
-    expect(k3(["devbw"]).code).toBe(2);
-    const missing = k3(["devbw", join(dir, "nope")]);
+    expect((await k3Async(["devbw"])).code).toBe(2);
+    const missing = await k3Async(["devbw", join(dir, "nope")]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain(`${join(dir, "nope")}: cannot open (ENOENT)`);
     expect(existsSync(big)).toBe(true);

@@ -1,28 +1,31 @@
 /** `k3 pack-trunk` and the checks a packed trunk must pass before k3 streams from it. */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync, statSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expectation, modelDir } from "../support/fixtures.ts";
-import { k3 } from "../support/k3.ts";
+import { k3Async } from "../support/k3-async.ts";
 import { smallFsUnavailable, withSmallFs } from "../support/small-fs.ts";
 import { tempDir } from "../support/tmp.ts";
 
+// The tests are independent dist/k3 runs and run concurrently; a test's time includes the others'.
+setDefaultTimeout(60_000);
+
 const dir = modelDir("nested14");
 const want = expectation("nested14");
-const run = (trunk: string) => k3([dir, "--ids", want.prompt_ids.join(","), "--gen", "3", "--trunk", trunk, "--trunk-gb", "0", "--out", "-"]);
+const run = (trunk: string) => k3Async([dir, "--ids", want.prompt_ids.join(","), "--gen", "3", "--trunk", trunk, "--trunk-gb", "0", "--out", "-"]);
 
-function packed(): string {
+async function packed(): Promise<string> {
   const out = join(tempDir("pack"), "trunk");
-  const r = k3(["pack-trunk", dir, out]);
+  const r = await k3Async(["pack-trunk", dir, out]);
   expect(r.code).toBe(0);
   expect(r.stderr).toContain("wrote trunk.bin");
   expect(r.stderr).toContain("verified");
   return out;
 }
 
-describe("k3 pack-trunk", () => {
-  test("writes trunk.bin with each layer 4096-aligned and trunk.json describing it", () => {
-    const out = packed();
+describe.concurrent("k3 pack-trunk", () => {
+  test("writes trunk.bin with each layer 4096-aligned and trunk.json describing it", async () => {
+    const out = await packed();
     const manifest = JSON.parse(readFileSync(join(out, "trunk.json"), "utf8"));
     expect(manifest.n_layers).toBe(14);
     for (const layer of manifest.layers) {
@@ -30,78 +33,78 @@ describe("k3 pack-trunk", () => {
       expect(layer.nbytes % 4096).toBe(0);
     }
     expect(readdirSync(out).sort()).toEqual(["trunk.bin", "trunk.json"]);
-    expect(JSON.parse(run(out).stdout).generated_ids).toEqual(want.generated_ids.slice(0, 3));
+    expect(JSON.parse((await run(out)).stdout).generated_ids).toEqual(want.generated_ids.slice(0, 3));
   });
 
-  test("packing again into the same directory is a no-op; a different pack is not overwritten", () => {
-    const out = packed();
-    const again = k3(["pack-trunk", dir, out]);
+  test("packing again into the same directory is a no-op; a different pack is not overwritten", async () => {
+    const out = await packed();
+    const again = await k3Async(["pack-trunk", dir, out]);
     expect(again.code).toBe(0);
     expect(again.stderr).toContain("already holds this pack");
-    const different = k3(["pack-trunk", dir, out, "--layers", "3"]);
+    const different = await k3Async(["pack-trunk", dir, out, "--layers", "3"]);
     expect(different.code).toBe(1);
     expect(different.stderr).toBe(`k3: ${out} already holds a different or incomplete packed trunk; pass --force to replace it\n`);
-    const forced = k3(["pack-trunk", dir, out, "--layers", "3", "--force"]);
+    const forced = await k3Async(["pack-trunk", dir, out, "--layers", "3", "--force"]);
     expect(forced.code).toBe(0);
     expect(JSON.parse(readFileSync(join(out, "trunk.json"), "utf8")).n_layers).toBe(3);
   });
 
-  test("a corrupted trunk.bin is refused when the layer is first read", () => {
-    const out = packed();
+  test("a corrupted trunk.bin is refused when the layer is first read", async () => {
+    const out = await packed();
     const bin = join(out, "trunk.bin");
     const bytes = readFileSync(bin);
     const manifest = JSON.parse(readFileSync(join(out, "trunk.json"), "utf8"));
     const at = manifest.layers[5].file_off + 100;
     bytes[at] = (bytes[at] as number) ^ 0xff;
     writeFileSync(bin, bytes);
-    const r = run(out);
+    const r = await run(out);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`k3: ${bin}: layer 5 does not match its recorded hash (corrupted?); re-run 'k3 pack-trunk'`);
   });
 
-  test("a truncated trunk.bin is refused before anything runs", () => {
-    const out = packed();
+  test("a truncated trunk.bin is refused before anything runs", async () => {
+    const out = await packed();
     const bin = join(out, "trunk.bin");
     truncateSync(bin, readFileSync(bin).length - 5000);
-    const r = run(out);
+    const r = await run(out);
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(new RegExp(`^k3: ${bin}: not a usable packed trunk: layer 13 ends at byte \\d+ but the file has \\d+ \\(truncated\\?\\)\\n$`));
   });
 
-  test("an interrupted pack leaves nothing that looks like a pack, and the next pack cleans up", () => {
+  test("an interrupted pack leaves nothing that looks like a pack, and the next pack cleans up", async () => {
     const out = join(tempDir("interrupted"), "trunk");
-    const killed = k3(["pack-trunk", dir, out], { env: { K3_PACK_KILL_AFTER_LAYERS: "4" } });
+    const killed = await k3Async(["pack-trunk", dir, out], { env: { K3_PACK_KILL_AFTER_LAYERS: "4" } });
     expect(killed.code).not.toBe(0);
     expect(killed.stderr).toContain("packed 4/14 layers");
     expect(existsSync(join(out, "trunk.json"))).toBe(false);
     expect(existsSync(join(out, "trunk.bin"))).toBe(false);
     expect(readdirSync(out).every((f) => f.endsWith(".tmp"))).toBe(true);
-    const r = run(out);
+    const r = await run(out);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("trunk.json is missing (pack it with 'k3 pack-trunk')");
-    expect(k3(["pack-trunk", dir, out]).code).toBe(0);
+    expect((await k3Async(["pack-trunk", dir, out])).code).toBe(0);
     expect(readdirSync(out).sort()).toEqual(["trunk.bin", "trunk.json"]);
   });
 
-  test("a packed trunk from another checkpoint is refused", () => {
+  test("a packed trunk from another checkpoint is refused", async () => {
     const other = join(tempDir("other"), "trunk");
-    expect(k3(["pack-trunk", modelDir("tiny13"), other]).code).toBe(0);
-    const short = run(other);
+    expect((await k3Async(["pack-trunk", modelDir("tiny13"), other])).code).toBe(0);
+    const short = await run(other);
     expect(short.code).toBe(1);
     expect(short.stderr).toContain("the packed trunk holds 13 layers, 14 are needed");
-    const r = k3([dir, "--ids", "1,2", "--gen", "1", "--layers", "13", "--trunk", other, "--out", "-"]);
+    const r = await k3Async([dir, "--ids", "1,2", "--gen", "1", "--layers", "13", "--trunk", other, "--out", "-"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain(`k3: ${other}: layer 0 of the packed trunk does not match this checkpoint; re-run 'k3 pack-trunk'`);
   });
 
-  test("usage errors exit 2", () => {
-    expect(k3(["pack-trunk", dir]).code).toBe(2);
-    expect(k3(["pack-trunk", dir, "x", "--layers", "abc"]).stderr).toBe("k3: --layers expects a whole number from 1 to 1024, got 'abc'\n");
+  test("usage errors exit 2", async () => {
+    expect((await k3Async(["pack-trunk", dir])).code).toBe(2);
+    expect((await k3Async(["pack-trunk", dir, "x", "--layers", "abc"])).stderr).toBe("k3: --layers expects a whole number from 1 to 1024, got 'abc'\n");
   });
 });
 
-describe("k3 pack-trunk on paths and disks that refuse the write", () => {
-  test("a <trunk_dir> that cannot be a directory is refused before the checkpoint is read (exit 2)", () => {
+describe.concurrent("k3 pack-trunk on paths and disks that refuse the write", () => {
+  test("a <trunk_dir> that cannot be a directory is refused before the checkpoint is read (exit 2)", async () => {
     const base = tempDir("pack-paths");
     const file = join(base, "file");
     writeFileSync(file, "mine");
@@ -111,7 +114,7 @@ describe("k3 pack-trunk on paths and disks that refuse the write", () => {
       [join(file, "trunk"), "a component of the path is not a directory (ENOTDIR)"],
       [long, "name too long (ENAMETOOLONG)"],
     ] as const) {
-      const r = k3(["pack-trunk", "/nonexistent-model", target]);
+      const r = await k3Async(["pack-trunk", "/nonexistent-model", target]);
       expect(r.stderr).toBe(`k3: <trunk_dir> ${target}: ${reason}\n`);
       expect(r.code).toBe(2);
     }
@@ -131,8 +134,8 @@ describe("k3 pack-trunk on paths and disks that refuse the write", () => {
     expect(r.stdout).toBe("left: \n");
   });
 
-  test.skipIf(smallFsUnavailable() !== undefined)("ENOSPC on trunk.json leaves nothing; after freeing space the same command packs, no --force", () => {
-    const reference = packed();
+  test.skipIf(smallFsUnavailable() !== undefined)("ENOSPC on trunk.json leaves nothing; after freeing space the same command packs, no --force", async () => {
+    const reference = await packed();
     const binBytes = statSync(join(reference, "trunk.bin")).size;
     const jsonBytes = statSync(join(reference, "trunk.json")).size;
     expect(jsonBytes).toBeGreaterThan(8192);

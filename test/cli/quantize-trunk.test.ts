@@ -3,12 +3,15 @@
  * checked against the source byte for byte (matrices by the quantisation rule, everything else
  * copied), alignment, the re-run and overwrite rules, and its refusals.
  */
-import { beforeAll, describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { expectation, modelDir } from "../support/fixtures.ts";
-import { k3 } from "../support/k3.ts";
+import { k3Async } from "../support/k3-async.ts";
 import { tempDir } from "../support/tmp.ts";
+
+// The tests are independent dist/k3 runs and run concurrently; a test's time includes the others'.
+setDefaultTimeout(60_000);
 
 interface Manifest {
   n_layers: number;
@@ -24,20 +27,20 @@ function bf16(bits: number): number {
   return new Float32Array(new Uint32Array([bits << 16]).buffer)[0] as number;
 }
 
-describe("k3 quantize-trunk", () => {
+describe.concurrent("k3 quantize-trunk", () => {
   let source = "";
   let draft = "";
-  beforeAll(() => {
+  beforeAll(async () => {
     source = join(tempDir("qsource"), "trunk");
-    expect(k3(["pack-trunk", dir, source]).code).toBe(0);
+    expect((await k3Async(["pack-trunk", dir, source])).code).toBe(0);
     draft = join(tempDir("qdraft"), "draft");
-    const r = k3(["quantize-trunk", source, draft]);
+    const r = await k3Async(["quantize-trunk", source, draft]);
     expect(r.code).toBe(0);
     expect(r.stderr).toContain("quantized 14/14 layers");
     expect(r.stderr).toContain("verified");
   });
 
-  test("every 2-D BF16 matrix becomes I8R rows by the rule; every other tensor is copied byte for byte; runs stay aligned", () => {
+  test("every 2-D BF16 matrix becomes I8R rows by the rule; every other tensor is copied byte for byte; runs stay aligned", async () => {
     const from = readManifest(source);
     const to = readManifest(draft);
     expect(readdirSync(draft).sort()).toEqual(["trunk.bin", "trunk.json"]);
@@ -89,41 +92,41 @@ describe("k3 quantize-trunk", () => {
     expect(dst.length).toBeLessThan(src.length);
   });
 
-  test("a re-run is a no-op; a different trunk in the output is refused without --force; the source itself is refused", () => {
-    const again = k3(["quantize-trunk", source, draft]);
+  test("a re-run is a no-op; a different trunk in the output is refused without --force; the source itself is refused", async () => {
+    const again = await k3Async(["quantize-trunk", source, draft]);
     expect(again.code).toBe(0);
     expect(again.stderr).toContain("already holds the draft trunk of this source");
     const other = join(tempDir("qother"), "trunk");
-    expect(k3(["pack-trunk", modelDir("tiny13"), other]).code).toBe(0);
+    expect((await k3Async(["pack-trunk", modelDir("tiny13"), other])).code).toBe(0);
     const before = readFileSync(join(other, "trunk.bin"));
-    const refused = k3(["quantize-trunk", source, other]);
+    const refused = await k3Async(["quantize-trunk", source, other]);
     expect(refused.code).toBe(1);
     expect(refused.stderr).toBe(`k3: ${other} already holds a different or incomplete trunk; pass --force to replace it\n`);
     expect(readFileSync(join(other, "trunk.bin")).equals(before)).toBe(true);
-    expect(k3(["quantize-trunk", source, other, "--force"]).code).toBe(0);
+    expect((await k3Async(["quantize-trunk", source, other, "--force"])).code).toBe(0);
     expect(readManifest(other).derived?.kind).toBe("I8R");
-    const self = k3(["quantize-trunk", source, source]);
+    const self = await k3Async(["quantize-trunk", source, source]);
     expect(self.code).toBe(2);
     expect(self.stderr).toContain("the output directory is the source trunk");
-    const twice = k3(["quantize-trunk", draft, join(tempDir("qtwice"), "t")]);
+    const twice = await k3Async(["quantize-trunk", draft, join(tempDir("qtwice"), "t")]);
     expect(twice.code).toBe(2);
     expect(twice.stderr).toContain("already a quantised (I8R) trunk");
   });
 
-  test("a corrupted source layer is refused and leaves the previous output whole", () => {
+  test("a corrupted source layer is refused and leaves the previous output whole", async () => {
     const broken = join(tempDir("qbroken"), "trunk");
-    expect(k3(["pack-trunk", dir, broken]).code).toBe(0);
+    expect((await k3Async(["pack-trunk", dir, broken])).code).toBe(0);
     const tiny = join(tempDir("qtiny"), "trunk");
-    expect(k3(["pack-trunk", modelDir("tiny13"), tiny]).code).toBe(0);
+    expect((await k3Async(["pack-trunk", modelDir("tiny13"), tiny])).code).toBe(0);
     const out = join(tempDir("qkeep"), "draft");
-    expect(k3(["quantize-trunk", tiny, out]).code).toBe(0);
+    expect((await k3Async(["quantize-trunk", tiny, out])).code).toBe(0);
     const kept = readFileSync(join(out, "trunk.bin"));
     const bin = join(broken, "trunk.bin");
     const bytes = readFileSync(bin);
     const at = readManifest(broken).layers[6]!.file_off + 10;
     bytes[at] = (bytes[at] as number) ^ 0x55;
     writeFileSync(bin, bytes);
-    const r = k3(["quantize-trunk", broken, out, "--force"]);
+    const r = await k3Async(["quantize-trunk", broken, out, "--force"]);
     expect(r.code).toBe(1);
     expect(r.stderr).toContain("quantized 6/14 layers");
     expect(r.stderr.trimEnd().split("\n").at(-1)).toBe(`k3: ${bin}: layer 6 does not match its recorded hash (corrupted?); re-run 'k3 pack-trunk'`);
@@ -131,17 +134,17 @@ describe("k3 quantize-trunk", () => {
     expect(readFileSync(join(out, "trunk.bin")).equals(kept)).toBe(true);
   });
 
-  test("a draft trunk given to --trunk is refused: it never computes the exact tokens", () => {
-    const r = k3([dir, "--ids", want.prompt_ids.join(","), "--gen", "2", "--trunk", draft, "--out", "-"]);
+  test("a draft trunk given to --trunk is refused: it never computes the exact tokens", async () => {
+    const r = await k3Async([dir, "--ids", want.prompt_ids.join(","), "--gen", "2", "--trunk", draft, "--out", "-"]);
     expect(r.code).toBe(2);
     expect(r.stderr).toContain(`k3: ${draft}: a quantised (I8R) draft trunk only drafts; give it to --draft-trunk`);
     expect(r.stdout).toBe("");
   });
 
-  test("usage errors exit 2", () => {
-    expect(k3(["quantize-trunk", source]).code).toBe(2);
-    expect(k3(["quantize-trunk", source, "x", "--bits", "4"]).stderr).toBe("k3: unknown option --bits\n");
-    const missing = k3(["quantize-trunk", join(tempDir("qnone"), "nothing"), join(tempDir("qnone2"), "out")]);
+  test("usage errors exit 2", async () => {
+    expect((await k3Async(["quantize-trunk", source])).code).toBe(2);
+    expect((await k3Async(["quantize-trunk", source, "x", "--bits", "4"])).stderr).toBe("k3: unknown option --bits\n");
+    const missing = await k3Async(["quantize-trunk", join(tempDir("qnone"), "nothing"), join(tempDir("qnone2"), "out")]);
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain("trunk.json is missing");
   });

@@ -1,9 +1,12 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { encodeTrace, writeTraceFile } from "../../src/weights/expert-trace.ts";
-import { k3 } from "../support/k3.ts";
+import { k3Async } from "../support/k3-async.ts";
 import { tempDir } from "../support/tmp.ts";
+
+// The tests are independent dist/k3 runs and run concurrently; a test's time includes the others'.
+setDefaultTimeout(60_000);
 
 const layers = 4;
 const topK = 16;
@@ -56,21 +59,21 @@ function tableRows(stdout: string): Row[] {
 
 const trace = smallTrace();
 
-describe("k3 sim-cache through dist/k3", () => {
-  test("--help prints usage from the option table, exit 0", () => {
-    const r = k3(["sim-cache", "--help"], { isolated: true });
+describe.concurrent("k3 sim-cache through dist/k3", () => {
+  test("--help prints usage from the option table, exit 0", async () => {
+    const r = await k3Async(["sim-cache", "--help"], { isolated: true });
     expect(r.code).toBe(0);
     expect(r.stdout).toContain("USAGE k3 sim-cache [OPTIONS] [EXPERT_TRACE]");
     for (const flag of ["--expert-bytes", "--disk-mbs", "--tokens", "--capacities", "--slots", "--help"]) expect(r.stdout).toContain(flag);
     expect(r.stderr).toBe("");
   });
 
-  test("k3 --help lists the subcommand", () => {
-    expect(k3(["--help"]).stdout).toContain("sim-cache");
+  test("k3 --help lists the subcommand", async () => {
+    expect((await k3Async(["--help"])).stdout).toContain("sim-cache");
   });
 
-  test("--slots gives real rows: Belady beats LRU and PIN+LRU on every row, all under the ceiling", () => {
-    const r = k3(["sim-cache", trace, "--slots", "17,32,64,128"], { isolated: true });
+  test("--slots gives real rows: Belady beats LRU and PIN+LRU on every row, all under the ceiling", async () => {
+    const r = await k3Async(["sim-cache", trace, "--slots", "17,32,64,128"], { isolated: true });
     expect(r.stderr).toBe("");
     expect(r.code).toBe(0);
     const requests = tokens * layers * topK;
@@ -89,8 +92,8 @@ describe("k3 sim-cache through dist/k3", () => {
     expect(rows[0]!.belady).toBeGreaterThan(rows[0]!.lru); // the small rows are not all compulsory
   });
 
-  test("the default capacities 8 .. 1450 GB all hold this small trace: every policy at the ceiling", () => {
-    const r = k3(["sim-cache", trace]);
+  test("the default capacities 8 .. 1450 GB all hold this small trace: every policy at the ceiling", async () => {
+    const r = await k3Async(["sim-cache", trace]);
     expect(r.code).toBe(0);
     const rows = tableRows(r.stdout);
     expect(rows.map((row) => row.cache)).toEqual(
@@ -103,8 +106,8 @@ describe("k3 sim-cache through dist/k3", () => {
     expect(r.stdout).toContain("the whole pool: 1446.46 GB");
   });
 
-  test("per-token columns follow --tokens, --expert-bytes and --disk-mbs", () => {
-    const r = k3(["sim-cache", trace, "--slots", "40", "--tokens", "4", "--expert-bytes", "1000000", "--disk-mbs", "500"]);
+  test("per-token columns follow --tokens, --expert-bytes and --disk-mbs", async () => {
+    const r = await k3Async(["sim-cache", trace, "--slots", "40", "--tokens", "4", "--expert-bytes", "1000000", "--disk-mbs", "500"]);
     expect(r.code).toBe(0);
     expect(r.stdout).toContain(" distinct experts, 4 token(s)\n  tokens   : given with --tokens");
     const [row] = tableRows(r.stdout);
@@ -114,20 +117,20 @@ describe("k3 sim-cache through dist/k3", () => {
     expect(row!.secPerToken).toBeCloseTo((row!.gbPerToken * 1000) / 500, 2);
   });
 
-  test("--capacities in GB; sizes under 17 slots are skipped and named in the footer", () => {
-    const r = k3(["sim-cache", trace, "--expert-bytes", "1000000", "--capacities", "0.01,0.017,0.05"]);
+  test("--capacities in GB; sizes under 17 slots are skipped and named in the footer", async () => {
+    const r = await k3Async(["sim-cache", trace, "--expert-bytes", "1000000", "--capacities", "0.01,0.017,0.05"]);
     expect(r.code).toBe(0);
     expect(tableRows(r.stdout).map((row) => [row.cache, row.slots])).toEqual([["0.017 GB", 17], ["0.05 GB", 50]]);
     expect(r.stdout).toContain("skipped: 0.01 GB (10 slots): under the 17-slot minimum (top-k + 1)");
   });
 
-  test("the later of --capacities and --slots wins", () => {
-    const r = k3(["sim-cache", trace, "--capacities", "8", "--slots", "20"]);
+  test("the later of --capacities and --slots wins", async () => {
+    const r = await k3Async(["sim-cache", trace, "--capacities", "8", "--slots", "20"]);
     expect(tableRows(r.stdout).map((row) => row.slots)).toEqual([20]);
   });
 });
 
-describe("k3 sim-cache refusals", () => {
+describe.concurrent("k3 sim-cache refusals", () => {
   const usage: [string, string[], string][] = [
     ["no trace", [], "k3: missing <expert_trace.bin>"],
     ["an unknown option", ["t.bin", "--bogus"], "k3: unknown option --bogus"],
@@ -142,34 +145,34 @@ describe("k3 sim-cache refusals", () => {
     ["a value option with no value", ["t.bin", "--slots"], "k3: --slots needs a value (N,N)"],
   ];
   for (const [name, args, message] of usage) {
-    test(`${name}: exit 2`, () => {
-      const r = k3(["sim-cache", ...args]);
+    test(`${name}: exit 2`, async () => {
+      const r = await k3Async(["sim-cache", ...args]);
       expect(r.code).toBe(2);
       expect(r.stderr.split("\n")[0]).toBe(message);
       expect(r.stdout).toBe("");
     });
   }
 
-  test("a missing trace file: exit 1, one line naming it", () => {
+  test("a missing trace file: exit 1, one line naming it", async () => {
     const path = join(tempDir("sim-missing"), "expert_trace.bin");
-    const r = k3(["sim-cache", path]);
+    const r = await k3Async(["sim-cache", path]);
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(`k3: ${path}: cannot read the expert trace (ENOENT)\n`);
     expect(r.stdout).toBe("");
   });
 
-  test("a truncated trace file: exit 1, one line naming it", () => {
+  test("a truncated trace file: exit 1, one line naming it", async () => {
     const path = join(tempDir("sim-odd"), "expert_trace.bin");
     writeFileSync(path, new Uint8Array(20));
-    const r = k3(["sim-cache", path]);
+    const r = await k3Async(["sim-cache", path]);
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(`k3: ${path}: 20 bytes is not a whole number of 8-byte (layer, expert) pairs; the trace is truncated or not a trace\n`);
   });
 
-  test("a negative id: exit 1, one line naming the file and the request", () => {
+  test("a negative id: exit 1, one line naming the file and the request", async () => {
     const path = join(tempDir("sim-neg"), "expert_trace.bin");
     writeFileSync(path, encodeTrace(Int32Array.of(1, 2, 1, -5)));
-    const r = k3(["sim-cache", path]);
+    const r = await k3Async(["sim-cache", path]);
     expect(r.code).toBe(1);
     expect(r.stderr).toBe(`k3: ${path}: request 1 is (layer 1, expert -5); ids must be from 0 to 65535\n`);
   });

@@ -18,8 +18,8 @@
  *
  * The runs are child processes (test/support/demo-runs.ts: the engine in-process, with the
  * ReleaseFast kernels), so they cost seconds, not minutes under the safety-checked library; four
- * side by side (demoJobs: resident in two halves, streamed, speculative), joined by demoRunsOnce,
- * which the preload starts at the beginning of a run that includes this file (support/early.ts).
+ * (demoJobs: resident in two halves, streamed, speculative), joined by demoRuns; the preload
+ * starts them at the beginning of a run that includes this file (support/early.ts).
  */
 import { beforeAll, describe, expect, test } from "bun:test";
 import { join } from "node:path";
@@ -30,7 +30,7 @@ import { controlIds, stopIds } from "../../src/chat/specials.ts";
 import { loadTokenizer } from "../../src/tokenizer/index.ts";
 import { loadDictionary, wordsOf } from "../../tools/train-demo/words.ts";
 import { demoDir, demoFixtureDir, readDemoExpectation } from "../support/demo.ts";
-import { demoRunsOnce, type DemoRuns, type PathRuns } from "../support/demo-runs.ts";
+import { demoRuns, type DemoRuns, type PathRuns } from "../support/demo-runs.ts";
 import { readF32 } from "../support/fixtures.ts";
 
 const want = readDemoExpectation();
@@ -41,7 +41,7 @@ const torchLast = readF32(join(demoFixtureDir, want.logits_files.last));
 let runs: DemoRuns;
 let out = "";
 beforeAll(async () => {
-  ({ runs, out } = await demoRunsOnce());
+  ({ runs, out } = await demoRuns());
   const s = (p: PathRuns) => `${p.seconds.toFixed(1)} s`;
   console.log(`demo runs: resident ${s(runs.resident)}, streamed ${s(runs.streamed)}, speculative ${s(runs.speculative)}`);
 }, 600_000);

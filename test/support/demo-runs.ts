@@ -29,7 +29,7 @@ import { budgetRequest, type BudgetAction } from "../../src/plan/budget.ts";
 import { loadTokenizer } from "../../src/tokenizer/index.ts";
 import { gbToBytes } from "../../src/units.ts";
 import { demoDir, readDemoExpectation, type DemoCase } from "./demo.ts";
-import { background, once } from "./early.ts";
+import { inTurn, once, wanted } from "./early.ts";
 import { packTrunkOf } from "./fixtures.ts";
 import { tempDir } from "./tmp.ts";
 
@@ -60,20 +60,26 @@ export const jobName = (job: DemoJob): string => (job.part ? `${job.path}-${job.
 export const jobArgs = (job: DemoJob): string[] => [job.path, ...(job.part ? [`${job.part.index}/${job.part.of}`] : [])];
 
 /**
- * The demo gate's runs: the four jobs side by side (with the ReleaseFast kernels: the child
- * processes do not load libk3-safe), each path's parts then joined, cases and logits rows in the
- * same order (OUT/PATH-first.f32, OUT/resident-last.f32); a path's time is the sum of its parts'.
- * Once per test process: the preload starts it early when the gate is in the run (early.ts).
+ * The demo gate's runs: the four jobs, in turn with the other early work (early.ts inTurn), with
+ * the ReleaseFast kernels (the child processes do not load libk3-safe); each path's parts then
+ * joined, cases and logits rows in the same order (OUT/PATH-first.f32, OUT/resident-last.f32); a path's time is the sum of its parts'.
+ * Once per test process: the preload starts it early when the gate is in the run (early.ts);
+ * the gate awaits demoRuns().
  */
-export function demoRunsOnce(): Promise<{ runs: DemoRuns; out: string }> {
+export function demoRuns(): Promise<{ runs: DemoRuns; out: string }> {
+  wanted();
+  return startDemoRuns();
+}
+
+export function startDemoRuns(): Promise<{ runs: DemoRuns; out: string }> {
   return once("demo-runs", async () => {
     const out = tempDir("demo-runs");
     const env: Record<string, string | undefined> = { ...process.env, K3_SAFE_NATIVE: undefined };
-    await Promise.all(demoJobs.map(async (job) => {
-      const child = Bun.spawn([...background, process.execPath, import.meta.path, out, ...jobArgs(job)], { env, stdout: "ignore", stderr: "pipe" });
+    await Promise.all(demoJobs.map((job) => inTurn(async () => {
+      const child = Bun.spawn([process.execPath, import.meta.path, out, ...jobArgs(job)], { env, stdout: "ignore", stderr: "pipe" });
       const [stderr, code] = await Promise.all([new Response(child.stderr).text(), child.exited]);
       if (code !== 0) throw new Error(`demo-runs ${jobArgs(job).join(" ")} exited ${code}: ${stderr.slice(-2000)}`);
-    }));
+    })));
     const joined = (path: keyof DemoRuns): PathRuns => {
       const jobs = demoJobs.filter((job) => job.path === path);
       const parts = jobs.map((job) => JSON.parse(readFileSync(join(out, `${jobName(job)}.json`), "utf8")) as PathRuns);

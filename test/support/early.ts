@@ -7,17 +7,40 @@
  * busy, so these processes run on the other core meanwhile and the file later finds its results
  * ready or nearly so. A file run on its own, or left out of the preload's guess, starts the same
  * work itself when it asks: the results are the same either way, only the waiting differs.
+ * Each piece of work has two doors: `start...` (the preload's, which only starts it) and the
+ * one the test awaits, which also says the work is `wanted` now.
  */
 import { readFileSync } from "node:fs";
 
 const started = new Map<string, Promise<unknown>>();
 
 /**
- * The command prefix for this work's processes: a lower priority (nice 10), so that started
- * early they take the core the tests leave idle and not the tests' own. Run alone, it changes
- * nothing. Results never depend on it.
+ * How many of this work's processes run at once: one while the files before run, so that it
+ * takes the core they leave idle and not theirs (one test process and one of these: a core
+ * each); two once a test waits for the work (`wanted`), or when nothing started it early.
  */
-export const background: readonly string[] = Bun.which("nice") ? ["nice", "-n", "10"] : [];
+let width = 1;
+let running = 0;
+const queue: (() => void)[] = [];
+
+/** Runs `run` (which starts a process and waits for it) when a place is free. */
+export async function inTurn<T>(run: () => Promise<T>): Promise<T> {
+  while (running >= width) await new Promise<void>((resolve) => queue.push(resolve));
+  running++;
+  try {
+    return await run();
+  } finally {
+    running--;
+    queue.shift()?.();
+  }
+}
+
+/** A test waits for this work: from now on two of its processes run at once. */
+export function wanted(): void {
+  if (width >= 2) return;
+  width = 2;
+  queue.shift()?.();
+}
 
 /** `start()`'s promise, made on the first call for `key`; every later call gets the same one. */
 export function once<T>(key: string, start: () => Promise<T>): Promise<T> {

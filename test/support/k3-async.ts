@@ -7,7 +7,7 @@ import { copyFileSync } from "node:fs";
 import { join } from "node:path";
 import { executablePath } from "../../tools/build.ts";
 import type { K3Result } from "./k3.ts";
-import { background } from "./early.ts";
+import { inTurn } from "./early.ts";
 import { tempDir } from "./tmp.ts";
 
 export interface AsyncRunOptions {
@@ -17,8 +17,8 @@ export interface AsyncRunOptions {
   stdin?: string | Uint8Array;
   /** Run a copy of dist/k3 alone in an empty directory with a minimal environment (as k3() does). */
   isolated?: boolean;
-  /** Run it at a lower priority (work started early, support/early.ts). */
-  background?: boolean;
+  /** Work that may be started early (support/early.ts): run it in turn with the rest of that work. */
+  inTurn?: boolean;
 }
 
 /** The environment of a run: the test's, with `env` applied (undefined removes a variable). */
@@ -38,12 +38,13 @@ export function spawnK3(args: string[], options: AsyncRunOptions = {}) {
     copyFileSync(executablePath, binary);
     env = runEnv(options.env, { PATH: "/usr/bin:/bin" });
   }
-  return Bun.spawn([...(options.background ? background : []), binary, ...args], {
+  return Bun.spawn([binary, ...args], {
     cwd, env, stdin: options.stdin === undefined ? "ignore" : Buffer.from(options.stdin), stdout: "pipe", stderr: "pipe",
   });
 }
 
 export async function k3Async(args: string[], options: AsyncRunOptions = {}): Promise<K3Result> {
+  if (options.inTurn) return inTurn(() => k3Async(args, { ...options, inTurn: false }));
   const child = spawnK3(args, options);
   const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 60_000);
   try {

@@ -3,13 +3,13 @@
  * greedy decode of the reference prompt (20 ids; also --recompute and --incremental), the long
  * prompt in both modes, the step-0 logits of the logits prompt, and 3 ids with their logits at
  * the default settings and under every kernel variant this machine runs at 1, 2 and 3 threads.
- * A model's runs go two at a time, longest first; once per test process, started by the preload
- * when the gate is in the run (support/early.ts), at a lower priority.
+ * A model's runs are made longest first, in turn with the other early work (early.ts inTurn);
+ * once per test process, started by the preload when the gate is in the run (support/early.ts).
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { availableIsas } from "../../src/native/kernels.ts";
-import { once } from "./early.ts";
+import { once, wanted } from "./early.ts";
 import { expectation, modelDir } from "./fixtures.ts";
 import { inParallel, k3Async } from "./k3-async.ts";
 import { tempDir } from "./tmp.ts";
@@ -46,13 +46,19 @@ async function run(model: string, spec: Spec): Promise<GateRun> {
   const logits = join(dir, "logits.f32");
   const r = await k3Async(
     [modelDir(model), "--ids", spec.ids.join(","), "--gen", String(spec.gen), "--out", out, ...(spec.logits ? ["--dump-logits", logits] : []), ...(spec.extra ?? [])],
-    { env: spec.env, background: true },
+    { env: spec.env, inTurn: true },
   );
   if (r.code !== 0) throw new Error(`k3 exited ${r.code}: ${r.stderr}`);
   return { ids: JSON.parse(readFileSync(out, "utf8")).generated_ids as number[], logits: spec.logits ? readFileSync(logits) : undefined };
 }
 
+/** The runs for `model`, which the gate awaits. */
 export function oracleRuns(model: string): Promise<GateRuns> {
+  wanted();
+  return startOracleRuns(model);
+}
+
+export function startOracleRuns(model: string): Promise<GateRuns> {
   return once(`oracle-runs:${model}`, async () => {
     const want = expectation(model);
     const variants = availableIsas().flatMap((isa) => ["1", "2", "3"].map((threads) => ({ isa, threads })));

@@ -27,52 +27,107 @@ const MAX = 0x10ffff;
 const isSurrogate = (c: number) => c >= 0xd800 && c <= 0xdfff;
 const hex = (c: number) => `U+${c.toString(16).toUpperCase().padStart(4, "0")}`;
 
-/** Code points whose contexts disagree between k3 and tiktoken. */
-function sweep(codePoints: readonly number[]): number[] {
+/** One batch of contexts: their texts, the code point each belongs to, and their rank table. */
+interface Batch {
+  texts: string[];
+  owner: number[];
+  model: string;
+  specials: Record<string, number>;
+  config: string;
+  /** The texts joined by the separator, `chunk` at a time: what both encoders encode first. */
+  joined: string[];
+}
+
+const chunk = 256;
+
+function makeBatch(codePoints: readonly number[]): Batch {
   const before = ["一", "a", "A", "1", "!", " ", "\n", "a'", "'"];
   const after = ["a", "A", "1", "!", " ", "\n", "一"];
   const encoder = new TextEncoder();
+  const texts: string[] = [];
+  const owner: number[] = [];
+  const tokens = new Set<string>(["a'"]);
+  for (const c of codePoints) {
+    const s = String.fromCodePoint(c);
+    for (const text of [...before.map((x) => x + s), ...after.map((y) => s + y), s + s]) {
+      tokens.add(text);
+      texts.push(text);
+      owner.push(c);
+    }
+  }
+  const lines: string[] = [];
+  for (let b = 0; b < 256; b++) lines.push(`${Buffer.from([b]).toString("base64")} ${b}`);
+  for (const token of tokens) {
+    const bytes = encoder.encode(token);
+    if (bytes.length > 1) lines.push(`${Buffer.from(bytes).toString("base64")} ${lines.length}`);
+  }
+  const model = lines.join("\n");
+  const separator = "<|sep|>";
+  const config = JSON.stringify({ added_tokens_decoder: { [lines.length]: { content: separator, special: true } } });
+  const joined: string[] = [];
+  for (let i = 0; i < texts.length; i += chunk) joined.push(texts.slice(i, i + chunk).join(separator));
+  return { texts, owner, model, specials: { [separator]: lines.length }, config, joined };
+}
+
+/**
+ * Code points whose contexts disagree between k3 and tiktoken. Each batch's tiktoken encodings
+ * are made in one of two worker threads (test/fixtures/tokenizer/tiktoken-worker.ts) while this
+ * thread makes k3's and the next batches; where a chunk differs, each of its texts is encoded
+ * alone by both, here.
+ */
+async function sweep(codePoints: readonly number[]): Promise<number[]> {
+  const encoder = new TextEncoder();
   const bad = new Set<number>();
-  const batch = 8192; // about 140,000 context tokens: under the 163,840-rank limit
-  for (let from = 0; from < codePoints.length; from += batch) {
-    const texts: string[] = [];
-    const owner: number[] = [];
-    const tokens = new Set<string>(["a'"]);
-    for (const c of codePoints.slice(from, from + batch)) {
-      const s = String.fromCodePoint(c);
-      for (const text of [...before.map((x) => x + s), ...after.map((y) => s + y), s + s]) {
-        tokens.add(text);
-        texts.push(text);
-        owner.push(c);
-      }
-    }
-    const lines: string[] = [];
-    for (let b = 0; b < 256; b++) lines.push(`${Buffer.from([b]).toString("base64")} ${b}`);
-    for (const token of tokens) {
-      const bytes = encoder.encode(token);
-      if (bytes.length > 1) lines.push(`${Buffer.from(bytes).toString("base64")} ${lines.length}`);
-    }
-    const model = lines.join("\n");
-    const separator = "<|sep|>";
-    const config = JSON.stringify({ added_tokens_decoder: { [lines.length]: { content: separator, special: true } } });
-    const mine = new Tokenizer(parseRankFile(encoder.encode(model), "sweep.model"), parseAddedTokens(config, "sweep.json", lines.length));
-    const theirs = oracle(model, { [separator]: lines.length });
+  const batchSize = 8192; // about 140,000 context tokens: under the 163,840-rank limit
+  // Two workers, batches taken in turn: tiktoken is the slower encoder, so it gets two threads.
+  const workers = [0, 1].map(() => new Worker(new URL("../fixtures/tokenizer/tiktoken-worker.ts", import.meta.url).href));
+  const answers = new Map<number, { resolve: (ids: Uint32Array[]) => void; reject: (error: Error) => void }>();
+  for (const worker of workers) {
+    worker.onmessage = (event: MessageEvent<{ batch: number; ids?: Uint32Array[]; error?: string }>) => {
+      const { batch, ids, error } = event.data;
+      if (ids) answers.get(batch)?.resolve(ids);
+      else answers.get(batch)?.reject(new Error(`tiktoken worker, batch ${batch}: ${error}`));
+    };
+  }
+  const ask = (index: number, batch: Batch): Promise<Uint32Array[]> => {
+    const answer = new Promise<Uint32Array[]>((resolve, reject) => answers.set(index, { resolve, reject }));
+    workers[index % workers.length]!.postMessage({ batch: index, model: batch.model, specials: batch.specials, texts: batch.joined });
+    return answer;
+  };
+  const check = async (batch: Batch, theirsJoined: Promise<Uint32Array[]>) => {
+    const mine = new Tokenizer(parseRankFile(encoder.encode(batch.model), "sweep.model"), parseAddedTokens(batch.config, "sweep.json", Object.values(batch.specials)[0]!));
+    const mineJoined = batch.joined.map((text) => mine.encode(text));
+    const theirs = await theirsJoined;
+    let alone: ReturnType<typeof oracle> | undefined;
     try {
-      const chunk = 256;
-      for (let i = 0; i < texts.length; i += chunk) {
-        const joined = texts.slice(i, i + chunk).join(separator);
-        const a = mine.encode(joined);
-        const b = theirs.encode(joined, "all");
-        if (a.length === b.length && a.every((id, k) => id === b[k])) continue;
-        for (let k = i; k < Math.min(i + chunk, texts.length); k++) {
-          const x = mine.encode(texts[k] as string);
-          const y = theirs.encode(texts[k] as string, "all");
-          if (x.length !== y.length || !x.every((id, j) => id === y[j])) bad.add(owner[k] as number);
+      mineJoined.forEach((a, c) => {
+        const b = theirs[c]!;
+        if (a.length === b.length && a.every((id, k) => id === b[k])) return;
+        alone ??= oracle(batch.model, batch.specials);
+        for (let k = c * chunk; k < Math.min((c + 1) * chunk, batch.texts.length); k++) {
+          const x = mine.encode(batch.texts[k] as string);
+          const y = alone.encode(batch.texts[k] as string, "all");
+          if (x.length !== y.length || !x.every((id, j) => id === y[j])) bad.add(batch.owner[k] as number);
         }
-      }
+      });
     } finally {
-      theirs.free();
+      alone?.free();
     }
+  };
+  try {
+    // Each worker has a batch in hand while this thread checks the one before.
+    const pending: { batch: Batch; theirs: Promise<Uint32Array[]> }[] = [];
+    for (let from = 0, index = 0; from < codePoints.length; from += batchSize, index++) {
+      const batch = makeBatch(codePoints.slice(from, from + batchSize));
+      pending.push({ batch, theirs: ask(index, batch) });
+      if (pending.length > workers.length) {
+        const done = pending.shift()!;
+        await check(done.batch, done.theirs);
+      }
+    }
+    for (const done of pending) await check(done.batch, done.theirs);
+  } finally {
+    for (const worker of workers) worker.terminate();
   }
   return [...bad].sort((x, y) => x - y);
 }
@@ -157,13 +212,13 @@ describe("Unicode classes", () => {
     expect(disagreements).toEqual([]);
   });
 
-  test("BMP, sampled astral code points, run boundaries and Unicode 17 additions: same splits as tiktoken", () => {
+  test("BMP, sampled astral code points, run boundaries and Unicode 17 additions: same splits as tiktoken", async () => {
     const full = envValue("K3_TOKENIZER_FULL_SWEEP") === "1";
     const chosen = new Set<number>();
     for (let c = 0; c <= MAX; c++) {
       if (!isSurrogate(c) && (full || c < 0x10000 || c % 16 === 0)) chosen.add(c);
     }
     for (const c of [...runBoundaries(), ...newerThanData()]) if (c >= 0 && c <= MAX && !isSurrogate(c)) chosen.add(c);
-    expect(sweep([...chosen].sort((a, b) => a - b)).map(hex)).toEqual([]);
+    expect((await sweep([...chosen].sort((a, b) => a - b))).map(hex)).toEqual([]);
   }, 600_000);
 });
