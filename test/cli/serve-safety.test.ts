@@ -160,6 +160,16 @@ describe("seeds", () => {
     }
   });
 
+  test("logprobs and top_logprobs: the same 400, naming the field, at both endpoints", async () => {
+    for (const [path, body] of [["/v1/chat/completions", { messages: [{ role: "user", content: "Hi" }] }], ["/v1/completions", { prompt: "Once" }]] as const) {
+      for (const [field, value] of [["logprobs", true], ["top_logprobs", 2]] as const) {
+        const r = await fetch(`${s.url}${path}`, { method: "POST", body: JSON.stringify({ ...body, [field]: value, max_tokens: 2 }) });
+        const error = ((await r.json()) as { error: { param: string; message: string } }).error;
+        expect([path, r.status, error.param, error.message]).toEqual([path, 400, field, `${field}: token probabilities are not supported (k3 does not report them)`]);
+      }
+    }
+  });
+
   test("with a seed, the same answer every time, and that seed reported", async () => {
     const one = await ask({ seed: 12345 });
     expect(one.seed).toBe(12345);
