@@ -2,10 +2,9 @@
  * `k3 download` end to end through dist/k3 against a fake Hub on loopback (test/support/
  * fake-hub.ts) serving a small repository: git files, LFS files behind a CDN redirect, a nested
  * path. Every test also checks the invariant that matters most: a file with its final name holds
- * exactly the repository's bytes, whatever went wrong. Each test has a Hub and a directory of its
- * own, so the tests run concurrently.
+ * exactly the repository's bytes, whatever went wrong.
  */
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { downloadRecordName } from "../../src/ops/download-record.ts";
@@ -29,7 +28,7 @@ const files: FakeFile[] = [
 const byPath = new Map(files.map((f) => [f.path, f]));
 
 let hubs: FakeHub[] = [];
-afterAll(() => {
+afterEach(() => {
   for (const hub of hubs) hub.stop();
   hubs = [];
 });
@@ -72,7 +71,7 @@ function record(dest: string) {
   return JSON.parse(readFileSync(join(dest, downloadRecordName), "utf8"));
 }
 
-describe.concurrent("k3 download against a fake Hub", () => {
+describe("k3 download against a fake Hub", () => {
   test("a clean download pins the commit, fetches every file, hashes and records it; a re-run fetches nothing", async () => {
     const hub = fakeHub({ pageSize: 2 });
     const dest = join(tempDir("dl-clean"), "model");
