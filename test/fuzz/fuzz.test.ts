@@ -2,13 +2,17 @@
  * `bun run fuzz` in the suite: a bounded count of every target in process and a few inputs of
  * each through dist/k3, judged by the contract; and the judge itself shown able to fail.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync } from "node:fs";
 import { usageError } from "../../src/errors.ts";
 import { tempDir } from "../support/tmp.ts";
 import { fuzzTarget, makeInput, type Finding, type FuzzTarget, type Seed } from "./harness.ts";
 import { targets } from "./targets/index.ts";
 import { utf8 } from "./fixtures.ts";
+
+// Some tests take seconds, more on a busy machine (a run starts the gates' child processes early):
+// bun's 5 s default is too close to be a limit on anything but the machine.
+setDefaultTimeout(60_000);
 
 /** Inputs per target in process, and through the binary (about 0.2 s each). */
 const processCount = 200;
