@@ -1,5 +1,5 @@
 /** `k3 chat` through dist/k3: one turn for scripts, and a conversation in a real terminal. */
-import { afterAll, describe, expect, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { executablePath } from "../../tools/build.ts";
@@ -8,6 +8,10 @@ import { k3Async } from "../support/k3-async.ts";
 import { PtySession } from "../support/pty.ts";
 import { fixturesDir, modelDir } from "../support/fixtures.ts";
 import { tempDir } from "../support/tmp.ts";
+
+// Some tests take seconds, more on a busy machine (a run starts the gates' child processes early):
+// bun's 5 s default is too close to be a limit on anything but the machine.
+setDefaultTimeout(60_000);
 
 const dir = chatModelDir();
 const chat = (extra: string[]) => ["chat", dir, "--tok", dir, ...extra];

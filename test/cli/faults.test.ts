@@ -4,13 +4,17 @@
  * a run reads them. Each ends in a clear one-line error with its documented exit code, and
  * nothing that looks complete: no results file, no pack, no temporary.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { copyFileSync, existsSync, readdirSync, readFileSync, statSync, truncateSync } from "node:fs";
 import { join } from "node:path";
 import { executablePath } from "../../tools/build.ts";
 import { expectation, modelDir } from "../support/fixtures.ts";
 import { k3, type K3Result } from "../support/k3.ts";
 import { tempDir } from "../support/tmp.ts";
+
+// Some tests take seconds, more on a busy machine (a run starts the gates' child processes early):
+// bun's 5 s default is too close to be a limit on anything but the machine.
+setDefaultTimeout(60_000);
 
 const tiny = modelDir("tiny13");
 const nested = modelDir("nested14");

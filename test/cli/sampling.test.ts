@@ -1,7 +1,11 @@
 /** Sampling through dist/k3: greedy by default, a seed reproduces, and the results say what was used. */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { expectation, modelDir } from "../support/fixtures.ts";
 import { k3 } from "../support/k3.ts";
+
+// Some tests take seconds, more on a busy machine (a run starts the gates' child processes early):
+// bun's 5 s default is too close to be a limit on anything but the machine.
+setDefaultTimeout(60_000);
 
 const tiny = modelDir("tiny13");
 const want = expectation("tiny13");

@@ -115,11 +115,11 @@ function refusalProblem(error: unknown): { kind: FindingKind; detail: string } |
   return undefined;
 }
 
-/** Runs `count` inputs of one target in one mode; findings go to `onFinding`. */
-export function fuzzTarget<S extends Seed>(
+/** Runs `count` inputs of one target in one mode, one after another; findings go to `onFinding`. */
+export async function fuzzTarget<S extends Seed>(
   target: FuzzTarget<S>, ctx: FuzzContext, options: { mode: Mode; count: number; seed: number; first?: number },
   onFinding: (finding: Finding) => void,
-): TargetCounts {
+): Promise<TargetCounts> {
   const started = performance.now();
   const seeds = target.seeds(ctx);
   const counts: TargetCounts = { target: target.name, mode: options.mode, inputs: 0, refused: 0, acceptedIdentical: 0, acceptedDifferent: 0, findings: 0, seconds: 0 };
@@ -131,7 +131,7 @@ export function fuzzTarget<S extends Seed>(
   try {
     for (let i = options.first ?? 0; i < (options.first ?? 0) + options.count; i++) {
       const { seed, bytes } = makeInput(target, seeds, options.seed, i);
-      const outcome = judge(target, seed, bytes, { scratch, meanings, baselines, index: i });
+      const outcome = await judge(target, seed, bytes, { scratch, meanings, baselines, index: i });
       counts.inputs++;
       if (typeof outcome === "string") {
         if (outcome === "refused") counts.refused++;
@@ -180,26 +180,34 @@ interface Ran {
   stderr: string;
 }
 
-function runBinary(command: BinaryCommand, cwd: string): Ran {
-  const r = Bun.spawnSync([executablePath, ...command.args], {
-    cwd, stdin: command.stdin ? Buffer.from(command.stdin) : "ignore", stdout: "pipe", stderr: "pipe",
-    timeout: binaryTimeoutMs, killSignal: "SIGKILL", env: { ...process.env, NO_COLOR: "1" },
+/** One dist/k3 run, without blocking (several targets' runs can go at once); killed after binaryTimeoutMs. */
+async function runBinary(command: BinaryCommand, cwd: string): Promise<Ran> {
+  const child = Bun.spawn([executablePath, ...command.args], {
+    cwd, stdin: command.stdin ? Buffer.from(command.stdin) : "ignore", stdout: "pipe", stderr: "pipe", env: { ...process.env, NO_COLOR: "1" },
   });
-  return {
-    code: r.exitCode, signal: r.signalCode === undefined || r.signalCode === null ? null : String(r.signalCode), timedOut: r.exitedDueToTimeout === true,
-    stdout: r.stdout.toString(), stderr: r.stderr.toString(),
-  };
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    child.kill("SIGKILL");
+  }, binaryTimeoutMs);
+  try {
+    const [stdout, stderr] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+    const signal = child.signalCode === null || child.signalCode === undefined ? null : String(child.signalCode);
+    return { code: signal === null ? child.exitCode : null, signal, timedOut, stdout, stderr };
+  } finally {
+    clearTimeout(timer);
+  }
 }
 
 /** Binary: exit 1/2 with one clean line naming the file and nothing on stdout, or exit 0 and the same output. */
-function judgeBinary<S extends Seed>(target: FuzzTarget<S>, seed: S, bytes: Uint8Array, state: JudgeState<S>): Outcome {
+async function judgeBinary<S extends Seed>(target: FuzzTarget<S>, seed: S, bytes: Uint8Array, state: JudgeState<S>): Promise<Outcome> {
   const output = target.output ?? ((stdout: string) => stdout);
   const commandOf = target.command?.bind(target);
   if (!commandOf) throw new Error(`${target.name} has no binary command`);
   if (!state.baselines.has(seed)) {
     const dir = join(state.scratch, "baseline");
     mkdirSync(dir, { recursive: true });
-    const base = runBinary(commandOf(seed.bytes, seed, dir), dir);
+    const base = await runBinary(commandOf(seed.bytes, seed, dir), dir);
     rmSync(dir, { recursive: true, force: true });
     if (base.code !== 0) throw new Error(`${target.name}: the unmutated input ${seed.label} fails: ${base.stderr.slice(-500)}`);
     state.baselines.set(seed, output(base.stdout));
@@ -208,7 +216,7 @@ function judgeBinary<S extends Seed>(target: FuzzTarget<S>, seed: S, bytes: Uint
   mkdirSync(dir, { recursive: true });
   try {
     const command = commandOf(bytes, seed, dir);
-    const r = runBinary(command, dir);
+    const r = await runBinary(command, dir);
     const last = r.stderr.trimEnd().split("\n").at(-1) ?? "";
     if (r.timedOut) return { kind: "hang", detail: `killed after ${binaryTimeoutMs} ms` };
     if (r.stderr.includes("Bun has crashed") || /panic: /.test(r.stderr) || r.signal) return { kind: "crash", detail: `${r.signal ?? r.code}: ${r.stderr.slice(-300)}` };

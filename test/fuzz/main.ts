@@ -69,7 +69,7 @@ export function countsTable(rows: readonly TargetCounts[]): string {
   return [header, ...body].map((row) => row.map((cell, c) => (c < 2 ? cell.padEnd(widths[c] as number) : cell.padStart(widths[c] as number))).join("  ")).join("\n");
 }
 
-function main(): number {
+async function main(): Promise<number> {
   const options = parseArgs(process.argv.slice(2));
   if (options.list) {
     for (const t of targets) process.stdout.write(`${t.name.padEnd(18)} ${t.about}\n`);
@@ -91,7 +91,7 @@ function main(): number {
   try {
     process.stderr.write(`fuzz: seed ${options.seed}, ${count} inputs per target from input ${options.first}, ${options.mode}\n`);
     for (const target of chosen) {
-      const row = fuzzTarget(target, { work }, { mode: options.mode, count, seed: options.seed, first: options.first }, (f) => {
+      const row = await fuzzTarget(target, { work }, { mode: options.mode, count, seed: options.seed, first: options.first }, (f) => {
         findings.push(f);
         if (findings.filter((x) => x.target === f.target).length <= 10) {
           process.stderr.write(`FINDING ${f.target} #${f.index} ${f.kind}: ${f.detail}\n  input: ${f.input}\n`);
@@ -107,4 +107,4 @@ function main(): number {
   return findings.length === 0 ? 0 : 1;
 }
 
-if (import.meta.main) process.exit(main());
+if (import.meta.main) process.exit(await main());

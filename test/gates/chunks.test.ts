@@ -10,7 +10,7 @@
  * a chunked prompt (the last test of each model) and the expert loads per chunk are read from its
  * --dump-cache-trace files.
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expectation, modelDir, oracleModels, packedFixtureTrunk } from "../support/fixtures.ts";
@@ -18,6 +18,10 @@ import { k3Async } from "../support/k3-async.ts";
 import { k3 } from "../support/k3.ts";
 import { logitBytes, runInProcess } from "../support/run-in-process.ts";
 import { tempDir } from "../support/tmp.ts";
+
+// Some tests take seconds, more on a busy machine (a run starts the gates' child processes early):
+// bun's 5 s default is too close to be a limit on anything but the machine.
+setDefaultTimeout(60_000);
 
 interface Run {
   ids: number[];

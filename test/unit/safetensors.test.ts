@@ -1,4 +1,4 @@
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { indexCheckpoint, readShardHeader } from "../../src/checkpoint/safetensors.ts";
@@ -7,6 +7,10 @@ import { K3Error } from "../../src/errors.ts";
 import { shardName, tensorBytes, writeCheckpoint, writeSafetensors, type TensorData } from "../../tools/checkpoint/writer.ts";
 import { tinyConfig } from "../support/configs.ts";
 import { tempDir } from "../support/tmp.ts";
+
+// Some tests take seconds, more on a busy machine (a run starts the gates' child processes early):
+// bun's 5 s default is too close to be a limit on anything but the machine.
+setDefaultTimeout(60_000);
 
 const filled = (name: string, dtype: TensorData["dtype"], shape: number[], byte: number): TensorData => ({
   name, dtype, shape,

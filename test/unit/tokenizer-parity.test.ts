@@ -3,7 +3,7 @@
  * the same special tokens and the same released pattern (runtime.md 10.6). Run with the real
  * Kimi table when it is present, and always with two synthetic tables.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Tiktoken } from "tiktoken";
@@ -17,6 +17,9 @@ import {
 } from "../fixtures/tokenizer/support.ts";
 
 afterAll(removeTokenizerDirs);
+// Whole sources through both encoders take seconds, more on a busy machine (the run starts the
+// gates' child processes beside the unit tests): the 5 s default is too close.
+setDefaultTimeout(60_000);
 
 const cases = readCases();
 const utf8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });

@@ -2,7 +2,7 @@
  * Round trips (runtime.md 10.6): encode then decode gives the input back byte for byte, for large
  * real files, invalid UTF-8 and special-token text; plus decoding's own rules (10.4).
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { K3Error } from "../../src/errors.ts";
@@ -15,6 +15,9 @@ import {
 } from "../fixtures/tokenizer/support.ts";
 
 afterAll(removeTokenizerDirs);
+// Whole sources through both encoders take seconds, more on a busy machine (the run starts the
+// gates' child processes beside the unit tests): the 5 s default is too close.
+setDefaultTimeout(60_000);
 
 /** Inputs over 20 KB each, from this repository and the fixtures (nothing is stored twice). */
 function largeInputs(): [string, Uint8Array][] {

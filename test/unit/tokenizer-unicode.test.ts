@@ -12,7 +12,7 @@
  * embedded data and every code point that Unicode 17 added (which both must leave unclassed).
  * `K3_TOKENIZER_FULL_SWEEP=1` sweeps all 1,112,064 (about a minute).
  */
-import { describe, expect, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { parseAddedTokens } from "../../src/tokenizer/added-tokens.ts";
@@ -22,6 +22,10 @@ import { CODE_POINT_CLASS, HAN, LETTER, LOWERISH, NUMBER, SPACE, UPPERISH } from
 import { CATEGORY_RUNS, HAN_RANGES } from "../../src/tokenizer/unicode-data.ts";
 import { oracle, REPO_ROOT } from "../fixtures/tokenizer/support.ts";
 import { envValue } from "../../src/env.ts";
+
+// Some tests take seconds, more on a busy machine (a run starts the gates' child processes early):
+// bun's 5 s default is too close to be a limit on anything but the machine.
+setDefaultTimeout(60_000);
 
 const MAX = 0x10ffff;
 const isSurrogate = (c: number) => c >= 0xd800 && c <= 0xdfff;
