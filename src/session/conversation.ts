@@ -192,10 +192,11 @@ export class Conversation {
       state: this.#state, history: reused, prefillChunk: this.#chunk, prefillBreaks: [messagesEnd], speculative: this.#speculative,
       onToken: options.onToken, cancelled: options.cancelled,
       onPrefill: (fed) => {
-        const held = [...reused, ...fresh.slice(0, fed)];
-        if (fed > 0 && fed === messagesEnd && fed < fresh.length) this.#snapshots.add(held, this.#state, "messages end");
+        // The ids the state holds now, copied only where a snapshot is taken (not after every chunk).
+        const held = () => ids.slice(0, start + fed);
+        if (fed > 0 && fed === messagesEnd && fed < fresh.length) this.#snapshots.add(held(), this.#state, "messages end");
         if (fed === fresh.length) {
-          this.#snapshots.add(held, this.#state, messagesEnd >= fresh.length ? "messages end" : "prompt end");
+          this.#snapshots.add(held(), this.#state, messagesEnd >= fresh.length ? "messages end" : "prompt end");
           prefillSeconds = since(turnStarted);
           decodeStarted = performance.now();
         }

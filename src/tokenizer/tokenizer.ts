@@ -33,6 +33,11 @@ export class Tokenizer {
   readonly rankCount: number;
   /** All 256 special tokens, by id (index i is id `rankCount + i`). */
   readonly specials: readonly SpecialToken[];
+  /**
+   * The most bytes one id can stand for (the longest rank or special token's text): a text of
+   * n bytes encodes to at least n / maxTokenBytes ids, a bound known before encoding it.
+   */
+  readonly maxTokenBytes: number;
   private readonly table: RankTable;
   private readonly specialIdOfText: ReadonlyMap<string, number>;
   private readonly specialBytes: readonly Uint8Array[];
@@ -48,17 +53,10 @@ export class Tokenizer {
     this.vocabSize = table.size + specials.length;
     this.specials = specials;
     this.specialBytes = specials.map((token) => utf8.encode(token.text));
+    this.maxTokenBytes = Math.max(table.maxTokenBytes, ...this.specialBytes.map((bytes) => bytes.length));
     this.specialIdOfText = new Map(specials.map((token) => [token.text, token.id]));
     this.matcher = new SpecialMatcher(specials.map((token, i) => ({ id: token.id, bytes: this.specialBytes[i] as Uint8Array })));
     this.bpe = new BytePairEncoder(table);
-  }
-
-  /**
-   * The most bytes one id can stand for (the longest rank or special token's text): a text of
-   * n bytes encodes to at least n / maxTokenBytes ids, a bound known before encoding it.
-   */
-  get maxTokenBytes(): number {
-    return Math.max(this.table.maxTokenBytes, ...this.specialBytes.map((bytes) => bytes.length));
   }
 
   /** Id of a special token's text (`<|end_of_msg|>` -> 163586), or undefined. */
