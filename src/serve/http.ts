@@ -39,6 +39,8 @@ export interface ServeOptions {
 }
 
 export const defaultIdleTimeoutSeconds = 10;
+/** How long responses still being written get at shutdown before their connections are closed. */
+const shutdownGraceMs = 2000;
 export const defaultBodyTimeoutSeconds = 30;
 /** Bun's ceiling for idleTimeout. */
 export const maxIdleTimeoutSeconds = 255;
@@ -365,8 +367,11 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       await queue.idle();
       // In-flight responses get a grace period to be written; idle keep-alive connections
       // would otherwise keep the process alive, so whatever is left is then closed.
-      const drained = server.stop(false);
-      await Promise.race([drained, Bun.sleep(2000)]);
+      // The grace timer is cleared once they drain: a pending timer would keep the process
+      // alive for the whole period after the server has stopped.
+      let grace: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([server.stop(false), new Promise<void>((resolve) => { grace = setTimeout(resolve, shutdownGraceMs); })]);
+      clearTimeout(grace);
       await server.stop(true);
     },
   };

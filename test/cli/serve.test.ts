@@ -269,6 +269,16 @@ describe.concurrent("k3 serve", () => {
     expect(await code).toBe(0);
   }, 60_000);
 
+  test("SIGTERM with nothing in flight exits 0 at once, not after the shutdown grace period", async () => {
+    const s = await serve();
+    expect((await post(s, { messages: [{ role: "user", content: "Hi" }], max_tokens: 2, temperature: 0 })).status).toBe(200);
+    const signalled = performance.now();
+    expect(await s.stop()).toBe(0);
+    // The grace period for responses still being written is 2 s; a stop that waits it out
+    // (its timer left pending after the connections drained) takes all of it.
+    expect(performance.now() - signalled).toBeLessThan(1_500);
+  }, 60_000);
+
   test("a client that disconnects mid-stream stops its generation; the server goes on", async () => {
     const s = await serve();
     const abort = new AbortController();

@@ -73,7 +73,7 @@ async function start(args: string[], options: ServeOptions): Promise<Served> {
   }
 }
 
-/** Stops every server this process started that is still running, all at once (a stop takes about 2 s). */
+/** Stops every server this process started that is still running, all at once. */
 export async function stopAll(): Promise<void> {
   await Promise.all(running.filter((s) => s.child.exitCode === null).map((s) => s.stop()));
 }
