@@ -1,5 +1,5 @@
 /** The reference fixtures of tools/reference (see its README for the formats). */
-import { existsSync, readFileSync } from "node:fs";
+import { cpSync, existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 
 export const fixturesDir = resolve(import.meta.dir, "../fixtures");
@@ -21,8 +21,20 @@ export interface ModelExpectation {
 
 export const oracleModels = ["tiny13", "nested14"] as const;
 
+const copies = new Map<string, string>();
+
+/**
+ * The fixture model `name`, as a copy made once per test process under the tests' temporary
+ * root (tmpfs where there is one: support/tmp.ts says why), so its reads cost no device time.
+ */
 export function modelDir(name: string): string {
-  return join(fixturesDir, name);
+  let dir = copies.get(name);
+  if (dir === undefined || !existsSync(join(dir, "config.json"))) {
+    dir = join(tempDir(`fixture-${name}`), name);
+    cpSync(join(fixturesDir, name), dir, { recursive: true });
+    copies.set(name, dir);
+  }
+  return dir;
 }
 
 export function expectation(name: string): ModelExpectation {
