@@ -9,7 +9,7 @@ import { afterAll } from "bun:test";
 import { existsSync } from "node:fs";
 import { ensureBuilt } from "../tools/build.ts";
 import { startDemoRuns } from "./support/demo-runs.ts";
-import { startIdleProbe } from "./support/idle-probe.ts";
+import { startTimeoutProbes } from "./support/timeout-probes.ts";
 import { inThisRun, settled } from "./support/early.ts";
 import { oracleModels } from "./support/fixtures.ts";
 import { startOracleRuns } from "./support/oracle-runs.ts";
@@ -33,8 +33,8 @@ for (const parent of ["/var/tmp", "/dev/shm"]) if (existsSync(parent)) removeSta
 // (support/early.ts).
 if (inThisRun("test/gates/oracle.test.ts")) for (const model of oracleModels) void startOracleRuns(model);
 if (inThisRun("test/gates/demo.test.ts")) void startDemoRuns();
-// Mostly waiting (an 8 s idle limit), so not in turn with the work above.
-if (inThisRun("test/cli/serve-safety.test.ts")) void startIdleProbe();
+// Mostly waiting (the server timeouts), so not in turn with the work above.
+if (inThisRun("test/cli/serve-safety.test.ts")) void startTimeoutProbes();
 if (inThisRun("test/cli/release.test.ts")) {
   void startX64Runs();
   if (!qemuMissing) void startArm64Run();

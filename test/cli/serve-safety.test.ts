@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { demoDir } from "../support/demo.ts";
-import { idleProbe, idleTimeoutSeconds } from "../support/idle-probe.ts";
+import { bodyConnections, idleConnections, idleTimeoutSeconds, timeoutProbes } from "../support/timeout-probes.ts";
 import { k3 } from "../support/k3.ts";
 import { serve, stopAll, type Served } from "../support/serve.ts";
 import { tempDir } from "../support/tmp.ts";
@@ -222,11 +222,10 @@ describe("the snapshot directory goes with the server, however it ends", () => {
   });
 });
 
-// Concurrent: each test has its own server, and the idle test mostly waits.
+// Concurrent: each test has its own server, and the timeout tests only await observations made early.
 describe.concurrent("work is admitted before it is done, and bounded", () => {
   /** The server's peak resident memory so far (VmHWM), in bytes. */
   const peakRss = (s: Served) => Number(readFileSync(`/proc/${s.child.pid}/status`, "utf8").match(/VmHWM:\s+(\d+) kB/)![1]) * 1024;
-  const descriptors = (s: Served) => readdirSync(`/proc/${s.child.pid}/fd`).length;
 
   test("ten parallel 15 MB bodies: each refused, naming the field, within 10 s, the server under 700 MB at its peak", async () => {
     const s = await serve(demoDir);
@@ -246,46 +245,25 @@ describe.concurrent("work is admitted before it is done, and bounded", () => {
   }, 60_000);
 
   test(`connections whose headers never finish are closed by --idle-timeout (${idleTimeoutSeconds} s, Bun's shortest), their descriptors freed`, async () => {
-    // Observed by a child process the preload started early (support/idle-probe.ts says why).
-    const seen = await idleProbe();
-    expect(seen.closedAfterMs).toHaveLength(20);
-    for (const t of seen.closedAfterMs) expect(t / 1000).toBeLessThan(idleTimeoutSeconds + 5);
-    expect(Math.min(...seen.closedAfterMs)).toBeGreaterThan(5_000); // not at once: the idle limit closed them
-    expect(seen.descriptorsAfter).toBeLessThan(seen.descriptorsIdle + 5);
-    expect(seen.stopCode).toBe(0);
+    // Observed by a child process the preload started early (support/timeout-probes.ts says why).
+    const { idle } = await timeoutProbes();
+    expect(idle.closedAfterMs).toHaveLength(idleConnections);
+    for (const t of idle.closedAfterMs) expect(t / 1000).toBeLessThan(idleTimeoutSeconds + 5);
+    expect(Math.min(...idle.closedAfterMs)).toBeGreaterThan(5_000); // not at once: the idle limit closed them
+    expect(idle.descriptorsAfter).toBeLessThan(idle.descriptorsIdle + 5);
+    expect(idle.stopCode).toBe(0);
   }, 30_000);
 
-  test("200 connections that send part of a body are answered 408 and closed by --body-timeout, their descriptors freed", async () => {
-    const s = await serve(demoDir, ["--body-timeout", "3"]);
-    const { hostname, port } = new URL(s.url);
-    const idle = descriptors(s);
-    const closed: Promise<string>[] = [];
-    let open = 0;
-    for (let i = 0; i < 200; i++) {
-      const done = Promise.withResolvers<string>();
-      let text = "";
-      const socket = await Bun.connect({
-        hostname, port: Number(port),
-        socket: {
-          data: (_s, chunk) => { text += chunk.toString(); },
-          close: () => { open--; done.resolve(text); },
-          error: () => { open--; done.resolve(text); },
-        },
-      });
-      open++;
-      socket.write(`POST /v1/completions HTTP/1.1\r\nhost: ${hostname}:${port}\r\ncontent-length: 1000\r\n\r\n{"prompt":`);
-      closed.push(done.promise);
-    }
-    await Bun.sleep(500);
+  test(`${bodyConnections} connections that send part of a body are answered 408 and closed by --body-timeout, their descriptors freed`, async () => {
+    const { body } = await timeoutProbes();
     // Held while they trickle (on a loaded machine the first may already be past the deadline).
-    expect(open).toBeGreaterThan(100);
-    expect(descriptors(s)).toBeGreaterThanOrEqual(idle + open - 5);
-    const started = performance.now();
-    const answers = await Promise.all(closed);
-    expect((performance.now() - started) / 1000).toBeLessThan(8);
-    for (const a of answers) expect(a.split("\r\n")[0]).toBe("HTTP/1.1 408 Request Timeout");
-    await Bun.sleep(200);
-    expect(descriptors(s)).toBeLessThan(idle + 10);
-    expect((await fetch(`${s.url}/health`)).status).toBe(200);
-  }, 60_000);
+    expect(body.openAfterHalfSecond).toBeGreaterThan(100);
+    expect(body.descriptorsWhileOpen).toBeGreaterThanOrEqual(body.descriptorsIdle + body.openAfterHalfSecond - 5);
+    expect(body.lastClosedAfterMs / 1000).toBeLessThan(8);
+    expect(body.statusLines).toHaveLength(bodyConnections);
+    for (const line of body.statusLines) expect(line).toBe("HTTP/1.1 408 Request Timeout");
+    expect(body.descriptorsAfter).toBeLessThan(body.descriptorsIdle + 10);
+    expect(body.healthStatus).toBe(200);
+    expect(body.stopCode).toBe(0);
+  }, 30_000);
 });
