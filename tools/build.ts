@@ -88,8 +88,16 @@ export function buildSafeLibrary(): void {
   run(...safeLibraryBuild());
 }
 
+/**
+ * How the executable's JavaScript is compiled (tools/release.ts builds its targets the same way):
+ * as JSC bytecode, so a run does not parse the bundle first. Measured on tiny13 with
+ * /usr/bin/time: `k3 --version` 0.032 -> 0.010 s of processor time, a 2-id run 0.108 -> 0.074 s
+ * (the executable 2.8 MB larger). Bytecode needs the ESM output format for main.ts's top-level await.
+ */
+export const executableCompileFlags = ["--bytecode", "--format=esm"] as const;
+
 export function buildExecutable(): void {
-  run([process.execPath, "build", "--compile", "src/main.ts", "--outfile", "dist/k3"], "dist/k3 (bun build --compile)");
+  run([process.execPath, "build", "--compile", ...executableCompileFlags, "src/main.ts", "--outfile", "dist/k3"], "dist/k3 (bun build --compile)");
 }
 
 export const librarySources = ["build.zig", "zig", "toolchain.env"];

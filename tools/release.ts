@@ -77,6 +77,8 @@ export async function buildTarget(target: ReleaseTarget): Promise<string> {
   const result = await Bun.build({
     entrypoints: [join(root, "src/main.ts")],
     compile: { target: target.bunTarget as Bun.Build.CompileTarget, outfile },
+    // As tools/build.ts's executableCompileFlags: JSC bytecode, which needs the ESM format.
+    bytecode: true, format: "esm",
     plugins: [{
       name: "k3-target-library",
       setup(build) {
