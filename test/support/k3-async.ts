@@ -3,12 +3,10 @@
  * process (a fake Hub), where spawnSync would stop the server from answering, and for tests that
  * run several at once (test.concurrent, Promise.all). Every run is bounded.
  */
-import { copyFileSync } from "node:fs";
-import { join } from "node:path";
 import { executablePath } from "../../tools/build.ts";
 import type { K3Result } from "./k3.ts";
 import { inTurn } from "./early.ts";
-import { tempDir } from "./tmp.ts";
+import { aloneCopy } from "./tmp.ts";
 
 export interface AsyncRunOptions {
   env?: Record<string, string | undefined>;
@@ -33,9 +31,7 @@ export function spawnK3(args: string[], options: AsyncRunOptions = {}) {
   let cwd = options.cwd;
   let env = runEnv(options.env);
   if (options.isolated) {
-    cwd = tempDir("alone");
-    binary = join(cwd, "k3");
-    copyFileSync(executablePath, binary);
+    ({ cwd, binary } = aloneCopy(executablePath));
     env = runEnv(options.env, { PATH: "/usr/bin:/bin" });
   }
   return Bun.spawn([binary, ...args], {

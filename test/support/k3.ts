@@ -1,8 +1,6 @@
 /** Runs the compiled executable, the way users run it. */
-import { copyFileSync } from "node:fs";
-import { join } from "node:path";
 import { executablePath } from "../../tools/build.ts";
-import { tempDir } from "./tmp.ts";
+import { aloneCopy } from "./tmp.ts";
 
 export interface K3Result {
   code: number;
@@ -27,9 +25,7 @@ export function k3(args: string[], options: K3RunOptions = {}): K3Result {
   let cwd = options.cwd;
   let env: Record<string, string> = { ...process.env, ...options.env } as Record<string, string>;
   if (options.isolated) {
-    cwd = tempDir("alone");
-    binary = join(cwd, "k3");
-    copyFileSync(executablePath, binary);
+    ({ cwd, binary } = aloneCopy(executablePath));
     env = { PATH: "/usr/bin:/bin", ...options.env };
   }
   const result = Bun.spawnSync([binary, ...args], {

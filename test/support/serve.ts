@@ -3,10 +3,9 @@
  * model directory that is its own tokenizer, or on the demo model built in (`--demo`). Every
  * server a test file starts is recorded, so `stopAll` in its afterAll leaves none behind.
  */
-import { copyFileSync } from "node:fs";
 import { join } from "node:path";
 import { executablePath } from "../../tools/build.ts";
-import { tempDir } from "./tmp.ts";
+import { aloneCopy, tempDir } from "./tmp.ts";
 
 export interface Served {
   url: string;
@@ -41,9 +40,7 @@ async function start(args: string[], options: ServeOptions): Promise<Served> {
   let cwd: string | undefined;
   let env: Record<string, string | undefined> = { ...process.env, ...options.env };
   if (options.isolated) {
-    cwd = tempDir("alone");
-    binary = join(cwd, "k3");
-    copyFileSync(executablePath, binary);
+    ({ cwd, binary } = aloneCopy(executablePath));
     env = { PATH: "/usr/bin:/bin", ...options.env };
   }
   const child = Bun.spawn([binary, "serve", ...args, "--port", "0"], { cwd, env, stdin: "ignore", stdout: "ignore", stderr: "pipe" });

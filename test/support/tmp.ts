@@ -5,9 +5,9 @@
  * roots in a global `afterAll` (which bun runs once, after the last test file), and at start
  * the roots of earlier test processes that are gone (a run killed before its `afterAll`).
  */
-import { accessSync, constants, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
+import { accessSync, constants, copyFileSync, existsSync, linkSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, dirname, join } from "node:path";
 
 export const testRootPrefix = "k3-tests-";
 /**
@@ -68,4 +68,26 @@ export function tempDir(label: string, parent?: string): string {
   }
   root ??= mkdtempSync(join(defaultParent, `${testRootPrefix}${process.pid}-`));
   return mkdtempSync(join(root, `${label}-`));
+}
+
+/**
+ * `binary` alone in an empty directory, for runs that must not find anything of the repository
+ * beside the executable: a hard link made in a directory on the binary's own filesystem (a copy
+ * where no link can be made), so that each such run neither copies 129 MB nor keeps them in a
+ * tmpfs until the suite ends.
+ */
+export function aloneCopy(binary: string): { cwd: string; binary: string } {
+  const cwd = tempDir("alone", sameFilesystemParent(binary));
+  const alone = join(cwd, basename(binary));
+  try {
+    linkSync(binary, alone);
+  } catch {
+    copyFileSync(binary, alone);
+  }
+  return { cwd, binary: alone };
+}
+
+/** The system temporary directory when it is on `path`'s filesystem, else `path`'s own directory. */
+function sameFilesystemParent(path: string): string {
+  return statSync(tmpdir()).dev === statSync(path).dev ? tmpdir() : dirname(path);
 }
