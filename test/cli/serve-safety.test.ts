@@ -143,8 +143,10 @@ describe("seeds", () => {
     const json = await r.json() as { choices: { text: string }[]; k3: { seed: number } };
     return { text: json.choices[0]!.text, seed: json.k3.seed };
   };
+  // 48 ids: the trained demo model opens its reasoning so surely that 24 sampled ids at this
+  // temperature came out the same for 7 of 30 seeds (48: 30 different answers of 30).
   const chat = async (body: Record<string, unknown>) => {
-    const r = await fetch(`${s.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ messages: [{ role: "user", content: "Tell me a story." }], max_tokens: 24, temperature: 1.5, top_p: 1, ...body }) });
+    const r = await fetch(`${s.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify({ messages: [{ role: "user", content: "Tell me a story." }], max_tokens: 48, temperature: 1.5, top_p: 1, ...body }) });
     expect(r.status).toBe(200);
     const json = await r.json() as { choices: { message: { content: string | null; reasoning_content: string | null } }[]; k3: { seed: number } };
     return { text: JSON.stringify(json.choices[0]!.message), seed: json.k3.seed };

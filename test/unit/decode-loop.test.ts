@@ -133,9 +133,11 @@ describe("the prefill inside decode", () => {
     const tokens: number[] = [];
     setTimeout(() => { fired = tokens.length; }, 1);
     const busy = (ms: number) => { for (const until = performance.now() + ms; performance.now() < until;); };
-    // Each token takes 3 ms, so the timer is due at the first yield after the first token.
+    // Each token takes 3 ms, so the timer is due by the first yield after the first token (or
+    // already at the one after the prefill, on a machine slow enough to take 1 ms for it); with
+    // no yields it would fire only after decode returned, and `fired` would still be -1 here.
     await decode(toyModel(), [1, 2], { maxNewTokens: 4, mode: "incremental", onToken: (t) => { tokens.push(t); busy(3); } });
-    expect(fired).toBeGreaterThanOrEqual(1);
+    expect(fired).toBeGreaterThanOrEqual(0);
     expect(fired).toBeLessThan(4);
   });
 
