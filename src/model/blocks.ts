@@ -15,16 +15,43 @@ import type { KdaReplayRecord, KdaState, MlaCache } from "./state.ts";
 export interface BlockContext {
   config: ModelConfig;
   pool: F32Pool;
+  /** The rows of the step: every sequence's new positions, one after another. */
   tokens: number;
 }
 
+/**
+ * One sequence's part of a step: rows [start, start + rows) of every activation. The operators
+ * that read a sequence's history (the conv, the recurrence, attention over the cache) run on
+ * each part with its own state; every other operator takes all rows of the step at once and
+ * gives each row the bits it gets alone (model.md 8.3-8.4).
+ */
+export interface Segment {
+  start: number;
+  rows: number;
+}
+
+export interface KdaSegment extends Segment {
+  state: KdaState;
+  /** Keeps what the conv histories and the recurrence consume (see `kda`). */
+  record?: KdaReplayRecord;
+}
+
+export interface MlaSegment extends Segment {
+  cache: MlaCache;
+  /** The sequence's position of the part's first row. */
+  first: number;
+}
+
+/** `width` floats a row, the segment's rows. */
+const part = (x: F32, s: Segment, width: number): F32 => x.sub(s.start * width, s.rows * width);
+
 /** An expert's six tensor addresses, as the routed-expert kernel takes them. */
 /**
- * model.md 6.6. `x` is the normalised input [tokens][E]; returns [tokens][E]. With `record`, what
- * the conv histories and the recurrence consume is kept there, so a prefix of these positions
- * can be replayed onto a snapshot without the layer's weights (`replayKda`).
+ * model.md 6.6. `x` is the normalised input [tokens][E]; returns [tokens][E]. With a segment's
+ * `record`, what its conv histories and recurrence consume is kept there, so a prefix of its
+ * positions can be replayed onto a snapshot without the layer's weights (`replayKda`).
  */
-export function kda(ctx: BlockContext, w: KdaWeights, state: KdaState, x: F32, record?: KdaReplayRecord): F32 {
+export function kda(ctx: BlockContext, w: KdaWeights, segments: readonly KdaSegment[], x: F32): F32 {
   const { config: c, pool, tokens: T } = ctx;
   const H = c.kdaNumHeads;
   const D = c.kdaHeadDim;
@@ -38,9 +65,11 @@ export function kda(ctx: BlockContext, w: KdaWeights, state: KdaState, x: F32, r
   const q = pool.alloc(T * P, "kda q conv");
   const k = pool.alloc(T * P, "kda k conv");
   const v = pool.alloc(T * P, "kda v conv");
-  kernels.shortConv(qRaw, w.qConv, state.convQ, q, T, P, c.shortConvKernel);
-  kernels.shortConv(kRaw, w.kConv, state.convK, k, T, P, c.shortConvKernel);
-  kernels.shortConv(vRaw, w.vConv, state.convV, v, T, P, c.shortConvKernel);
+  for (const s of segments) {
+    kernels.shortConv(part(qRaw, s, P), w.qConv, s.state.convQ, part(q, s, P), s.rows, P, c.shortConvKernel);
+    kernels.shortConv(part(kRaw, s, P), w.kConv, s.state.convK, part(k, s, P), s.rows, P, c.shortConvKernel);
+    kernels.shortConv(part(vRaw, s, P), w.vConv, s.state.convV, part(v, s, P), s.rows, P, c.shortConvKernel);
+  }
   kernels.l2norm(q, q, T * H, D);
   kernels.l2norm(k, k, T * H, D); // v is not normalised
   const beta = pool.alloc(T * H, "kda beta");
@@ -52,13 +81,17 @@ export function kda(ctx: BlockContext, w: KdaWeights, state: KdaState, x: F32, r
   kernels.matmul(w.fb, zLow, z, T);
   const alpha = pool.alloc(T * P, "kda alpha");
   kernels.kdaDecay(z, w.aLog, w.dtBias, alpha, undefined, T, H, D, c.gateLowerBound);
-  if (record) {
-    for (const [into, from] of [[record.qRaw, qRaw], [record.kRaw, kRaw], [record.vRaw, vRaw], [record.k, k], [record.v, v], [record.alpha, alpha], [record.beta, beta]] as const) {
-      into.a.set(from.a);
-    }
-  }
   const o = pool.alloc(T * P, "kda output");
-  kernels.kdaRecurrence(q, k, v, alpha, beta, state.recurrent, o, T, H, D);
+  for (const s of segments) {
+    const { record } = s;
+    if (record) {
+      for (const [into, from] of [[record.qRaw, qRaw], [record.kRaw, kRaw], [record.vRaw, vRaw], [record.k, k], [record.v, v], [record.alpha, alpha]] as const) {
+        into.a.set(part(from, s, P).a);
+      }
+      record.beta.a.set(part(beta, s, H).a);
+    }
+    kernels.kdaRecurrence(part(q, s, P), part(k, s, P), part(v, s, P), part(alpha, s, P), part(beta, s, H), s.state.recurrent, part(o, s, P), s.rows, H, D);
+  }
   const gate = pool.alloc(T * P, "kda gate");
   kernels.matmul(w.gate, x, gate, T);
   const normed = pool.alloc(T * P, "kda gated output");
@@ -93,11 +126,11 @@ export function replayKda(ctx: BlockContext, state: KdaState, record: KdaReplayR
 
 /**
  * model.md 6.7, in the latent space: appends each new position's normalised latent and rope
- * key to `cache` (positions first … first+tokens−1), then attends with kv_b_proj absorbed into
- * the query and output sides (zig/kernels/mla.zig). The one MLA path: prefill, decode and
- * recompute all run it, so they agree bit for bit.
+ * key to its sequence's cache (positions first … first+rows−1 of each segment), then attends
+ * with kv_b_proj absorbed into the query and output sides (zig/kernels/mla.zig). The one MLA
+ * path: prefill, decode, recompute and batched steps all run it, so they agree bit for bit.
  */
-export function mla(ctx: BlockContext, w: MlaWeights, cache: MlaCache, first: number, x: F32): F32 {
+export function mla(ctx: BlockContext, w: MlaWeights, segments: readonly MlaSegment[], x: F32): F32 {
   const { config: c, pool, tokens: T } = ctx;
   const H = c.numAttentionHeads;
   const dn = c.qkNopeHeadDim;
@@ -115,15 +148,19 @@ export function mla(ctx: BlockContext, w: MlaWeights, cache: MlaCache, first: nu
   const compressed = pool.alloc(T * kvWidth, "mla kv latent");
   kernels.matmul(w.kva, x, compressed, T);
   const latent = pool.alloc(T * R, "mla kv latent part");
-  for (let t = 0; t < T; t++) {
-    latent.a.set(compressed.a.subarray(t * kvWidth, t * kvWidth + R), t * R);
-    // The rope key is raw: no norm, no rotation; one per position, shared by all heads.
-    cache.kr.a.set(compressed.a.subarray(t * kvWidth + R, (t + 1) * kvWidth), (first + t) * dr);
-  }
-  // Only the latent part is normalised; it is cached as is (appended in place).
-  kernels.rmsnorm(latent, w.kvaNorm, cache.latent.sub(first * R, T * R), T, R, c.rmsNormEps);
   const attended = pool.alloc(T * H * dv, "mla attention");
-  kernels.mlaLatentAttention(q, w.kvb, cache.latent, cache.kr, attended, T, first, { heads: H, dn, dr, dv, rank: R });
+  for (const s of segments) {
+    const { cache, first } = s;
+    for (let i = 0; i < s.rows; i++) {
+      const t = s.start + i;
+      latent.a.set(compressed.a.subarray(t * kvWidth, t * kvWidth + R), t * R);
+      // The rope key is raw: no norm, no rotation; one per position, shared by all heads.
+      cache.kr.a.set(compressed.a.subarray(t * kvWidth + R, (t + 1) * kvWidth), (first + i) * dr);
+    }
+    // Only the latent part is normalised; it is cached as is (appended in place).
+    kernels.rmsnorm(part(latent, s, R), w.kvaNorm, cache.latent.sub(first * R, s.rows * R), s.rows, R, c.rmsNormEps);
+    kernels.mlaLatentAttention(part(q, s, H * dq), w.kvb, cache.latent, cache.kr, part(attended, s, H * dv), s.rows, first, { heads: H, dn, dr, dv, rank: R });
+  }
   if (w.gate) {
     const gate = pool.alloc(T * H * dv, "mla gate");
     kernels.matmul(w.gate, x, gate, T);

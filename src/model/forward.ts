@@ -9,10 +9,19 @@ import { stopIfSignalled } from "../native/signals.ts";
 import type { ExpertSource } from "../weights/experts.ts";
 import type { ModelTables } from "../weights/model-tables.ts";
 import type { Trunk } from "../weights/trunk.ts";
-import { denseMlp, kda, latentMoe, mla, replayKda, type BlockContext } from "./blocks.ts";
+import { denseMlp, kda, latentMoe, mla, replayKda, type BlockContext, type Segment } from "./blocks.ts";
 import { F32Pool, type F32 } from "./f32.ts";
 import type { Forward, Outputs, RunOptions } from "./sequence.ts";
 import { SequenceState, StateSnapshot } from "./state.ts";
+
+/** One sequence's part of a batched step (`Model.runBatch`). */
+export interface BatchStep {
+  state: SequenceState;
+  ids: readonly number[];
+  /** Default "last". */
+  outputs?: Outputs;
+  replayable?: boolean;
+}
 
 export class Model implements Forward<SequenceState> {
   readonly config: ModelConfig;
@@ -54,19 +63,39 @@ export class Model implements Forward<SequenceState> {
   }
 
   run(state: SequenceState, ids: readonly number[], outputs: Outputs = "last", options: RunOptions = {}): Float32Array {
+    return this.runBatch([{ state, ids, outputs, replayable: options.replayable }])[0] as Float32Array;
+  }
+
+  /**
+   * One step for several sequences: each step's `ids` after what its state has consumed, all
+   * of them through one read of every layer (and one load of each expert any of them picked).
+   * Returns each step's logits, in order: the bits `run` gives that step alone, whatever else
+   * is in the batch and wherever (the operators that read a sequence's history run on its own
+   * rows; every other one gives each row the bits it gets alone).
+   */
+  runBatch(steps: readonly BatchStep[]): Float32Array[] {
     const c = this.config;
-    const T = ids.length;
     const E = c.hiddenSize;
-    const first = state.position;
-    if (first + T > state.capacity) throw new Error(`sequence of ${first + T} positions exceeds the state's ${state.capacity}`);
-    if (state.oneRecurrentSlot && first > 0) throw new Error("a one-slot state takes one pass over its whole sequence, not a continuation");
-    state.recorded = undefined; // this call moves the state on: an earlier record no longer starts where it is
+    if (steps.length === 0) throw new Error("a batch of no sequences");
+    if (new Set(steps.map((s) => s.state)).size !== steps.length) throw new Error("a batch holds one step per sequence");
+    const segments: (Segment & { step: BatchStep; first: number })[] = [];
+    let T = 0;
+    for (const step of steps) {
+      const { state, ids } = step;
+      const first = state.position;
+      if (ids.length === 0) throw new Error("a step of no ids");
+      if (first + ids.length > state.capacity) throw new Error(`sequence of ${first + ids.length} positions exceeds the state's ${state.capacity}`);
+      if (state.oneRecurrentSlot && (first > 0 || steps.length > 1)) throw new Error("a one-slot state takes one pass over its whole sequence, alone, not a continuation");
+      state.recorded = undefined; // this call moves the state on: an earlier record no longer starts where it is
+      segments.push({ start: T, rows: ids.length, step, first });
+      T += ids.length;
+    }
     const stepPool = this.#stepPool;
     const pool = this.#layerPool;
     stepPool.reset();
     const ctx: BlockContext = { config: c, pool, tokens: T };
     const embedded = stepPool.alloc(T * E, "embeddings");
-    this.#tables.embed(ids, embedded); // an exact widen of one row each, no scaling
+    this.#tables.embed(steps.flatMap((s) => [...s.ids]), embedded); // an exact widen of one row each, no scaling
     const blocks: F32[] = []; // B: completed block representations, the embedding first
     let partial: F32 | undefined = embedded; // r: the running sum of the current block
     for (let layer = 0; layer < this.#trunk.layerCount; layer++) {
@@ -85,10 +114,17 @@ export class Model implements Forward<SequenceState> {
       }
       const normed = pool.alloc(T * E, "input norm");
       kernels.rmsnorm(a, w.inputNorm, normed, T, E, c.rmsNormEps);
-      if (w.attention.kind === "kda" && state.oneRecurrentSlot) state.clearRecurrentSlot(); // this layer's turn of the one slot
-      const attended = w.attention.kind === "kda"
-        ? kda(ctx, w.attention, state.kda.get(layer)!, normed, options.replayable ? state.replayRecord(layer, T) : undefined)
-        : mla(ctx, w.attention, state.mla.get(layer)!, first, normed);
+      let attended: F32;
+      if (w.attention.kind === "kda") {
+        const kdaSegments = segments.map((s) => {
+          const state = s.step.state;
+          if (state.oneRecurrentSlot) state.clearRecurrentSlot(); // this layer's turn of the one slot
+          return { ...s, state: state.kda.get(layer)!, record: s.step.replayable ? state.replayRecord(layer, s.rows) : undefined };
+        });
+        attended = kda(ctx, w.attention, kdaSegments, normed);
+      } else {
+        attended = mla(ctx, w.attention, segments.map((s) => ({ ...s, cache: s.step.state.mla.get(layer)! })), normed);
+      }
       // Layer 0 is always a boundary, so `partial` is never the embedding snapshot here.
       if (partial) {
         kernels.add(partial, attended, partial, T * E);
@@ -104,18 +140,36 @@ export class Model implements Forward<SequenceState> {
       kernels.add(partial, ffnOut, partial, T * E);
     }
     pool.reset();
-    // Aggregate, normalise and project only the rows asked for: decoding needs the last.
-    const rows = outputs === "all" ? T : 1;
-    const sources = [...blocks, partial as F32].map((x) => (outputs === "all" ? x : x.row(T - 1, E)));
+    // Aggregate, normalise and project only the rows asked for: decoding needs each step's last.
+    const outRows = segments.flatMap((s) => (s.step.outputs === "all" ? Array.from({ length: s.rows }, (_, i) => s.start + i) : [s.start + s.rows - 1]));
+    const rows = outRows.length;
+    const sources = [...blocks, partial as F32].map((x) => this.#pickRows(x, outRows, E, pool));
     const out = pool.alloc(rows * E, "output aggregate");
     kernels.attnRes(sources, this.#tables.phiOut, out, undefined, rows, E, c.rmsNormEps);
     const normed = pool.alloc(rows * E, "final norm");
     kernels.rmsnorm(out, this.#tables.finalNorm, normed, rows, E, c.rmsNormEps);
     const logits = pool.alloc(rows * c.vocabSize, "logits");
     this.#tables.project(normed, logits, rows);
-    state.position += T;
-    if (options.replayable) state.recorded = { first, tokens: T };
-    return logits.a.slice();
+    const V = c.vocabSize;
+    let at = 0;
+    return segments.map((s) => {
+      const n = s.step.outputs === "all" ? s.rows : 1;
+      const state = s.step.state;
+      state.position += s.rows;
+      if (s.step.replayable) state.recorded = { first: s.first, tokens: s.rows };
+      const own = logits.a.slice(at * V, (at + n) * V);
+      at += n;
+      return own;
+    });
+  }
+
+  /** The rows `picked` (ascending) of [rows][width] `x`: a view when they run on without a gap, else gathered. */
+  #pickRows(x: F32, picked: readonly number[], width: number, pool: F32Pool): F32 {
+    const firstRow = picked[0] as number;
+    if (picked.every((row, i) => row === firstRow + i)) return x.sub(firstRow * width, picked.length * width);
+    const gathered = pool.alloc(picked.length * width, "output rows");
+    picked.forEach((row, i) => gathered.a.set(x.row(row, width).a, i * width));
+    return gathered;
   }
 
   /**
