@@ -4,9 +4,10 @@
  * prefix from a fresh state every step. Both must emit the same tokens. The loop only composes:
  * the model makes logits, the sampler picks, stop ids and the caller end the run.
  */
-import type { Forward, Rewindable } from "../model/sequence.ts";
+import type { Forward, Outputs, Rewindable, RunOptions } from "../model/sequence.ts";
 import type { Drafter } from "./drafter.ts";
 import { greedy, type Sampler } from "./sampler.ts";
+import type { StepBatch } from "./step-batch.ts";
 
 export type DecodeMode = "incremental" | "recompute";
 
@@ -65,7 +66,15 @@ export interface DecodeOptions<State = unknown> {
   history?: readonly number[];
   /** Speculative decode (runtime.md 9.1-9.2): drafts of up to `maxDraft` ids, each verified. */
   speculative?: { drafter: Drafter; maxDraft: number };
+  /**
+   * Incremental only: the forward calls join other sequences' in batched steps (step-batch.ts);
+   * the bits are those of running alone.
+   */
+  batch?: StepBatch<State>;
 }
+
+/** The forward calls of one sequence's decode: through its batch when it has one, else the model's own. */
+type StateForward = (ids: readonly number[], outputs?: Outputs, options?: RunOptions) => Promise<Float32Array>;
 
 /**
  * What speculation did: sweeps that verified a draft, ids drafted, ids accepted, ids those sweeps
@@ -132,7 +141,7 @@ function chunkEnds(length: number, chunk: number, breaks: readonly number[]): nu
  * fed and, when all were, the last position's logits.
  */
 async function prefill<State>(
-  model: Forward<State>, state: State, prompt: readonly number[], options: DecodeOptions<State>,
+  forward: StateForward, prompt: readonly number[], options: DecodeOptions<State>,
 ): Promise<{ fed: number; logits: Float32Array | undefined }> {
   const size = chunkSize(prompt, options.prefillChunk);
   let logits: Float32Array | undefined;
@@ -141,7 +150,7 @@ async function prefill<State>(
   for (const end of chunkEnds(prompt.length, size, options.prefillBreaks ?? [])) {
     await yieldToEventLoop();
     if (options.cancelled?.()) return { fed: at, logits: undefined };
-    logits = model.run(state, prompt.slice(at, end));
+    logits = await forward(prompt.slice(at, end));
     at = end;
     options.onPrefill?.(at);
   }
@@ -186,8 +195,8 @@ function emitter(options: DecodeOptions<never>) {
  */
 export async function decode<State>(model: Forward<State>, prompt: readonly number[], options: DecodeOptions<State>): Promise<DecodeResult> {
   if (options.mode === "incremental") return decodeIncremental(model, prompt, options);
-  if (options.state !== undefined || options.speculative || options.history?.length) {
-    throw new Error("decode: a carried state and speculation need incremental decode");
+  if (options.state !== undefined || options.speculative || options.history?.length || options.batch) {
+    throw new Error("decode: a carried state, speculation and batching need incremental decode");
   }
   const { out, emit } = emitter(options as DecodeOptions<never>);
   let firstLogits: Float32Array | undefined;
@@ -220,6 +229,11 @@ async function decodeIncremental<State>(model: Forward<State>, prompt: readonly 
   let firstLogits: Float32Array | undefined;
   let promptFed = 0;
   const state = options.state ?? model.newState();
+  const batch = options.batch;
+  const forward: StateForward = batch
+    ? (ids, outputs, runOptions) => batch.run(state, ids, outputs, runOptions)
+    : async (ids, outputs, runOptions) => model.run(state, ids, outputs, runOptions);
+  const leave = batch?.join();
   const spec = options.speculative;
   const rewind = state as unknown as Rewindable<unknown>;
   let snapshot: unknown;
@@ -232,7 +246,7 @@ async function decodeIncremental<State>(model: Forward<State>, prompt: readonly 
    * state brought to those ids. It absorbed the whole draft; when fewer ids were emitted it goes
    * back to the snapshot and feeds only those kept (runtime.md 9.2, step 5).
    */
-  const settle = (verified: readonly number[], emitted: number) => {
+  const settle = async (verified: readonly number[], emitted: number) => {
     const draft = verified.slice(1);
     const sweep = generated.slice(-emitted);
     if (stats) {
@@ -248,7 +262,7 @@ async function decodeIncremental<State>(model: Forward<State>, prompt: readonly 
         model.replay(state, snapshot, emitted);
       } else {
         rewind.restore(snapshot);
-        model.run(state, keep);
+        await forward(keep);
       }
       if (stats) stats.replays++;
     }
@@ -258,12 +272,12 @@ async function decodeIncremental<State>(model: Forward<State>, prompt: readonly 
   try {
     if (options.maxNewTokens === 0) {
       // Nothing to generate: a caller that keeps the state still gets the prompt absorbed.
-      if (options.state && prompt.length > 0) promptFed = (await prefill(model, state, prompt, options)).fed;
+      if (options.state && prompt.length > 0) promptFed = (await prefill(forward, prompt, options)).fed;
       return { generated, promptFed, steps, firstLogits, finish: promptFed < prompt.length ? "cancelled" : "length" };
     }
     options.beforeStep?.(0);
     const prefillStarted = performance.now();
-    const prefilled = await prefill(model, state, prompt, options);
+    const prefilled = await prefill(forward, prompt, options);
     promptFed = prefilled.fed;
     if (!prefilled.logits) return { generated, promptFed, steps, firstLogits, finish: "cancelled" };
     fed.push(...prompt);
@@ -284,7 +298,7 @@ async function decodeIncremental<State>(model: Forward<State>, prompt: readonly 
       const room = spec && remaining > spec.maxDraft && rewind.position + spec.maxDraft + 1 < rewind.capacity;
       const draft = room ? spec.drafter.propose([...history, ...prompt, ...generated], spec.maxDraft).slice(0, spec.maxDraft) : [];
       if (draft.length === 0) {
-        const next = model.run(state, [pending]);
+        const next = await forward([pending]);
         fed.push(pending);
         spec?.drafter.sync?.(fed);
         emit(next, started);
@@ -293,7 +307,7 @@ async function decodeIncremental<State>(model: Forward<State>, prompt: readonly 
       // One forward over the pending id and the draft, logits at every position (runtime.md 9.2).
       snapshot = rewind.snapshot(snapshot ?? undefined);
       const verified = [pending, ...draft];
-      const rows = model.run(state, verified, "all", { replayable: true });
+      const rows = await forward(verified, "all", { replayable: true });
       const V = model.vocabSize;
       for (let i = 0; i <= draft.length; i++) {
         const stepStarted = i === 0 ? started : performance.now();
@@ -301,12 +315,13 @@ async function decodeIncremental<State>(model: Forward<State>, prompt: readonly 
         const token = choose(rows.subarray(i * V, (i + 1) * V));
         const last = out.finish !== undefined || i === draft.length || token !== draft[i];
         // The sweep's last id pays for what the sweep leaves to do (a replay, the drafter's sync), so every forward is in a step's time.
-        if (last) settle(verified, i + 1);
+        if (last) await settle(verified, i + 1);
         record(stepStarted);
         if (last) break;
       }
     }
   } finally {
+    leave?.();
     if (snapshot) (snapshot as { free(): void }).free();
     if (!options.state) model.release(state);
   }
