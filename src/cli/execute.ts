@@ -45,6 +45,8 @@ export interface RunSpec {
   /** A state file to resume, with the counts its header gave. */
   loadState?: { path: string; position: number; idCount: number };
   saveState?: string;
+  /** --batch: prompts decoded `parallel` at a time; `prompt` is then the longest of them. */
+  batch?: { parallel: number };
 }
 
 /** What a finished run hands back to its command. */
@@ -58,19 +60,22 @@ export interface RunOutcome {
 const stderr = (text: string) => process.stderr.write(`${text}\n`);
 
 /** Opens the engine for `spec`, printing the opening lines, the plan and the load lines. */
-function openForRun(spec: RunSpec) {
+export function openForRun(spec: RunSpec) {
   const prior = spec.loadState?.idCount ?? 0;
   const fedFirst = prior - (spec.loadState?.position ?? 0) + spec.prompt.length;
   const ultraRecompute = spec.mode === "recompute" && spec.budgets.ultraLowMemory;
+  // The longest call: the prompt (incremental), the whole prefix (recompute), or one verification sweep.
+  // In ultra-low-memory recompute one recurrent slot serves every layer, so each pass is one call.
+  const longestCall = ultraRecompute ? spec.prompt.length + spec.maxNewTokens : Math.max(
+    Math.min(spec.prefillChunk, spec.mode === "recompute" ? spec.prompt.length + spec.maxNewTokens : Math.max(fedFirst, 1)),
+    spec.speculative ? spec.speculative + 1 : 1,
+  );
+  const sequences = spec.batch?.parallel ?? 1;
   const request: EngineRequest = {
     modelDir: spec.modelDir, config: spec.config, layerCount: spec.layerCount,
     positions: positionsNeeded(prior, spec.prompt.length, spec.maxNewTokens),
-    // The longest call: the prompt (incremental), the whole prefix (recompute), or one verification sweep.
-    // In ultra-low-memory recompute one recurrent slot serves every layer, so each pass is one call.
-    prefillChunk: ultraRecompute ? spec.prompt.length + spec.maxNewTokens : Math.max(
-      Math.min(spec.prefillChunk, spec.mode === "recompute" ? spec.prompt.length + spec.maxNewTokens : Math.max(fedFirst, 1)),
-      spec.speculative ? spec.speculative + 1 : 1,
-    ),
+    // A batched step holds at most one such call of every sequence.
+    prefillChunk: sequences * longestCall, sequences,
     budgets: spec.budgets, trunkDir: spec.trunkDir, faults: spec.faults, trunkReadFaults: spec.trunkReadFaults, trace: spec.trace,
     draft: spec.draft, mode: spec.mode, speculative: spec.speculative,
   };

@@ -53,7 +53,9 @@ export function parseIdsText(text: string, source: string): number[] {
 export function resolvePrompt(request: PromptRequest): Prompt {
   if (request.source === "--ids") {
     const text = request.value === "-" ? new TextDecoder().decode(readStdin(inputLimits.idsTextBytes, "the prompt ids")) : request.value;
-    return { ids: parseIdsText(text, request.value === "-" ? "--ids - (stdin)" : "--ids"), tokenizer: undefined };
+    // With --tok the generated ids are also given as text, as for a text prompt.
+    const ids = parseIdsText(text, request.value === "-" ? "--ids - (stdin)" : "--ids");
+    return { ids, tokenizer: request.tokDir ? loadTokenizer(request.tokDir) : undefined };
   }
   if (!request.tokDir) throw usageError(tokMissingMessage(request.source));
   let bytes: Uint8Array;

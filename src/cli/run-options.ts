@@ -1,5 +1,5 @@
 /** The options of `k3 <model_dir>`: one table for parsing, validation and usage text. */
-import { defaultGeneratedTokens, defaultPrefillChunk, maxGeneratedTokens } from "../plan/limits.ts";
+import { defaultGeneratedTokens, defaultPrefillChunk, maxGeneratedTokens, maxParallel } from "../plan/limits.ts";
 import type { DecodeMode } from "../decode/loop.ts";
 import type { BudgetAction } from "../plan/budget.ts";
 import { parseIdList, parseInteger, type OptionDef, type PositionalDef } from "./args.ts";
@@ -34,6 +34,12 @@ export interface RunOptions extends SpeculationTarget {
   loadState: string | undefined;
   /** Teacher-forced check: one forward over the prompt, argmax agreement, no decoding. */
   tfCheck: boolean;
+  /** --batch: sequences decoded together. */
+  parallel: number;
+  /** Whether --out was given (--batch writes to stdout unless it was). */
+  outGiven: boolean;
+  /** Whether --parallel was given (it needs --batch). */
+  parallelGiven: boolean;
 }
 
 export function defaultRunOptions(): RunOptions {
@@ -41,7 +47,7 @@ export function defaultRunOptions(): RunOptions {
     modelDir: "", promptSources: [], promptValue: "", tokDir: undefined, ids: [], gen: defaultGeneratedTokens, configPath: undefined,
     mode: "incremental", out: "k3_run.json", dumpLogits: undefined, layers: undefined,
     budgets: [], trunkDir: undefined, dumpCacheTrace: undefined, sampling: {}, prefillChunk: defaultPrefillChunk,
-    ...speculationDefaults, saveState: undefined, loadState: undefined, tfCheck: false,
+    ...speculationDefaults, saveState: undefined, loadState: undefined, tfCheck: false, parallel: 1, outGiven: false, parallelGiven: false,
   };
 }
 
@@ -75,6 +81,22 @@ export const runOptionTable: readonly OptionDef<RunOptions>[] = [
     apply: (o, raw, flag) => {
       o.promptSources.push(flag);
       o.promptValue = requirePath(raw, flag);
+    },
+  },
+  {
+    name: "batch", value: "FILE",
+    description: "Prompts, one per line (ids as --ids takes them, or text as a JSON string, with --tok), decoded --parallel at a time; one JSON line per prompt on stdout, in order",
+    apply: (o, raw, flag) => {
+      o.promptSources.push(flag);
+      o.promptValue = requirePath(raw, flag);
+    },
+  },
+  {
+    name: "parallel", value: "N",
+    description: `With --batch: prompts decoded together, each step one read of the weights for all (1 to ${maxParallel}, default 1)`,
+    apply: (o, raw, flag) => {
+      o.parallel = parseInteger(raw, flag, 1, maxParallel);
+      o.parallelGiven = true;
     },
   },
   tokOption("Tokenizer directory (tiktoken.model + tokenizer_config.json), normally the model directory"),
@@ -121,7 +143,10 @@ export const runOptionTable: readonly OptionDef<RunOptions>[] = [
   {
     name: "out", value: "FILE",
     description: "JSON results file, '-' for stdout (default k3_run.json)",
-    apply: (o, raw, flag) => { o.out = requirePath(raw, flag); },
+    apply: (o, raw, flag) => {
+      o.out = requirePath(raw, flag);
+      o.outGiven = true;
+    },
   },
   {
     name: "dump-logits", value: "PATH",

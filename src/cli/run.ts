@@ -17,6 +17,7 @@ import { executeRun, executeTfCheck, finishRun, type RunOutcome } from "./execut
 import { stateFileCounts } from "../model/state-file.ts";
 import { loadTokenizer } from "../tokenizer/index.ts";
 import { resolvePrompt } from "./prompt.ts";
+import { runBatchFile } from "./run-batch.ts";
 import { defaultRunOptions, runOptionTable, type RunOptions } from "./run-options.ts";
 import { checkSpeculation, speculationRequest } from "./speculation-options.ts";
 
@@ -40,7 +41,17 @@ export function parseRunArgs(args: readonly string[]): ParsedRun {
   const sources = [...new Set(options.promptSources)];
   if (sources.length > 1) throw usageError(`${sources.join(" and ")} are mutually exclusive: give exactly one prompt source`);
   const source = options.promptSources[0];
-  if (source !== undefined && source !== "--ids" && !options.tokDir) throw usageError(tokMissingMessage(source));
+  if (source !== undefined && source !== "--ids" && source !== "--batch" && !options.tokDir) throw usageError(tokMissingMessage(source));
+  if (options.parallelGiven && source !== "--batch") throw usageError("--parallel decodes the prompts of --batch together: it needs --batch FILE");
+  if (source === "--batch") {
+    const alone = [
+      ["--load-state", options.loadState], ["--save-state", options.saveState], ["--recompute", options.mode === "recompute" ? true : undefined],
+      ["--tf-check", options.tfCheck || undefined], ["--dump-logits", options.dumpLogits], ["--dump-cache-trace", options.dumpCacheTrace],
+      ["--draft-trunk", options.draftTrunk],
+    ].find(([, v]) => v !== undefined);
+    if (alone) throw usageError(`${alone[0]} is for one prompt: it cannot be combined with --batch`);
+    if (!options.outGiven) options.out = "-"; // one JSON line per prompt, for pipelines
+  }
   if (source === "--ids" && options.promptValue !== "-") checkRequest(options.ids.length, options.gen);
   const stateful = [["--spec", options.spec], ["--load-state", options.loadState], ["--save-state", options.saveState]].find(([, v]) => v !== undefined);
   const recompute = options.mode === "recompute";
@@ -71,6 +82,11 @@ export async function main(args: readonly string[]): Promise<number> {
   const { config, shape, warnings } = loadConfig(configPath);
   for (const warning of warnings) log.warn(`${configPath}: ${warning}`);
   const source = options.promptSources[0];
+  const layerCount = checkLayers(options.layers, config);
+  if (layerCount < config.numLayers) {
+    log.warn(`NOTE: binding only the first ${layerCount} of ${config.numLayers} layers; the output is NOT the full model`);
+  }
+  if (source === "--batch") return runBatchFile(options, { config, configShape: shape, layerCount, checkRequest });
   const prompt = source === undefined
     ? { ids: [], tokenizer: options.tokDir ? loadTokenizer(options.tokDir) : undefined }
     : resolvePrompt({ source, value: options.promptValue, tokDir: options.tokDir });
@@ -88,10 +104,6 @@ export async function main(args: readonly string[]): Promise<number> {
   const outside = prompt.ids.find((id) => id >= config.vocabSize);
   if (outside !== undefined) {
     throw usageError(`${options.promptSources[0]}: token id ${outside} is outside the vocabulary (size ${config.vocabSize})`);
-  }
-  const layerCount = checkLayers(options.layers, config);
-  if (layerCount < config.numLayers) {
-    log.warn(`NOTE: binding only the first ${layerCount} of ${config.numLayers} layers; the output is NOT the full model`);
   }
   const spec = {
     modelDir: options.modelDir, config, configShape: shape, layerCount, layersRequested: options.layers ?? config.numLayers,

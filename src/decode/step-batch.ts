@@ -48,8 +48,8 @@ export class StepBatcher<State> implements StepBatch<State> {
   #members = 0;
   #flushQueued = false;
   readonly stats: BatchStats = { steps: 0, rows: 0, sequences: 0, maxRows: 0, maxSequences: 0 };
-  /** Called before each step with its calls (statistics per request). */
-  onStep?: (calls: readonly BatchedCall<State>[]) => void;
+  /** Around each step, with its calls (per-step counters, statistics per request). */
+  hooks: { before?: (calls: readonly BatchedCall<State>[]) => void; after?: (calls: readonly BatchedCall<State>[], seconds: number) => void } = {};
 
   constructor(model: BatchForward<State>) {
     this.#model = model;
@@ -89,9 +89,11 @@ export class StepBatcher<State> implements StepBatch<State> {
     const batch = this.#pending.splice(0);
     const calls = batch.map((p) => p.call);
     let logits: Float32Array[];
+    const started = performance.now();
     try {
-      this.onStep?.(calls);
+      this.hooks.before?.(calls);
       logits = this.#model.runBatch(calls);
+      this.hooks.after?.(calls, (performance.now() - started) / 1000);
     } catch (error) {
       for (const p of batch) p.reject(error);
       return;

@@ -14,9 +14,10 @@ import { Model } from "../model/forward.ts";
 import { readCapacity, setBufferedFallbackReporter } from "../native/file.ts";
 import { badScaleBytes, threadsFromEnv } from "../native/kernels.ts";
 import type { DecodeMode } from "../decode/loop.ts";
-import { usageError } from "../errors.ts";
+import { ExitCode, K3Error, usageError } from "../errors.ts";
+import { formatBytes } from "../units.ts";
 import { readMemory, resolveBudgets, trunkBudgetGiven, type BudgetRequest, type Budgets } from "../plan/budget.ts";
-import { checkKvFits, checkPlanFits, memoryPlan, recurrentSlotBytes, type MemoryPlan } from "../plan/memory-plan.ts";
+import { checkKvFits, checkPlanFits, memoryPlan, recurrentSlotBytes, sequencesFitting, type MemoryPlan, type PlanInputs } from "../plan/memory-plan.ts";
 import { planTrunk, type TrunkPlan } from "../plan/trunk-plan.ts";
 import { kernelsInUse, type KernelVariant } from "./kernels.ts";
 import { checkBindable, vectorBytes } from "../weights/bind.ts";
@@ -53,6 +54,11 @@ export interface EngineRequest {
   snapshotBytes?: number;
   /** Speculative decode: the most drafted ids per sweep (the sweep's snapshot and replay record are planned). */
   speculative?: number;
+  /**
+   * Sequences decoded together (`--parallel`): each holds its own state and KV cache of
+   * `positions`, and `prefillChunk` is then the largest batched step's ids. Default 1.
+   */
+  sequences?: number;
   /** Hybrid decode: a draft trunk (usually `k3 quantize-trunk`'s), streamed within its own budget. */
   draft?: { trunkDir: string; budgetBytes: number };
   /** How the run decodes: in ultra-low-memory mode full recompute reuses one recurrent slot. */
@@ -232,14 +238,15 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
     dir: request.draft.trunkDir, budgetBytes: request.draft.budgetBytes,
     plan: planTrunk(draftPacked.layerCosts, request.draft.budgetBytes), packedBytes: draftPacked.packedBytes,
   };
+  let planInputs: PlanInputs;
   const plan: EnginePlan = {
     modelDir: request.modelDir, layerCount, modelLayers: config.numLayers, tensorCount: index.tensorCount,
     shardCount: index.shards.length, indexSeconds, budgets, trunk, expertCache, positions: request.positions,
     prefillChunk: request.prefillChunk, draft, ultra, hiddenSize: config.hiddenSize, kernels,
     trunkPayloadBytes: layouts.reduce((sum, l) => sum + l.bytes, 0),
     availableBytes: memory?.availableBytes,
-    memory: memoryPlan({
-      config, layerCount, positions: request.positions, callTokens: request.prefillChunk,
+    memory: memoryPlan(planInputs = {
+      config, layerCount, positions: request.positions, callTokens: request.prefillChunk, sequences: request.sequences,
       trunk: { mode: trunk.mode, bytes: trunk.mode === "streamed" ? trunk.plan.bytes : trunk.bytes },
       tablesBytes, expertCacheBytes: expertCache.slots * expertCache.slotBytes, baselineBytes: process.memoryUsage().rss,
       snapshotBytes: request.snapshotBytes ?? 0, sweepTokens: request.speculative ? request.speculative + 1 : undefined,
@@ -248,6 +255,15 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   };
   events.onPlan?.(plan);
   checkKvFits(plan.memory, plan.availableBytes, request.positions);
+  const sequences = request.sequences ?? 1;
+  if (sequences > 1 && plan.availableBytes !== undefined && plan.memory.totalBytes > 0.95 * plan.availableBytes) {
+    const fit = sequencesFitting(planInputs, plan.availableBytes);
+    throw new K3Error(
+      ExitCode.runtime,
+      `REFUSING TO START: --parallel ${sequences} needs ${formatBytes(plan.memory.totalBytes)} but only ${formatBytes(plan.availableBytes)} is available (95% usable); ` +
+        (fit > 0 ? `at most --parallel ${fit} fits` : "not even one sequence fits: lower --cache-gb or --trunk-gb"),
+    );
+  }
   checkPlanFits(plan.memory, plan.availableBytes);
 
   using opened = new DisposableStack();

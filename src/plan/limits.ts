@@ -28,3 +28,8 @@ export const defaultGeneratedTokens = 8;
  */
 export const defaultPrefillChunk = 64;
 export const maxPrefillChunk = 4096;
+/**
+ * Sequences decoded together (--parallel): each holds its own state and KV cache, counted in
+ * the memory plan; a batched step's rows are at most this many prefill chunks.
+ */
+export const maxParallel = 256;

@@ -44,6 +44,8 @@ export interface PlanInputs {
   tablesStreamed?: boolean;
   /** Ultra-low-memory full recompute: one recurrent slot for every KDA layer. */
   oneRecurrentSlot?: boolean;
+  /** Sequences decoded together (--parallel), each with its own recurrent state and KV cache; default 1. */
+  sequences?: number;
 }
 
 export interface PlanTerm {
@@ -136,15 +138,18 @@ export function memoryPlan(p: PlanInputs): MemoryPlan {
   const c = p.config;
   const mlaLayers = mlaLayerCount(c, p.layerCount);
   const recurrent = p.oneRecurrentSlot ? recurrentSlotBytes(c) : recurrentStateBytes(c, p.layerCount);
-  const perPosition = kvBytesPerPosition(c, p.layerCount);
+  const sequences = p.sequences ?? 1;
+  const each = sequences > 1 ? ` (${sequences} sequences)` : "";
+  // KV bytes per position of every sequence: the positions a plan names are each sequence's.
+  const perPosition = sequences * kvBytesPerPosition(c, p.layerCount);
   const kv = p.positions * perPosition;
   const terms: PlanTerm[] = ([
     [p.trunk.mode === "streamed" ? "trunk (STREAMED)" : "trunk (resident)", p.trunk.bytes],
     [p.tablesStreamed ? "embed + lm_head (STREAMED)" : "embed + lm_head", p.tablesBytes],
     ["expert cache", p.expertCacheBytes],
-    ["recurrent state", recurrent],
+    [`recurrent state${each}`, sequences * recurrent],
     ["buffers", bufferBytes(c, p.callTokens, p.layerCount, p.positions)],
-    ["KV cache", kv],
+    [`KV cache${each}`, kv],
     ...(p.snapshotBytes ? [["state snapshots", p.snapshotBytes] as const] : []),
     // the snapshot taken before every sweep, and what the sweep records for a replay
     ...(p.sweepTokens ? [["speculation", recurrent + replayRecordBytes(c, p.layerCount, p.sweepTokens)] as const] : []),
@@ -152,7 +157,7 @@ export function memoryPlan(p: PlanInputs): MemoryPlan {
       ? ([
         ["draft trunk (STREAMED)", p.draft.trunkBytes],
         // its state, the snapshot of it each sweep, its KV cache and its activations
-        ["draft state", 2 * recurrent + kv + bufferBytes(c, p.callTokens, p.layerCount, p.positions)],
+        ["draft state", 2 * recurrent + p.positions * kvBytesPerPosition(c, p.layerCount) + bufferBytes(c, p.callTokens, p.layerCount, p.positions)],
       ] as const)
       : []),
     ["process + index", p.baselineBytes + runtimeGrowthBytes],
@@ -174,6 +179,23 @@ export function positionCeiling(plan: MemoryPlan, availableBytes: number | undef
   const rest = plan.totalBytes - plan.positions * plan.bytesPerPosition;
   const planFits = Math.floor((0.95 * availableBytes - rest) / plan.bytesPerPosition);
   return Math.max(0, Math.min(plan.contextLength, kvFits, planFits));
+}
+
+/**
+ * The most sequences that fit within 95% of MemAvailable with everything else as `inputs` plans
+ * it (the largest call's ids scaled with them): 0 when not even one does.
+ */
+export function sequencesFitting(inputs: PlanInputs, availableBytes: number): number {
+  const asked = inputs.sequences ?? 1;
+  const fits = (n: number) => memoryPlan({ ...inputs, sequences: n, callTokens: Math.ceil((inputs.callTokens * n) / asked) }).totalBytes <= 0.95 * availableBytes;
+  let lo = 0;
+  let hi = asked;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (fits(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
 }
 
 /** Refuses (exit 1) when the plan exceeds 95% of MemAvailable, naming what to change. */
@@ -200,7 +222,7 @@ export function checkKvFits(plan: MemoryPlan, availableBytes: number | undefined
         `${plan.contextLength} (max_position_embeddings); at most ${ceiling} positions fit; ask for fewer tokens or a shorter prompt`,
     );
   }
-  const kv = plan.terms.find((t) => t.name === "KV cache")?.bytes ?? 0;
+  const kv = plan.terms.find((t) => t.name.startsWith("KV cache"))?.bytes ?? 0;
   if (availableBytes === undefined || kv <= 0.9 * availableBytes) return;
   throw usageError(
     `REFUSING: the KV cache needs ${formatBytes(kv)} for ${positions} positions (${formatBytes(kv / positions)} per position) ` +

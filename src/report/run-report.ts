@@ -58,7 +58,7 @@ function trunkReport(plan: TrunkPlan, stats: TrunkStats, layerCount: number): st
   ].join("\n");
 }
 
-function runInvalidReport(drops: readonly ExpertDrop[]): string {
+export function runInvalidReport(drops: readonly ExpertDrop[]): string {
   const shown = drops.slice(0, 5).map((d) => `  layer ${d.layer} expert ${d.expert}: ${d.reason}`);
   return [
     "RUN INVALID",

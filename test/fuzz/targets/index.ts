@@ -4,6 +4,7 @@
  */
 import type { FuzzTarget, Seed } from "../harness.ts";
 import { argvTarget } from "./argv.ts";
+import { batchFileTarget } from "./batch-file.ts";
 import { chatRequestTarget } from "./chat-request.ts";
 import { chatStreamTarget } from "./chat-stream.ts";
 import { completionRequestTarget } from "./completion-request.ts";
@@ -39,4 +40,5 @@ export const targets: readonly FuzzTarget<Seed>[] = [
   downloadRecordTarget,
   chatStreamTarget,
   requestHeadersTarget,
+  batchFileTarget,
 ];

@@ -1,0 +1,102 @@
+/**
+ * Many prompts on one open engine, up to `parallel` decoding at a time, their steps batched
+ * (decode/step-batch.ts): each prompt's answer is the one a run of it alone gives (its own
+ * sampler, seeded as that run's would be), and each is reported as soon as it is done.
+ */
+import { decode, type FinishReason, type SpeculationStats } from "../decode/loop.ts";
+import { ngramDrafter } from "../decode/ngram-drafter.ts";
+import { createSampler } from "../decode/sampling.ts";
+import type { SamplingOptions } from "../decode/sampling-options.ts";
+import { StepBatcher, type BatchStats } from "../decode/step-batch.ts";
+import type { Tokenizer } from "../tokenizer/index.ts";
+import type { Engine } from "./open.ts";
+
+export interface EachOptions {
+  maxNewTokens: number;
+  sampling: SamplingOptions;
+  /** Ids per prefill call of one prompt. */
+  prefillChunk: number;
+  parallel: number;
+  stopIds?: ReadonlySet<number>;
+  tokenizer?: Tokenizer;
+  /** Speculative decode with the n-gram drafter: up to this many drafted ids per sweep. */
+  speculative?: number;
+}
+
+export interface EachResult {
+  index: number;
+  promptIds: readonly number[];
+  generatedIds: number[];
+  generatedText: string | null;
+  finishReason: FinishReason;
+  speculation?: SpeculationStats;
+  /** Batched steps this prompt took part in, and the rows of those steps, its own included. */
+  steps: number;
+  sharedRows: number;
+}
+
+export interface EachSummary {
+  prompts: number;
+  generatedIds: number;
+  seconds: number;
+  batch: BatchStats;
+  expertDrops: number;
+}
+
+export async function generateEach(
+  engine: Engine, prompts: readonly (readonly number[])[], options: EachOptions, onResult: (result: EachResult) => void,
+): Promise<EachSummary> {
+  const started = performance.now();
+  const { experts } = engine;
+  const dropsBefore = experts.drops.length;
+  const batcher = new StepBatcher(engine.model);
+  // Per prompt: the batched steps it was in and their rows, counted by its state.
+  const shared = new Map<unknown, { steps: number; rows: number }>();
+  batcher.hooks = {
+    before: (calls) => {
+      experts.beginStep();
+      const rows = calls.reduce((n, c) => n + c.ids.length, 0);
+      for (const call of calls) {
+        const seen = shared.get(call.state);
+        if (seen) {
+          seen.steps++;
+          seen.rows += rows;
+        }
+      }
+    },
+    after: () => experts.endStep(),
+  };
+  let next = 0;
+  let generatedIds = 0;
+  const worker = async () => {
+    while (next < prompts.length) {
+      const index = next++;
+      const prompt = prompts[index] as readonly number[];
+      const state = engine.model.newState();
+      const counts = { steps: 0, rows: 0 };
+      shared.set(state, counts);
+      try {
+        const decoded = await decode(engine.model, prompt, {
+          mode: "incremental", maxNewTokens: options.maxNewTokens, sampler: createSampler(options.sampling), stopIds: options.stopIds,
+          prefillChunk: options.prefillChunk, state, batch: batcher,
+          speculative: options.speculative ? { drafter: ngramDrafter, maxDraft: options.speculative } : undefined,
+        });
+        generatedIds += decoded.generated.length;
+        onResult({
+          index, promptIds: prompt, generatedIds: decoded.generated,
+          generatedText: options.tokenizer && decoded.generated.length > 0 ? options.tokenizer.decodeText(decoded.generated) : null,
+          finishReason: decoded.finish, ...(decoded.speculation && { speculation: decoded.speculation }),
+          steps: counts.steps, sharedRows: counts.rows,
+        });
+      } finally {
+        shared.delete(state);
+        engine.model.release(state);
+      }
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(options.parallel, prompts.length) }, worker));
+  return {
+    prompts: prompts.length, generatedIds, seconds: (performance.now() - started) / 1000, batch: { ...batcher.stats },
+    expertDrops: experts.drops.length - dropsBefore,
+  };
+}
