@@ -26,14 +26,19 @@
  *                 the laptop budgets with --ultra-low-memory (skipped with the streaming part)
  *   8. hybrid     the same checkpoint, streamed: plain decode against hybrid decode with the
  *                 int8 draft trunk (skipped with the streaming part)
+ *   9. batch      the same checkpoint: 4 prompts decoded together (--batch --parallel 4)
+ *                 against one after another, streamed at 1.5 GB and resident (skipped with the
+ *                 streaming part)
  *
  * Figures go to stdout, progress to stderr. Exits 1 when a benchmark found a correctness
  * failure (ids differing across budgets, tokenizer output differing from tiktoken, peak RSS
  * over the memory plan, ultra's peak RSS not below the laptop's by the tables, a draft that read
- * an expert, a resumed run or --tf-check disagreeing with an uninterrupted run).
+ * an expert, a resumed run or --tf-check disagreeing with an uninterrupted run, batched ids
+ * differing from one-at-a-time ids).
  */
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { attentionReport, benchAttention } from "./attention.ts";
+import { batchReport, benchBatch } from "./batch.ts";
 import { benchIndex } from "./index-headers.ts";
 import { benchKernels, ceilingLines, formatKernelRows } from "./kernels.ts";
 import { benchPrefill, prefillReport } from "./prefill.ts";
@@ -172,6 +177,17 @@ await part("hybrid", async () => {
   const result = await benchHybrid();
   console.log(hybridReport(result));
   if (result.failures.length > 0) failed = true;
+});
+
+await part("batch", async () => {
+  const skip = streamingSkipReason();
+  if (skip) {
+    console.log(`batch: skipped (${skip})`);
+    return;
+  }
+  const report = batchReport(await benchBatch());
+  for (const line of report.lines) console.log(line);
+  if (report.failed) failed = true;
 });
 
 console.log(`took: ${timings.map(([name, s]) => `${name} ${s.toFixed(1)} s`).join(", ")}; total ${timings.reduce((a, [, s]) => a + s, 0).toFixed(1)} s`);

@@ -15,6 +15,7 @@ import { inputLimits } from "../input-limits.ts";
 import { emit, log } from "../report/log.ts";
 import { dropLine, runInvalidReport } from "../report/run-report.ts";
 import { loadTokenizer, type Tokenizer } from "../tokenizer/index.ts";
+import { formatBytes } from "../units.ts";
 import { parseBatchLines } from "./batch-file.ts";
 import { tokMissingMessage } from "./common-options.ts";
 import { openForRun } from "./execute.ts";
@@ -97,6 +98,11 @@ export async function runBatchFile(options: ParsedRun, context: BatchContext): P
     `batch: ${summary.prompts} prompt(s), ${summary.generatedIds} generated ids in ${summary.seconds.toFixed(2)} s ` +
       `(${(summary.generatedIds / Math.max(summary.seconds, 1e-9)).toFixed(1)} ids/s); ${b.steps} batched steps, ` +
       `${b.steps > 0 ? (b.sequences / b.steps).toFixed(2) : "0"} sequences and ${b.steps > 0 ? (b.rows / b.steps).toFixed(1) : "0"} rows a step on average (at most ${b.maxSequences} and ${b.maxRows})`,
+  );
+  const perId = (bytes: number) => formatBytes(bytes / Math.max(summary.generatedIds, 1));
+  log.info(
+    `batch: read from disk ${formatBytes(summary.trunkBytesRead)} of trunk and ${formatBytes(summary.expertBytesRead)} of experts, ` +
+      `${perId(summary.trunkBytesRead + summary.expertBytesRead)} per generated id (trunk_bytes=${summary.trunkBytesRead} expert_bytes=${summary.expertBytesRead})`,
   );
   stopIfSignalled();
   if (options.out !== "-") {

@@ -41,6 +41,9 @@ export interface EachSummary {
   seconds: number;
   batch: BatchStats;
   expertDrops: number;
+  /** Bytes read from disk while they ran: the streamed trunk's (0 when resident) and the routed experts'. */
+  trunkBytesRead: number;
+  expertBytesRead: number;
 }
 
 export async function generateEach(
@@ -49,6 +52,8 @@ export async function generateEach(
   const started = performance.now();
   const { experts } = engine;
   const dropsBefore = experts.drops.length;
+  const trunkBefore = engine.streamed?.stats.bytesRead ?? 0;
+  const expertsBefore = experts.total.bytesRead;
   const batcher = new StepBatcher(engine.model);
   // Per prompt: the batched steps it was in and their rows, counted by its state.
   const shared = new Map<unknown, { steps: number; rows: number }>();
@@ -98,5 +103,6 @@ export async function generateEach(
   return {
     prompts: prompts.length, generatedIds, seconds: (performance.now() - started) / 1000, batch: { ...batcher.stats },
     expertDrops: experts.drops.length - dropsBefore,
+    trunkBytesRead: (engine.streamed?.stats.bytesRead ?? 0) - trunkBefore, expertBytesRead: experts.total.bytesRead - expertsBefore,
   };
 }

@@ -1,0 +1,99 @@
+/**
+ * Continuous batching on the K3-width checkpoint (issue 24): 4 prompts through `dist/k3 --batch`
+ * decoded together (`--parallel 4`) against the same 4 one after another (`--parallel 1`, the
+ * same process shape), in two places:
+ *   - streamed at --trunk-gb 1.5, where the trunk read dominates a step: one read serves the 4
+ *     sequences, so the target is at least 3x the aggregate ids/s;
+ *   - resident with every routed expert cached, where compute does: target at least 1.5x;
+ * with the bytes read from disk per generated id in both (the trunk's and the experts'), and
+ * the ids compared (they must be equal: batching never changes an answer).
+ * The load average before each run is printed with it: the machine is shared.
+ *
+ * `bun run bench/batch.ts` alone, or part of `bun run bench`.
+ */
+import { writeFileSync } from "node:fs";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { executablePath } from "../tools/build.ts";
+import { benchPaths, ensureExecutable, prepare, type StreamingPaths } from "./streaming.ts";
+
+const progress = (line: string) => process.stderr.write(`[batch] ${line}\n`);
+const prompts = 4;
+const promptIds = 5;
+const generation = 8;
+const places = [
+  { label: "streamed, --trunk-gb 1.5", args: (p: StreamingPaths) => ["--trunk", p.trunkDir, "--trunk-gb", "1.5", "--cache-gb", "2"], target: 3 },
+  { label: "resident, every expert cached", args: () => ["--cache-gb", "3.6"], target: 1.5 },
+];
+
+interface BatchRun {
+  ids: number[][];
+  seconds: number;
+  generated: number;
+  trunkBytes: number;
+  expertBytes: number;
+  load: number;
+}
+
+async function runBatch(paths: StreamingPaths, file: string, parallel: number, extra: string[]): Promise<BatchRun> {
+  const load = loadavg()[0] ?? 0;
+  const args = [paths.dir, "--batch", file, "--parallel", String(parallel), "--gen", String(generation), ...extra];
+  progress(`dist/k3 ${args.join(" ")} (load average ${load.toFixed(2)})`);
+  const child = Bun.spawn([executablePath, ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  if (code !== 0) throw new Error(`--parallel ${parallel}: dist/k3 exited ${code}: ${stderr.trimEnd().split("\n").slice(-5).join(" | ")}`);
+  const summary = stderr.match(/batch: \d+ prompt\(s\), (\d+) generated ids in ([\d.]+) s/);
+  const bytes = stderr.match(/trunk_bytes=(\d+) expert_bytes=(\d+)/);
+  if (!summary || !bytes) throw new Error(`--parallel ${parallel}: no batch summary on stderr`);
+  return {
+    ids: stdout.split("\n").filter(Boolean).map((line) => (JSON.parse(line) as { generated_ids: number[] }).generated_ids),
+    generated: Number(summary[1]), seconds: Number(summary[2]), trunkBytes: Number(bytes[1]), expertBytes: Number(bytes[2]), load,
+  };
+}
+
+export interface BatchPlace {
+  label: string;
+  target: number;
+  alone: BatchRun;
+  together: BatchRun;
+  idsEqual: boolean;
+}
+
+export async function benchBatch(paths: StreamingPaths = benchPaths()): Promise<BatchPlace[]> {
+  await ensureExecutable();
+  await prepare(paths);
+  const file = join(tmpdir(), `k3-bench-batch-${process.pid}.txt`);
+  // Different prompts, each of 5 ids.
+  writeFileSync(file, Array.from({ length: prompts }, (_, p) => Array.from({ length: promptIds }, (_, i) => 1 + ((p * 7919 + i * 104729) % 4000)).join(",")).join("\n") + "\n");
+  const results: BatchPlace[] = [];
+  for (const place of places) {
+    const extra = place.args(paths);
+    const alone = await runBatch(paths, file, 1, extra);
+    const together = await runBatch(paths, file, prompts, extra);
+    results.push({ label: place.label, target: place.target, alone, together, idsEqual: JSON.stringify(alone.ids) === JSON.stringify(together.ids) });
+  }
+  return results;
+}
+
+export function batchReport(places: readonly BatchPlace[]): { lines: string[]; failed: boolean } {
+  const lines: string[] = [`batch: ${prompts} prompts of ${promptIds} ids, --gen ${generation}, --parallel ${prompts} against --parallel 1 (dist/k3 --batch)`];
+  let failed = false;
+  for (const p of places) {
+    const rate = (r: BatchRun) => r.generated / r.seconds;
+    const perId = (r: BatchRun) => (r.trunkBytes + r.expertBytes) / Math.max(r.generated, 1) / 1e9;
+    const gain = rate(p.together) / rate(p.alone);
+    lines.push(
+      `  ${p.label}: ${rate(p.alone).toFixed(3)} -> ${rate(p.together).toFixed(3)} ids/s, ${gain.toFixed(2)}x (target ${p.target}x: ${gain >= p.target ? "met" : "not met"}); ` +
+        `read per generated id ${perId(p.alone).toFixed(3)} -> ${perId(p.together).toFixed(3)} GB; load ${p.alone.load.toFixed(2)} / ${p.together.load.toFixed(2)}; ` +
+        `ids ${p.idsEqual ? "identical" : "DIFFER (FAIL)"}`,
+    );
+    if (!p.idsEqual) failed = true;
+  }
+  return { lines, failed };
+}
+
+if (import.meta.main) {
+  const report = batchReport(await benchBatch());
+  for (const line of report.lines) console.log(line);
+  process.exitCode = report.failed ? 1 : 0;
+}
