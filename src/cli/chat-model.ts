@@ -141,7 +141,7 @@ function directories(source: ChatModelSource): { modelDir: string; tokDir: strin
  * caller closes the engine.
  */
 export function openChatModel(
-  command: string, request: ChatModelRequest, o: ChatModelOptions,
+  command: string, request: ChatModelRequest, o: ChatModelOptions, sequences = 1,
 ): { engine: Engine; tokenizer: Tokenizer; conversation: ConversationOptions } {
   const { source } = request;
   const { modelDir, tokDir } = directories(source);
@@ -150,12 +150,15 @@ export function openChatModel(
   const tokenizer = loadTokenizer(tokDir);
   const mismatch = checkTokenizerFits(tokenizer, config, tokDir);
   if (mismatch) log.warn(mismatch);
-  const snapshotBytes = o.snapshotBytes ?? recurrentStateBytes(config, layerCount);
+  // Room for one snapshot per conversation unless --snapshot-gb says otherwise.
+  const snapshotBytes = o.snapshotBytes ?? sequences * recurrentStateBytes(config, layerCount);
   const speculation = speculationRequest(o);
+  // A verification sweep feeds the pending id and its draft in one call: the activations are sized for both.
+  const chunk = Math.max(o.prefillChunk, (speculation.speculative ?? 0) + 1);
   const engine = openEngine(
     {
-      // A verification sweep feeds the pending id and its draft in one call: the activations are sized for both.
-      modelDir, config, layerCount, positions: o.ctx, prefillChunk: Math.max(o.prefillChunk, (speculation.speculative ?? 0) + 1),
+      // With --parallel, a batched step holds one such call of every conversation.
+      modelDir, config, layerCount, positions: o.ctx, prefillChunk: sequences * chunk, sequences,
       budgets: request.budgets, trunkDir: o.trunkDir, faults: injectedFaults(), snapshotBytes, ...speculation,
     },
     { onWarning: (w) => log.warn(w), onDrop: (d) => log.error(`EXPERT DROP: layer ${d.layer} expert ${d.expert} failed to load; the reply is CORRUPT (${d.reason})`) },
@@ -168,7 +171,7 @@ export function openChatModel(
   // The draft model follows the conversation turn after turn; the conversation closes it.
   const drafter = maxDraft === undefined ? undefined : startHybrid(engine)?.drafter ?? ngramDrafter;
   const conversation: ConversationOptions = {
-    chunk: engine.plan.prefillChunk,
+    chunk,
     snapshots: { ramBytes: snapshotBytes, diskBytes: o.snapshotDiskBytes, parent: o.snapshotDir ?? tmpdir() },
     warn: (message) => log.warn(message),
     ...(drafter && maxDraft !== undefined && { speculative: { drafter, maxDraft } }),

@@ -9,6 +9,8 @@ import { ExitCode, quoteArgument, usageError } from "../errors.ts";
 import { log } from "../report/log.ts";
 import { checkPortFree, defaultBodyTimeoutSeconds, defaultIdleTimeoutSeconds, maxIdleTimeoutSeconds, startServer } from "../serve/http.ts";
 import { Conversation } from "../session/conversation.ts";
+import { ConversationPool } from "../session/conversation-pool.ts";
+import { maxParallel } from "../plan/limits.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
 import { chatModelDefaults, chatModelOptions, chatModelRequest, chatModelTailOptions, modelDirPositional, openChatModel, type ChatModelOptions } from "./chat-model.ts";
 import { helpOption } from "./common-options.ts";
@@ -25,6 +27,7 @@ interface ServeCliOptions extends ChatModelOptions {
   allowOrigins: string[];
   idleTimeoutSeconds: number;
   bodyTimeoutSeconds: number;
+  parallel: number;
 }
 
 const loopback = new Set(["127.0.0.1", "localhost", "::1"]);
@@ -38,7 +41,12 @@ const options: readonly OptionDef<ServeCliOptions>[] = [
   { name: "port", value: "N", description: "Port (default 8000; 0 picks a free one)", apply: (o, raw, flag) => { o.port = parseInteger(raw, flag, 0, 65535); } },
   { name: "api-key", value: "KEY", description: "Require Authorization: Bearer KEY on /v1 (or set K3_API_KEY); never printed", apply: (o, raw) => { o.apiKey = raw; } },
   { name: "model-name", value: "NAME", description: "The model id the API reports and accepts (default kimi-k3)", apply: (o, raw) => { o.modelName = raw; } },
-  { name: "queue", value: "N", description: "Requests that may wait behind the one generating (default 8); more get 429", apply: (o, raw, flag) => { o.queue = parseInteger(raw, flag, 0, 10_000); } },
+  {
+    name: "parallel", value: "N",
+    description: `Requests generated at once, each step one read of the weights for all, each answer as if alone (1 to ${maxParallel}, default 1)`,
+    apply: (o, raw, flag) => { o.parallel = parseInteger(raw, flag, 1, maxParallel); },
+  },
+  { name: "queue", value: "N", description: "Requests that may wait behind those generating (default 8); more get 429", apply: (o, raw, flag) => { o.queue = parseInteger(raw, flag, 0, 10_000); } },
   { name: "max-body", value: "MB", description: `Largest request body in MB (default 16, at most ${maxRequestMb}: the request reader's limit); larger gets 413`, apply: (o, raw, flag) => { o.maxBodyMb = parseInteger(raw, flag, 1, 1024); } },
   {
     name: "allow-host", value: "NAME",
@@ -90,7 +98,7 @@ export async function main(args: readonly string[]): Promise<number> {
   const o: ServeCliOptions = {
     tokDir: undefined, configPath: undefined, layers: undefined, budgets: [], trunkDir: undefined, host: "127.0.0.1",
     port: 8000, apiKey: undefined, modelName: "kimi-k3", queue: 8, maxBodyMb: 16, allowHosts: [], allowOrigins: [],
-    idleTimeoutSeconds: defaultIdleTimeoutSeconds, bodyTimeoutSeconds: defaultBodyTimeoutSeconds, ...chatModelDefaults,
+    idleTimeoutSeconds: defaultIdleTimeoutSeconds, bodyTimeoutSeconds: defaultBodyTimeoutSeconds, parallel: 1, ...chatModelDefaults,
   };
   const positionals = await parseCommandArgs(args, command, o);
   if (!positionals) return ExitCode.ok;
@@ -103,12 +111,14 @@ export async function main(args: readonly string[]): Promise<number> {
   if (!loopback.has(o.host) && apiKey === undefined) log.warn(`listening on ${o.host} without an API key: anyone who can reach it can use it (--api-key or K3_API_KEY)`);
   if (o.maxBodyMb > maxRequestMb) log.warn(`--max-body ${o.maxBodyMb} is above the ${maxRequestMb} MB a request may be: bodies over ${maxRequestMb} MB get 413`);
   checkPortFree(o.host, o.port); // before a model that may take minutes to load
-  const opened = openChatModel("k3 serve", request, o);
+  if (o.parallel > 1 && o.draftTrunk) throw usageError("--draft-trunk drafts for one conversation at a time: it cannot be combined with --parallel");
+  const opened = openChatModel("k3 serve", request, o, o.parallel);
   using engine = opened.engine;
   const tokenizer = opened.tokenizer;
-  const conversation = new Conversation(engine.model, opened.conversation);
+  const conversation = o.parallel > 1 ? new ConversationPool(engine.model, o.parallel, opened.conversation) : new Conversation(engine.model, opened.conversation);
+  if (o.parallel > 1) log.info(`k3 serve: up to ${o.parallel} requests generate together, each step one read of the weights for all`);
   const running = startServer(conversation, tokenizer, {
-    host: o.host, port: o.port, apiKey, modelName: o.modelName, maxBodyBytes: Math.min(o.maxBodyMb * MiB, inputLimits.requestBytes), queue: o.queue,
+    host: o.host, port: o.port, apiKey, modelName: o.modelName, maxBodyBytes: Math.min(o.maxBodyMb * MiB, inputLimits.requestBytes), queue: o.queue, parallel: o.parallel,
     defaultMaxTokens: o.maxTokens, allowHosts: o.allowHosts, allowOrigins: o.allowOrigins,
     idleTimeoutSeconds: o.idleTimeoutSeconds, bodyTimeoutSeconds: o.bodyTimeoutSeconds,
   });

@@ -25,8 +25,10 @@ export interface ServeOptions {
   apiKey: string | undefined;
   modelName: string;
   maxBodyBytes: number;
-  /** Requests that may wait behind the one generating; more are refused with 429. */
+  /** Requests that may wait behind those generating; more are refused with 429. */
   queue: number;
+  /** Requests generating at once (--parallel), their steps batched; default 1. */
+  parallel?: number;
   defaultMaxTokens: number;
   /** Host names answered besides the loopback names and the bound address (--allow-host). */
   allowHosts?: readonly string[];
@@ -45,43 +47,66 @@ export const defaultBodyTimeoutSeconds = 30;
 /** Bun's ceiling for idleTimeout. */
 export const maxIdleTimeoutSeconds = 255;
 
-/** A FIFO of generations: one runs, at most `limit` wait. */
+/** A FIFO of generations: up to `slots` run at once (--parallel), at most `limit` wait. */
 class GenerationQueue {
   readonly #limit: number;
-  #tail: Promise<void> = Promise.resolve();
-  #waiting = 0;
-  #running = false;
+  readonly #slots: number;
+  #running = 0;
+  readonly #waiting: (() => void)[] = [];
+  #idle: PromiseWithResolvers<void> | undefined;
 
-  constructor(limit: number) {
+  constructor(limit: number, slots = 1) {
     this.#limit = limit;
+    this.#slots = slots;
   }
 
   /**
-   * Undefined when full; otherwise a promise that resolves when it is this caller's turn, and
-   * how many generations run or wait ahead of it now.
+   * Undefined when full; otherwise a promise that resolves when it is this caller's turn (to a
+   * function that ends it), and how many generations must end or start before it does.
    */
   enter(): { ready: Promise<() => void>; ahead: number } | undefined {
-    if (this.#running && this.#waiting >= this.#limit) return undefined;
-    const ahead = this.#waiting + (this.#running ? 1 : 0);
-    this.#waiting++;
-    const previous = this.#tail;
-    let release!: () => void;
-    this.#tail = new Promise((resolve) => { release = resolve; });
-    const ready = previous.then(() => {
-      this.#waiting--;
-      this.#running = true;
-      return () => {
-        this.#running = false;
-        release();
-      };
-    });
+    if (this.#running >= this.#slots && this.#waiting.length >= this.#limit) return undefined;
+    const ahead = this.#waiting.length + Math.max(0, this.#running - this.#slots + 1);
+    const release = () => {
+      this.#running--;
+      const next = this.#waiting.shift();
+      if (next) next();
+      else if (this.#running === 0) this.#idle?.resolve();
+    };
+    let ready: Promise<() => void>;
+    if (this.#running < this.#slots) {
+      this.#running++;
+      ready = Promise.resolve(once(release));
+    } else {
+      const { promise, resolve } = Promise.withResolvers<() => void>();
+      this.#waiting.push(() => {
+        this.#running++;
+        resolve(once(release));
+      });
+      ready = promise;
+    }
     return { ready, ahead };
   }
 
   /** Resolves when everything queued so far has finished. */
   idle(): Promise<void> {
-    return this.#tail;
+    if (this.#running === 0 && this.#waiting.length === 0) return Promise.resolve();
+    this.#idle ??= Promise.withResolvers<void>();
+    const idle = this.#idle;
+    return idle.promise.then(() => {
+      if (this.#idle === idle) this.#idle = undefined;
+    });
   }
+}
+
+/** `f`, callable once (a turn ends once, however many paths end it). */
+function once(f: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    f();
+  };
 }
 
 /**
@@ -111,7 +136,15 @@ export interface RunningServer {
 
 export function startServer(source: GenerationSource, tokenizer: Tokenizer, options: ServeOptions): RunningServer {
   const stopIdSet = stopIds(controlIds(tokenizer));
-  const queue = new GenerationQueue(options.queue);
+  const queue = new GenerationQueue(options.queue, options.parallel ?? 1);
+  /** /health: up or stopping; with --parallel, the batched steps so far. */
+  const health = () => {
+    const b = source.batchStats;
+    return {
+      status: closing ? "stopping" : "ok", parallel: options.parallel ?? 1,
+      ...(b && { batch: { steps: b.steps, sequences: b.sequences, rows: b.rows, max_sequences: b.maxSequences, max_rows: b.maxRows } }),
+    };
+  };
   // Admission: requests are parsed, rendered and encoded one at a time, so a flood of large
   // bodies costs one parse's memory, not one per connection; as many may wait as for a generation.
   const admission = new GenerationQueue(options.queue);
@@ -319,7 +352,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
 
   async function route(req: Request): Promise<Response> {
     const path = new URL(req.url).pathname;
-    if (path === "/health") return req.method === "GET" ? Response.json({ status: closing ? "stopping" : "ok" }) : methodNotAllowed("GET");
+    if (path === "/health") return req.method === "GET" ? Response.json(health()) : methodNotAllowed("GET");
     if (closing) return errorResponse(apiError(503, "server_error", "the server is shutting down", "shutting_down"));
     if (path.startsWith("/v1/") && options.apiKey !== undefined && !keyMatches(req.headers.get("authorization"), options.apiKey)) {
       return errorResponse(apiError(401, "invalid_request_error", "a missing or wrong API key (send Authorization: Bearer KEY)", "invalid_api_key"));

@@ -9,6 +9,7 @@
 import type { Drafter } from "../decode/drafter.ts";
 import { decode, type FinishReason, type SpeculationStats } from "../decode/loop.ts";
 import type { Sampler } from "../decode/sampler.ts";
+import type { StepBatch } from "../decode/step-batch.ts";
 import { fitReply } from "../decode/reply-room.ts";
 import { usageError } from "../errors.ts";
 import type { Model } from "../model/forward.ts";
@@ -79,6 +80,8 @@ export interface ConversationOptions {
   warn: (message: string) => void;
   /** Speculative decode on every turn: drafts of up to `maxDraft` ids, each verified (the replies do not change). Closed with the conversation. */
   speculative?: { drafter: Drafter; maxDraft: number };
+  /** The batched steps this conversation's forward calls join, with other conversations' (decode/step-batch.ts). */
+  batch?: StepBatch<SequenceState>;
 }
 
 export class Conversation {
@@ -87,6 +90,7 @@ export class Conversation {
   readonly #chunk: number;
   readonly #snapshots: SnapshotStore;
   readonly #speculative: ConversationOptions["speculative"];
+  readonly #batch: ConversationOptions["batch"];
   /** The ids the live state has consumed, in order: its MLA rows are theirs. */
   #fed: number[] = [];
 
@@ -96,6 +100,7 @@ export class Conversation {
     this.#state = model.newState();
     this.#snapshots = new SnapshotStore(options.snapshots, options.warn);
     this.#speculative = options.speculative;
+    this.#batch = options.batch;
   }
 
   /** Positions one conversation can hold (prompt and reply together). */
@@ -106,6 +111,12 @@ export class Conversation {
   /** The snapshots held, most recently used first (tests, statistics). */
   get snapshotIds(): (readonly number[])[] {
     return this.#snapshots.held.map((s) => s.ids);
+  }
+
+  /** How many of `ids` a turn on them would reuse (from the live state or a snapshot), without touching anything. */
+  reusable(ids: readonly number[]): number {
+    const live = this.#fed.length < ids.length && isPrefix(this.#fed, ids) ? this.#fed.length : 0;
+    return Math.max(live, this.#snapshots.find(ids, this.#fed)?.ids.length ?? 0);
   }
 
   /** Forgets everything: the next turn starts from a zero state. */
@@ -189,7 +200,7 @@ export class Conversation {
     let decodeStarted = turnStarted;
     const decoded = await decode(this.#model, fresh, {
       mode: "incremental", maxNewTokens: options.maxNewTokens, sampler: options.sampler, stopIds: options.stopIds,
-      state: this.#state, history: reused, prefillChunk: this.#chunk, prefillBreaks: [messagesEnd], speculative: this.#speculative,
+      state: this.#state, history: reused, prefillChunk: this.#chunk, prefillBreaks: [messagesEnd], speculative: this.#speculative, batch: this.#batch,
       onToken: options.onToken, cancelled: options.cancelled,
       onPrefill: (fed) => {
         // The ids the state holds now, copied only where a snapshot is taken (not after every chunk).

@@ -10,6 +10,7 @@ import { MessageBuilder, type AssistantMessage } from "../chat/reply-message.ts"
 import { createSampler } from "../decode/sampling.ts";
 import type { SamplingOptions } from "../decode/sampling-options.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
+import type { BatchStats } from "../decode/step-batch.ts";
 import type { PrefillProgress, RenderedPrompt, TurnOptions, TurnResult } from "./conversation.ts";
 
 /**
@@ -21,6 +22,8 @@ export interface GenerationSource {
   /** Positions a prompt and its reply may take together. */
   readonly capacity: number;
   turn(prompt: RenderedPrompt, options: TurnOptions): Promise<TurnResult>;
+  /** With several conversations generating at once (--parallel): the batched steps so far. */
+  readonly batchStats?: BatchStats;
 }
 
 /**

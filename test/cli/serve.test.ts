@@ -72,7 +72,7 @@ const dataOf = (text: string) => ({
 describe.concurrent("k3 serve", () => {
   test("health, models, and the answers the openai client parses: greedy equals k3 chat --json", async () => {
     const s = await serve();
-    expect(await (await fetch(`${s.url}/health`)).json()).toEqual({ status: "ok" });
+    expect(await (await fetch(`${s.url}/health`)).json()).toEqual({ status: "ok", parallel: 1 });
     const models = await client(s).models.list();
     expect(models.data.map((m) => m.id)).toEqual(["kimi-k3"]);
     expect((await client(s).models.retrieve("kimi-k3")).id).toBe("kimi-k3");
