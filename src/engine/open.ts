@@ -254,7 +254,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
     }),
   };
   events.onPlan?.(plan);
-  checkKvFits(plan.memory, plan.availableBytes, request.positions);
+  // More sequences than fit is said as such first, naming the most that do; then the KV preflight.
   const sequences = request.sequences ?? 1;
   if (sequences > 1 && plan.availableBytes !== undefined && plan.memory.totalBytes > 0.95 * plan.availableBytes) {
     const fit = sequencesFitting(planInputs, plan.availableBytes);
@@ -264,6 +264,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
         (fit > 0 ? `at most --parallel ${fit} fits` : "not even one sequence fits: lower --cache-gb or --trunk-gb"),
     );
   }
+  checkKvFits(plan.memory, plan.availableBytes, request.positions);
   checkPlanFits(plan.memory, plan.availableBytes);
 
   using opened = new DisposableStack();

@@ -7,7 +7,9 @@
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { demoDir } from "../support/demo.ts";
+import { k3Async } from "../support/k3-async.ts";
 import { serve, stopAll, type Served } from "../support/serve.ts";
+import { tempDir } from "../support/tmp.ts";
 
 setDefaultTimeout(60_000);
 afterAll(stopAll, 30_000);
@@ -87,5 +89,23 @@ describe("k3 serve --parallel 4", () => {
       turns.push([a.choices[0]!.message, b.choices[0]!.message, b.k3.reused_prompt_ids]);
     }
     expect(turns[1]).toEqual(turns[0]!);
+  });
+});
+
+describe.concurrent("k3 serve --parallel: refusals", () => {
+  const home = () => ({ HOME: tempDir("home") });
+  test("an N whose states do not fit is refused before loading, naming the most that do (exit 1)", async () => {
+    // The demo model's KV cache at a million positions is about 1 GB a conversation.
+    const r = await k3Async(["serve", "--demo", "--ctx", "1000000", "--parallel", "256", "--port", "0"], { env: home(), timeoutMs: 30_000 });
+    expect(r.code).toBe(1);
+    const line = r.stderr.trim().split("\n").at(-1)!;
+    const fit = Number(line.match(/^k3: REFUSING TO START: --parallel 256 needs [\d.]+ GB but only [\d.]+ GB is available \(95% usable\); at most --parallel (\d+) fits$/)?.[1]);
+    expect(fit).toBeGreaterThanOrEqual(1);
+    expect(fit).toBeLessThan(256);
+  });
+
+  test("--draft-trunk with --parallel above 1: exit 2, one line", async () => {
+    const r = await k3Async(["serve", "--demo", "--parallel", "2", "--draft-trunk", "/nonexistent", "--port", "0"], { env: home() });
+    expect([r.code, r.stderr]).toEqual([2, "k3: --draft-trunk drafts for one conversation at a time: it cannot be combined with --parallel\n"]);
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { autoBudget, budgetRequest, readMemory, resolveBudgets } from "../../src/plan/budget.ts";
 import { positionCeiling } from "../../src/plan/limits.ts";
-import { checkKvFits, checkPlanFits, memoryPlan, recurrentStateBytes, replayRecordBytes } from "../../src/plan/memory-plan.ts";
+import { checkKvFits, checkPlanFits, memoryPlan, recurrentStateBytes, replayRecordBytes, sequencesFitting, type PlanInputs } from "../../src/plan/memory-plan.ts";
 import { releasedConfig } from "../../tools/checkpoint/released-config.ts";
 import { planTrunk } from "../../src/plan/trunk-plan.ts";
 import { K3Error } from "../../src/errors.ts";
@@ -116,6 +116,26 @@ describe("memory plan", () => {
       // The ceiling is the whole plan's: here the rest of it (32 MB of runtime growth) leaves no room.
       expect((error as K3Error).message).toMatch(/^REFUSING: the KV cache needs 23\.59 MB for 36864 positions \(640 B per position\) .*; at most 0 positions fit;/);
     }
+  });
+
+  test("--parallel N: N recurrent states and KV caches, each sequence's positions; the most N that fits is found", () => {
+    const inputs: PlanInputs = {
+      config: releasedConfig, layerCount: 93, positions: 8192, callTokens: 64,
+      trunk: { mode: "streamed", bytes: 16e9 }, tablesBytes: 4.7e9, expertCacheBytes: 10e9, baselineBytes: 1e8,
+    };
+    const one = memoryPlan(inputs);
+    const four = memoryPlan({ ...inputs, sequences: 4, callTokens: 4 * 64 });
+    const term = (p: ReturnType<typeof memoryPlan>, name: string) => p.terms.find((t) => t.name.startsWith(name))!;
+    expect(term(four, "KV cache")).toEqual({ name: "KV cache (4 sequences)", bytes: 4 * term(one, "KV cache").bytes });
+    expect(term(four, "recurrent state")).toEqual({ name: "recurrent state (4 sequences)", bytes: 4 * recurrentStateBytes(releasedConfig, 93) });
+    expect(term(four, "buffers").bytes).toBeGreaterThan(term(one, "buffers").bytes); // activations for 4 chunks in one step
+    expect(four.kvBytesPerPosition).toBe(4 * one.kvBytesPerPosition);
+    // With MemAvailable between the plans for 2 and 3 sequences, 2 is the most that fits.
+    const at = (n: number) => memoryPlan({ ...inputs, sequences: n, callTokens: n * 64 }).totalBytes / 0.95;
+    const available = (at(2) + at(3)) / 2;
+    expect(sequencesFitting({ ...inputs, sequences: 4, callTokens: 4 * 64 }, available)).toBe(2);
+    expect(sequencesFitting({ ...inputs, sequences: 4, callTokens: 4 * 64 }, at(4) + 1)).toBe(4);
+    expect(sequencesFitting({ ...inputs, sequences: 4, callTokens: 4 * 64 }, at(1) - 1)).toBe(0);
   });
 
   test("the released config: the latent cache is 58 GB at 2^20 positions (2.48 TB expanded), 7.25 GB at 131,072", () => {
