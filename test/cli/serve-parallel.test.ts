@@ -6,6 +6,7 @@
  * the others. Multi-turn reuse keeps working per conversation.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { chatModelDir } from "../support/chat-fixture.ts";
 import { demoDir } from "../support/demo.ts";
 import { k3Async } from "../support/k3-async.ts";
 import { serve, stopAll, type Served } from "../support/serve.ts";
@@ -107,5 +108,61 @@ describe.concurrent("k3 serve --parallel: refusals", () => {
   test("--draft-trunk with --parallel above 1: exit 2, one line", async () => {
     const r = await k3Async(["serve", "--demo", "--parallel", "2", "--draft-trunk", "/nonexistent", "--port", "0"], { env: home() });
     expect([r.code, r.stderr]).toEqual([2, "k3: --draft-trunk drafts for one conversation at a time: it cannot be combined with --parallel\n"]);
+  });
+});
+
+describe("k3 serve --parallel: fairness", () => {
+  test("a 2,000-id prompt admitted while 3 requests decode: none of them waits more than a chunk's step between two of its ids", async () => {
+    // The random-weight chat fixture: its replies run as long as they are allowed to.
+    const s = await serve(chatModelDir(), ["--parallel", "4", "--prefill-chunk", "64", "--ctx", "4096"]);
+    const post = (body: unknown, signal?: AbortSignal) =>
+      fetch(`${s.url}/v1/completions`, { method: "POST", signal, headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    /** Arrival times of a stream's data chunks and of its prefill comments, as they come. */
+    const watch = async (response: Response) => {
+      const data: number[] = [];
+      const prefill: number[] = [];
+      const reader = response.body!.getReader();
+      const decoder = new TextDecoder();
+      let buffered = "";
+      for (;;) {
+        let chunk: ReadableStreamReadResult<Uint8Array>;
+        try {
+          chunk = await reader.read();
+        } catch {
+          break; // this test aborted it: what came is what it measures
+        }
+        const { value, done } = chunk;
+        if (done) break;
+        buffered += decoder.decode(value, { stream: true });
+        const lines = buffered.split("\n");
+        buffered = lines.pop()!;
+        for (const line of lines) {
+          if (line.startsWith("data: {")) data.push(performance.now());
+          else if (line.startsWith(": k3 prefill")) prefill.push(performance.now());
+        }
+      }
+      return { data, prefill };
+    };
+    const stop = new AbortController();
+    const decoders = [0, 1, 2].map(async (i) => watch(await post({ prompt: `Story ${i}:`, max_tokens: 1000, temperature: 0, stream: true }, stop.signal)));
+    await Bun.sleep(300); // they are decoding
+    const long = "a b c d e f g h ".repeat(250); // about 2,000 ids
+    const admitted = performance.now();
+    const longRun = watch(await post({ prompt: long, max_tokens: 2, temperature: 0, stream: true }));
+    const { prefill } = await longRun;
+    const finished = prefill.at(-1)!;
+    await Bun.sleep(100);
+    stop.abort();
+    const chunks = prefill.length - 1; // the first comment comes before any chunk
+    expect(chunks).toBeGreaterThanOrEqual(25); // fed in chunks of 64, one a step
+    // The longest step that carried one of its chunks, from the comments' arrival.
+    const chunkStep = Math.max(...prefill.slice(1).map((t, i) => t - prefill[i]!));
+    for (const decoder of await Promise.all(decoders)) {
+      const during = decoder.data.filter((t) => t > admitted && t < finished);
+      expect(during.length).toBeGreaterThanOrEqual(chunks / 2); // it kept emitting while the prompt went in
+      const gaps = during.slice(1).map((t, i) => t - during[i]!);
+      // Were the prompt fed whole before the others' next step, a gap would be the whole prefill (tens of chunks).
+      expect(Math.max(...gaps)).toBeLessThan(3 * chunkStep + 50);
+    }
   });
 });
