@@ -62,7 +62,7 @@ function resultLine(r: EachResult): string {
     index: r.index, prompt_ids: r.promptIds, generated_ids: r.generatedIds, generated_text: r.generatedText, finish_reason: r.finishReason,
     usage: { prompt_tokens: r.promptIds.length, completion_tokens: r.generatedIds.length },
     ...(r.speculation && { speculation: r.speculation }),
-    batch: { steps: r.steps, shared_rows: r.sharedRows },
+    batch: { steps: r.steps, shared_rows: r.sharedRows, bytes_read_share: r.bytesReadShare },
   })}\n`;
 }
 

@@ -33,6 +33,8 @@ export interface EachResult {
   /** Batched steps this prompt took part in, and the rows of those steps, its own included. */
   steps: number;
   sharedRows: number;
+  /** Its share of the bytes those steps read from disk (trunk and experts), by its rows in each. */
+  bytesReadShare: number;
 }
 
 export interface EachSummary {
@@ -55,11 +57,14 @@ export async function generateEach(
   const trunkBefore = engine.streamed?.stats.bytesRead ?? 0;
   const expertsBefore = experts.total.bytesRead;
   const batcher = new StepBatcher(engine.model);
-  // Per prompt: the batched steps it was in and their rows, counted by its state.
-  const shared = new Map<unknown, { steps: number; rows: number }>();
+  // Per prompt: the batched steps it was in, their rows, and its share of what they read, counted by its state.
+  const shared = new Map<unknown, { steps: number; rows: number; bytes: number }>();
+  const trunkRead = () => engine.streamed?.stats.bytesRead ?? 0;
+  let trunkAtStep = 0;
   batcher.hooks = {
     before: (calls) => {
       experts.beginStep();
+      trunkAtStep = trunkRead();
       const rows = calls.reduce((n, c) => n + c.ids.length, 0);
       for (const call of calls) {
         const seen = shared.get(call.state);
@@ -69,7 +74,15 @@ export async function generateEach(
         }
       }
     },
-    after: () => experts.endStep(),
+    after: (calls) => {
+      experts.endStep();
+      const read = trunkRead() - trunkAtStep + experts.step.bytesRead;
+      const rows = calls.reduce((n, c) => n + c.ids.length, 0);
+      for (const call of calls) {
+        const seen = shared.get(call.state);
+        if (seen) seen.bytes += (read * call.ids.length) / rows;
+      }
+    },
   };
   let next = 0;
   let generatedIds = 0;
@@ -78,7 +91,7 @@ export async function generateEach(
       const index = next++;
       const prompt = prompts[index] as readonly number[];
       const state = engine.model.newState();
-      const counts = { steps: 0, rows: 0 };
+      const counts = { steps: 0, rows: 0, bytes: 0 };
       shared.set(state, counts);
       try {
         const decoded = await decode(engine.model, prompt, {
@@ -91,7 +104,7 @@ export async function generateEach(
           index, promptIds: prompt, generatedIds: decoded.generated,
           generatedText: options.tokenizer && decoded.generated.length > 0 ? options.tokenizer.decodeText(decoded.generated) : null,
           finishReason: decoded.finish, ...(decoded.speculation && { speculation: decoded.speculation }),
-          steps: counts.steps, sharedRows: counts.rows,
+          steps: counts.steps, sharedRows: counts.rows, bytesReadShare: Math.round(counts.bytes),
         });
       } finally {
         shared.delete(state);

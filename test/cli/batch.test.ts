@@ -24,7 +24,7 @@ interface Line {
   generated_text: string | null;
   finish_reason: string;
   usage: { prompt_tokens: number; completion_tokens: number };
-  batch: { steps: number; shared_rows: number };
+  batch: { steps: number; shared_rows: number; bytes_read_share: number };
 }
 
 /** The prompts: ids (three spellings) and text, of different lengths. */
@@ -65,6 +65,10 @@ describe.concurrent("k3 --batch", () => {
       }
       // The steps were shared: some step of each prompt held rows of others.
       for (const line of lines.slice(0, 3)) expect(line.batch.shared_rows).toBeGreaterThan(line.batch.steps);
+      // The prompts' shares of the bytes read add up to what the run read (each rounded to a byte).
+      const [, trunk, experts] = batched.stderr.match(/trunk_bytes=(\d+) expert_bytes=(\d+)/)!.map(Number) as [number, number, number];
+      expect(trunk + experts).toBeGreaterThan(0);
+      expect(Math.abs(lines.reduce((n, l) => n + l.batch.bytes_read_share, 0) - (trunk + experts))).toBeLessThanOrEqual(lines.length);
       expect(batched.stderr).toContain("batch: 4 prompt(s)");
       expect(batched.stderr).toMatch(/at most 3 and \d+\)/);
     });

@@ -125,7 +125,7 @@ describe("k3 serve --parallel: fairness", () => {
       const decoder = new TextDecoder();
       let buffered = "";
       for (;;) {
-        let chunk: ReadableStreamReadResult<Uint8Array>;
+        let chunk: Awaited<ReturnType<typeof reader.read>>;
         try {
           chunk = await reader.read();
         } catch {
