@@ -119,6 +119,7 @@ export async function main(args: readonly string[]): Promise<number> {
   if (o.parallel > 1) log.info(`k3 serve: up to ${o.parallel} requests generate together, each step one read of the weights for all`);
   const running = startServer(conversation, tokenizer, {
     host: o.host, port: o.port, apiKey, modelName: o.modelName, maxBodyBytes: Math.min(o.maxBodyMb * MiB, inputLimits.requestBytes), queue: o.queue, parallel: o.parallel,
+    bytesRead: () => (engine.streamed?.stats.bytesRead ?? 0) + engine.experts.bytesReadEver,
     defaultMaxTokens: o.maxTokens, allowHosts: o.allowHosts, allowOrigins: o.allowOrigins,
     idleTimeoutSeconds: o.idleTimeoutSeconds, bodyTimeoutSeconds: o.bodyTimeoutSeconds,
   });

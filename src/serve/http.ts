@@ -29,6 +29,8 @@ export interface ServeOptions {
   queue: number;
   /** Requests generating at once (--parallel), their steps batched; default 1. */
   parallel?: number;
+  /** Bytes read from disk so far (trunk and experts), for /health's per-id figure. */
+  bytesRead?: () => number;
   defaultMaxTokens: number;
   /** Host names answered besides the loopback names and the bound address (--allow-host). */
   allowHosts?: readonly string[];
@@ -54,6 +56,18 @@ class GenerationQueue {
   #running = 0;
   readonly #waiting: (() => void)[] = [];
   #idle: PromiseWithResolvers<void> | undefined;
+  /** Seconds during which at least one generation ran, up to the last time none did. */
+  #busySeconds = 0;
+  #busySince = 0;
+
+  /** Seconds during which at least one generation ran, so far. */
+  get busySeconds(): number {
+    return this.#busySeconds + (this.#running > 0 ? (performance.now() - this.#busySince) / 1000 : 0);
+  }
+
+  #start(): void {
+    if (this.#running++ === 0) this.#busySince = performance.now();
+  }
 
   constructor(limit: number, slots = 1) {
     this.#limit = limit;
@@ -68,19 +82,19 @@ class GenerationQueue {
     if (this.#running >= this.#slots && this.#waiting.length >= this.#limit) return undefined;
     const ahead = this.#waiting.length + Math.max(0, this.#running - this.#slots + 1);
     const release = () => {
-      this.#running--;
+      if (--this.#running === 0) this.#busySeconds += (performance.now() - this.#busySince) / 1000;
       const next = this.#waiting.shift();
       if (next) next();
       else if (this.#running === 0) this.#idle?.resolve();
     };
     let ready: Promise<() => void>;
     if (this.#running < this.#slots) {
-      this.#running++;
+      this.#start();
       ready = Promise.resolve(once(release));
     } else {
       const { promise, resolve } = Promise.withResolvers<() => void>();
       this.#waiting.push(() => {
-        this.#running++;
+        this.#start();
         resolve(once(release));
       });
       ready = promise;
@@ -137,11 +151,27 @@ export interface RunningServer {
 export function startServer(source: GenerationSource, tokenizer: Tokenizer, options: ServeOptions): RunningServer {
   const stopIdSet = stopIds(controlIds(tokenizer));
   const queue = new GenerationQueue(options.queue, options.parallel ?? 1);
-  /** /health: up or stopping; with --parallel, the batched steps so far. */
+  /** Requests answered and the ids they generated, for /health. */
+  const served = { requests: 0, generatedIds: 0 };
+  const count = (usage: { completion_tokens: number }) => {
+    served.requests++;
+    served.generatedIds += usage.completion_tokens;
+  };
+  /**
+   * /health: up or stopping; what the server generated (ids per second of the time anything
+   * generated, and bytes read from disk per generated id); with --parallel, the batched steps.
+   */
   const health = () => {
     const b = source.batchStats;
+    const busy = queue.busySeconds;
+    const read = options.bytesRead?.();
     return {
       status: closing ? "stopping" : "ok", parallel: options.parallel ?? 1,
+      generation: {
+        requests: served.requests, generated_ids: served.generatedIds, busy_seconds: Number(busy.toFixed(3)),
+        ids_per_second: busy > 0 ? Number((served.generatedIds / busy).toFixed(3)) : 0,
+        ...(read !== undefined && { bytes_read: read, bytes_per_generated_id: served.generatedIds > 0 ? Math.round(read / served.generatedIds) : 0 }),
+      },
       ...(b && { batch: { steps: b.steps, sequences: b.sequences, rows: b.rows, max_sequences: b.maxSequences, max_rows: b.maxRows } }),
     };
   };
@@ -248,6 +278,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       const release = await turn.ready;
       try {
         const c = await runTextCompletion(request, source, tokenizer, stopIdSet, () => {}, cancelled);
+        count(c.usage);
         return Response.json({ ...head, choices: [{ index: 0, text: c.text, logprobs: null, finish_reason: c.finishReason }], usage: c.usage, k3: c.stats });
       } catch (error) {
         return errorResponse(fromThrown(error));
@@ -260,6 +291,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       try {
         const text = (piece: string) => send({ ...head, choices: [{ index: 0, text: piece, logprobs: null, finish_reason: null }] });
         const c = await runTextCompletion(request, source, tokenizer, stopIdSet, text, cancelled, progress);
+        count(c.usage);
         send({ ...head, choices: [{ index: 0, text: "", logprobs: null, finish_reason: c.finishReason }] });
         if (request.includeUsage) send({ ...head, choices: [], usage: c.usage, k3: c.stats });
       } finally {
@@ -286,6 +318,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       const release = await turn.ready;
       try {
         const c = await runCompletion(prepared, source, tokenizer, stopIdSet, () => {}, cancelled);
+        count(c.usage);
         return Response.json(completionBody(head, c));
       } catch (error) {
         return errorResponse(fromThrown(error));
@@ -311,6 +344,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
           progress(p);
           if (p.fed === p.total) open();
         });
+        count(c.usage);
         open();
         chunk({}, c.finishReason);
         if (prepared.request.includeUsage) send({ ...head, object: "chat.completion.chunk", choices: [], usage: c.usage, k3: c.stats });

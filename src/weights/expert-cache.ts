@@ -131,6 +131,8 @@ export class ExpertCache {
   readonly trace: ExpertTraceRecorder | undefined;
   /** Every read this cache has issued, ever (counters above reset per step; this one never does). */
   readsIssued = 0;
+  /** Bytes of every read collected, ever (a server's totals across requests). */
+  bytesReadEver = 0;
 
   /** `plan` (from `planExpertCache`) sets the slots; reads go through the reader's `files`. */
   constructor(index: CheckpointIndex, config: ModelConfig, plan: ExpertCachePlan, files: ShardFiles, options: ExpertCacheOptions = {}) {
@@ -246,6 +248,7 @@ export class ExpertCache {
         const location = this.#location(key);
         this.step.reads++;
         this.step.bytesRead += location.bytes;
+        this.bytesReadEver += location.bytes;
         this.step.readSeconds += seconds;
         this.#slots[slot] = { kind: "resident", key, payload };
       } catch (error) {

@@ -57,9 +57,18 @@ describe("k3 serve --parallel 4", () => {
       return answer(four, r);
     }));
     for (const [i, r] of requests.entries()) expect({ i, path: r.path, got: together[i] }).toEqual({ i, path: r.path, got: alone[i] });
-    const health = (await (await fetch(`${four.url}/health`)).json()) as { status: string; parallel: number; batch: { steps: number; max_sequences: number } };
-    expect(health.parallel).toBe(4);
-    expect(health.batch.max_sequences).toBeGreaterThanOrEqual(2); // they did share steps
+    type Health = { parallel: number; batch?: { steps: number; max_sequences: number }; generation: { requests: number; generated_ids: number; ids_per_second: number; busy_seconds: number; bytes_per_generated_id: number } };
+    const [healthOne, health] = await Promise.all([one, four].map(async (s) => (await (await fetch(`${s.url}/health`)).json()) as Health));
+    expect([healthOne!.parallel, health!.parallel]).toEqual([1, 4]);
+    expect(healthOne!.batch).toBeUndefined();
+    expect(health!.batch!.max_sequences).toBeGreaterThanOrEqual(2); // they did share steps
+    // The same answers: the same ids generated; both report their rate over the time they were generating.
+    expect(health!.generation.requests).toBe(requests.length);
+    expect(health!.generation.generated_ids).toBe(healthOne!.generation.generated_ids);
+    for (const h of [healthOne!, health!]) {
+      expect(h.generation.ids_per_second).toBeCloseTo(h.generation.generated_ids / h.generation.busy_seconds, 0);
+      expect(h.generation.bytes_per_generated_id).toBeGreaterThanOrEqual(0);
+    }
   });
 
   test("a request cancelled mid-way changes nothing for the others", async () => {

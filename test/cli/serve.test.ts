@@ -72,7 +72,10 @@ const dataOf = (text: string) => ({
 describe.concurrent("k3 serve", () => {
   test("health, models, and the answers the openai client parses: greedy equals k3 chat --json", async () => {
     const s = await serve();
-    expect(await (await fetch(`${s.url}/health`)).json()).toEqual({ status: "ok", parallel: 1 });
+    expect(await (await fetch(`${s.url}/health`)).json()).toEqual({
+      status: "ok", parallel: 1,
+      generation: { requests: 0, generated_ids: 0, busy_seconds: 0, ids_per_second: 0, bytes_read: expect.any(Number), bytes_per_generated_id: 0 },
+    });
     const models = await client(s).models.list();
     expect(models.data.map((m) => m.id)).toEqual(["kimi-k3"]);
     expect((await client(s).models.retrieve("kimi-k3")).id).toBe("kimi-k3");
