@@ -5,20 +5,7 @@
  * of the event loop if one is not (a slow consumer must not hold the others up). The model gives
  * each row the bits it gets alone, so when a step goes, and with whom, never changes an answer.
  */
-import type { Outputs, RunOptions } from "../model/sequence.ts";
-
-/** One sequence's part of a batched call. */
-export interface BatchedCall<State> {
-  state: State;
-  ids: readonly number[];
-  outputs?: Outputs;
-  replayable?: boolean;
-}
-
-/** A model that can run several sequences' calls as one step (model/forward.ts Model). */
-export interface BatchForward<State> {
-  runBatch(calls: readonly BatchedCall<State>[]): Float32Array[];
-}
+import type { BatchedCall, BatchForward, Outputs, RunOptions } from "../model/sequence.ts";
 
 /** What one sequence's decode loop sees: a forward call that may share its step with others'. */
 export interface StepBatch<State> {
@@ -48,8 +35,8 @@ export class StepBatcher<State> implements StepBatch<State> {
   #members = 0;
   #flushQueued = false;
   readonly stats: BatchStats = { steps: 0, rows: 0, sequences: 0, maxRows: 0, maxSequences: 0 };
-  /** Around each step, with its calls (per-step counters, statistics per request). */
-  hooks: { before?: (calls: readonly BatchedCall<State>[]) => void; after?: (calls: readonly BatchedCall<State>[], seconds: number) => void } = {};
+  /** Around each step, with its calls and their rows in all (per-step counters, statistics per request). */
+  hooks: { before?: (calls: readonly BatchedCall<State>[], rows: number) => void; after?: (calls: readonly BatchedCall<State>[], rows: number) => void } = {};
 
   constructor(model: BatchForward<State>) {
     this.#model = model;
@@ -88,17 +75,16 @@ export class StepBatcher<State> implements StepBatch<State> {
   #flush(): void {
     const batch = this.#pending.splice(0);
     const calls = batch.map((p) => p.call);
+    const rows = calls.reduce((n, c) => n + c.ids.length, 0);
     let logits: Float32Array[];
-    const started = performance.now();
     try {
-      this.hooks.before?.(calls);
+      this.hooks.before?.(calls, rows);
       logits = this.#model.runBatch(calls);
-      this.hooks.after?.(calls, (performance.now() - started) / 1000);
+      this.hooks.after?.(calls, rows);
     } catch (error) {
       for (const p of batch) p.reject(error);
       return;
     }
-    const rows = calls.reduce((n, c) => n + c.ids.length, 0);
     const s = this.stats;
     s.steps++;
     s.rows += rows;

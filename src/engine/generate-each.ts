@@ -54,18 +54,17 @@ export async function generateEach(
   const started = performance.now();
   const { experts } = engine;
   const dropsBefore = experts.drops.length;
-  const trunkBefore = engine.streamed?.stats.bytesRead ?? 0;
+  const trunkRead = () => engine.streamed?.stats.bytesRead ?? 0;
+  const trunkBefore = trunkRead();
   const expertsBefore = experts.total.bytesRead;
   const batcher = new StepBatcher(engine.model);
   // Per prompt: the batched steps it was in, their rows, and its share of what they read, counted by its state.
   const shared = new Map<unknown, { steps: number; rows: number; bytes: number }>();
-  const trunkRead = () => engine.streamed?.stats.bytesRead ?? 0;
   let trunkAtStep = 0;
   batcher.hooks = {
-    before: (calls) => {
+    before: (calls, rows) => {
       experts.beginStep();
       trunkAtStep = trunkRead();
-      const rows = calls.reduce((n, c) => n + c.ids.length, 0);
       for (const call of calls) {
         const seen = shared.get(call.state);
         if (seen) {
@@ -74,10 +73,9 @@ export async function generateEach(
         }
       }
     },
-    after: (calls) => {
+    after: (calls, rows) => {
       experts.endStep();
       const read = trunkRead() - trunkAtStep + experts.step.bytesRead;
-      const rows = calls.reduce((n, c) => n + c.ids.length, 0);
       for (const call of calls) {
         const seen = shared.get(call.state);
         if (seen) seen.bytes += (read * call.ids.length) / rows;
@@ -116,6 +114,6 @@ export async function generateEach(
   return {
     prompts: prompts.length, generatedIds, seconds: (performance.now() - started) / 1000, batch: { ...batcher.stats },
     expertDrops: experts.drops.length - dropsBefore,
-    trunkBytesRead: (engine.streamed?.stats.bytesRead ?? 0) - trunkBefore, expertBytesRead: experts.total.bytesRead - expertsBefore,
+    trunkBytesRead: trunkRead() - trunkBefore, expertBytesRead: experts.total.bytesRead - expertsBefore,
   };
 }

@@ -11,19 +11,12 @@ import type { ModelTables } from "../weights/model-tables.ts";
 import type { Trunk } from "../weights/trunk.ts";
 import { denseMlp, kda, latentMoe, mla, replayKda, type BlockContext, type Segment } from "./blocks.ts";
 import { F32Pool, type F32 } from "./f32.ts";
-import type { Forward, Outputs, RunOptions } from "./sequence.ts";
+import type { BatchedCall, BatchForward, Forward, Outputs, RunOptions } from "./sequence.ts";
 import { SequenceState, StateSnapshot } from "./state.ts";
 
-/** One sequence's part of a batched step (`Model.runBatch`). */
-export interface BatchStep {
-  state: SequenceState;
-  ids: readonly number[];
-  /** Default "last". */
-  outputs?: Outputs;
-  replayable?: boolean;
-}
+type BatchStep = BatchedCall<SequenceState>;
 
-export class Model implements Forward<SequenceState> {
+export class Model implements Forward<SequenceState>, BatchForward<SequenceState> {
   readonly config: ModelConfig;
   readonly vocabSize: number;
   readonly #trunk: Trunk;

@@ -11,6 +11,23 @@ export interface RunOptions {
   replayable?: boolean;
 }
 
+/** One sequence's part of a batched step: its ids after what its state has consumed. */
+export interface BatchedCall<State> {
+  state: State;
+  ids: readonly number[];
+  /** Default "last". */
+  outputs?: Outputs;
+  replayable?: boolean;
+}
+
+/**
+ * A model that runs several sequences' calls as one step, each call's logits the bits `run`
+ * gives it alone (model/forward.ts Model; decode/step-batch.ts gathers the calls).
+ */
+export interface BatchForward<State> {
+  runBatch(calls: readonly BatchedCall<State>[]): Float32Array[];
+}
+
 export interface Forward<State> {
   /** The vocabulary size: the width of one row of logits. */
   readonly vocabSize: number;

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { loadConfig } from "../../src/checkpoint/config.ts";
 import { argmax } from "../../src/decode/sampler.ts";
 import { openEngine, type Engine } from "../../src/engine/open.ts";
-import type { BatchStep } from "../../src/model/forward.ts";
+import type { BatchedCall } from "../../src/model/sequence.ts";
 import type { SequenceState } from "../../src/model/state.ts";
 import { budgetRequest, type BudgetAction } from "../../src/plan/budget.ts";
 import { expectation, modelDir, oracleModels, packedFixtureTrunk } from "../support/fixtures.ts";
@@ -84,7 +84,7 @@ for (const name of oracleModels) {
         // Batched: the same calls, step by step, each step's sequences together.
         const states: SequenceState[] = prompts.map(() => model.newState());
         for (const [s, step] of steps.entries()) {
-          const batch: BatchStep[] = step.map((call) => ({ state: states[call.seq]!, ids: call.ids, outputs: call.all ? "all" : "last" }));
+          const batch: BatchedCall<SequenceState>[] = step.map((call) => ({ state: states[call.seq]!, ids: call.ids, outputs: call.all ? "all" : "last" }));
           const logits = model.runBatch(batch);
           expect(logits).toHaveLength(step.length);
           for (const [i, call] of step.entries()) {
