@@ -5,6 +5,7 @@
 import { usageError } from "../errors.ts";
 import { readCapped } from "../fs.ts";
 import { inputLimits } from "../input-limits.ts";
+import { maxPositions, maxPromptIds, positionsNeeded } from "../plan/limits.ts";
 import { JsonSyntaxError, parseJsonData } from "../json.ts";
 import { log } from "../report/log.ts";
 import { loadTokenizer, type Tokenizer } from "../tokenizer/index.ts";
@@ -48,6 +49,25 @@ export function parseIdsText(text: string, source: string): number[] {
     return ids as number[];
   }
   return parseIdList(trimmed, source);
+}
+
+/**
+ * Request limits (runtime.md 1.6): refused, never truncated. `prior`: ids a resumed state
+ * brings; `where`: what the message starts with, when the prompt is one of several (a --batch line).
+ */
+export function checkRequest(promptIds: number, gen: number, prior = 0, where?: string): void {
+  const at = where ? `${where}: ` : "";
+  if (promptIds > maxPromptIds) throw usageError(`${at}the prompt has ${promptIds} ids; the ceiling is ${maxPromptIds}`);
+  if (positionsNeeded(prior, promptIds, gen) > maxPositions) {
+    const resumed = prior > 0 ? `the resumed state's ${prior} ids + ` : "";
+    throw usageError(`${at}${resumed}prompt (${promptIds}) + --gen (${gen}) + 1 exceeds the ${maxPositions}-position ceiling`);
+  }
+}
+
+/** Refuses (exit 2) a prompt with an id the model has no row for, naming where it came from. */
+export function checkInVocabulary(ids: readonly number[], vocabSize: number, where: string): void {
+  const outside = ids.find((id) => id >= vocabSize);
+  if (outside !== undefined) throw usageError(`${where}: token id ${outside} is outside the vocabulary (size ${vocabSize})`);
 }
 
 export function resolvePrompt(request: PromptRequest): Prompt {

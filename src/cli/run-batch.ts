@@ -19,14 +19,13 @@ import { formatBytes } from "../units.ts";
 import { parseBatchLines } from "./batch-file.ts";
 import { tokMissingMessage } from "./common-options.ts";
 import { openForRun } from "./execute.ts";
+import { checkInVocabulary, checkRequest } from "./prompt.ts";
 import type { ParsedRun } from "./run.ts";
 
 export interface BatchContext {
   config: ModelConfig;
   configShape: string;
   layerCount: number;
-  /** The request limits of one prompt (run.ts checkRequest). */
-  checkRequest: (promptIds: number, gen: number) => void;
 }
 
 /** The file's prompts as ids, each checked as `--ids` would be, with the line that holds it named. */
@@ -44,13 +43,8 @@ function batchPrompts(options: ParsedRun, context: BatchContext): { prompts: num
       ids = tokenizer.encode(line.text); // as --prompt encodes it
       if (ids.length === 0) throw usageError(`${where}: the text has no ids`);
     }
-    const outside = ids.find((id) => id >= context.config.vocabSize);
-    if (outside !== undefined) throw usageError(`${where}: token id ${outside} is outside the vocabulary (size ${context.config.vocabSize})`);
-    try {
-      context.checkRequest(ids.length, options.gen);
-    } catch (error) {
-      throw usageError(`${where}: ${(error as Error).message}`);
-    }
+    checkInVocabulary(ids, context.config.vocabSize, where);
+    checkRequest(ids.length, options.gen, 0, where);
     return ids;
   });
   return { prompts, tokenizer };

@@ -8,7 +8,6 @@ import { resultJson } from "../report/results.ts";
 import { ExitCode, argumentName, usageError } from "../errors.ts";
 import { checkOutputDir, checkOutputFile, commitAll, outputTarget, stageBytes, type StagedWrite } from "../fs.ts";
 import { budgetRequest, type BudgetRequest } from "../plan/budget.ts";
-import { maxPositions, maxPromptIds, positionsNeeded } from "../plan/limits.ts";
 import { emit, log } from "../report/log.ts";
 import { histogramFileName, stageCacheTrace, traceFileName, traceWrittenLine } from "../weights/expert-trace.ts";
 import { parseOptions } from "./args.ts";
@@ -16,7 +15,7 @@ import { checkLayers, checkTokenizerFits, injectedFaults, injectedTrunkReadFault
 import { executeRun, executeTfCheck, finishRun, type RunOutcome } from "./execute.ts";
 import { stateFileCounts } from "../model/state-file.ts";
 import { loadTokenizer } from "../tokenizer/index.ts";
-import { resolvePrompt } from "./prompt.ts";
+import { checkInVocabulary, checkRequest, resolvePrompt } from "./prompt.ts";
 import { runBatchFile } from "./run-batch.ts";
 import { defaultRunOptions, runOptionTable, type RunOptions } from "./run-options.ts";
 import { checkSpeculation, speculationRequest } from "./speculation-options.ts";
@@ -64,15 +63,6 @@ export function parseRunArgs(args: readonly string[]): ParsedRun {
   return { ...options, budgetRequest: budgets };
 }
 
-/** Request limits (runtime.md 1.6): refused, never truncated. `prior`: ids a resumed state brings. */
-function checkRequest(promptIds: number, gen: number, prior = 0): void {
-  if (promptIds > maxPromptIds) throw usageError(`the prompt has ${promptIds} ids; the ceiling is ${maxPromptIds}`);
-  if (positionsNeeded(prior, promptIds, gen) > maxPositions) {
-    const resumed = prior > 0 ? `the resumed state's ${prior} ids + ` : "";
-    throw usageError(`${resumed}prompt (${promptIds}) + --gen (${gen}) + 1 exceeds the ${maxPositions}-position ceiling`);
-  }
-}
-
 /** Returns the process exit code. Info flags and the bare `k3` are answered by cli/main.ts. */
 export async function main(args: readonly string[]): Promise<number> {
   const options = parseRunArgs(args);
@@ -86,7 +76,7 @@ export async function main(args: readonly string[]): Promise<number> {
   if (layerCount < config.numLayers) {
     log.warn(`NOTE: binding only the first ${layerCount} of ${config.numLayers} layers; the output is NOT the full model`);
   }
-  if (source === "--batch") return runBatchFile(options, { config, configShape: shape, layerCount, checkRequest });
+  if (source === "--batch") return runBatchFile(options, { config, configShape: shape, layerCount });
   const prompt = source === undefined
     ? { ids: [], tokenizer: options.tokDir ? loadTokenizer(options.tokDir) : undefined }
     : resolvePrompt({ source, value: options.promptValue, tokDir: options.tokDir });
@@ -101,10 +91,7 @@ export async function main(args: readonly string[]): Promise<number> {
     const warning = checkTokenizerFits(prompt.tokenizer, config, options.tokDir);
     if (warning) log.warn(warning);
   }
-  const outside = prompt.ids.find((id) => id >= config.vocabSize);
-  if (outside !== undefined) {
-    throw usageError(`${options.promptSources[0]}: token id ${outside} is outside the vocabulary (size ${config.vocabSize})`);
-  }
+  checkInVocabulary(prompt.ids, config.vocabSize, options.promptSources[0] as string);
   const spec = {
     modelDir: options.modelDir, config, configShape: shape, layerCount, layersRequested: options.layers ?? config.numLayers,
     prompt: prompt.ids, maxNewTokens: options.gen, mode: options.mode, prefillChunk: options.prefillChunk,
