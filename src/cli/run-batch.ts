@@ -13,11 +13,11 @@ import { ExitCode, usageError, type ExitCodeValue } from "../errors.ts";
 import { readOrFail, writeAtomically } from "../fs.ts";
 import { inputLimits } from "../input-limits.ts";
 import { emit, log } from "../report/log.ts";
-import { dropLine, runInvalidReport } from "../report/run-report.ts";
+import { runInvalidReport } from "../report/run-report.ts";
 import { loadTokenizer, type Tokenizer } from "../tokenizer/index.ts";
 import { formatBytes } from "../units.ts";
 import { parseBatchLines } from "./batch-file.ts";
-import { tokMissingMessage } from "./common-options.ts";
+import { injectedFaults, injectedTrunkReadFaults, tokMissingMessage } from "./common-options.ts";
 import { openForRun } from "./execute.ts";
 import { checkInVocabulary, checkRequest } from "./prompt.ts";
 import type { ParsedRun } from "./run.ts";
@@ -69,6 +69,7 @@ export async function runBatchFile(options: ParsedRun, context: BatchContext): P
     layersRequested: options.layers ?? context.config.numLayers, prompt: longest, maxNewTokens: options.gen, mode: "incremental",
     prefillChunk: options.prefillChunk, sampling, budgets: options.budgetRequest, trunkDir: options.trunkDir, tokenizer,
     speculative: options.spec, batch: { parallel: options.parallel },
+    faults: injectedFaults(), trunkReadFaults: injectedTrunkReadFaults(),
   });
   log.info(`batch: ${prompts.length} prompt(s) from ${options.promptValue}, up to ${options.parallel} decoded together`);
   // In the file's order: a result waits for those before it, then goes out at once (stdout) or at the end (--out).
@@ -86,7 +87,6 @@ export async function runBatchFile(options: ParsedRun, context: BatchContext): P
       else lines.push(line);
     }
   });
-  for (const drop of engine.experts.drops) process.stderr.write(`${dropLine(drop)}\n`);
   const b = summary.batch;
   log.info(
     `batch: ${summary.prompts} prompt(s), ${summary.generatedIds} generated ids in ${summary.seconds.toFixed(2)} s ` +

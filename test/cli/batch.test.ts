@@ -106,6 +106,17 @@ describe.concurrent("k3 --batch", () => {
     }));
   });
 
+  test("a routed expert that cannot be loaded makes the batch invalid: each drop said once as it happens, RUN INVALID, exit 4", async () => {
+    // Every expert of layer 1 fails, so whichever the router picks is dropped.
+    const faults = Array.from({ length: 8 }, (_, e) => `1:${e}`).join(",");
+    const file = batchFile(prompts.slice(0, 2).map((p) => p.line));
+    const r = await k3Async([tiny, "--batch", file, "--parallel", "2", "--gen", "2"], { env: { K3_INJECT_EXPERT_FAULT: faults } });
+    expect(r.code).toBe(4);
+    const drops = r.stderr.split("\n").filter((l) => l.startsWith("EXPERT DROP: layer 1 expert "));
+    expect(drops.length).toBeGreaterThan(0);
+    expect(r.stderr).toContain(`RUN INVALID\n  ${drops.length} routed expert load(s) failed and were dropped from their MoE sums.`);
+  });
+
   test("a file that cannot be read: exit 1 naming it", async () => {
     const r = await k3Async([tiny, "--batch", "/nonexistent/prompts.txt"]);
     expect(r.code).toBe(1);
