@@ -115,11 +115,14 @@ export async function main(args: readonly string[]): Promise<number> {
   const opened = openChatModel("k3 serve", request, o, o.parallel);
   using engine = opened.engine;
   const tokenizer = opened.tokenizer;
-  const conversation = o.parallel > 1 ? new ConversationPool(engine.model, o.parallel, opened.conversation) : new Conversation(engine.model, opened.conversation);
+  const bytesRead = () => (engine.streamed?.stats.bytesRead ?? 0) + engine.experts.bytesReadEver;
+  const conversation = o.parallel > 1
+    ? new ConversationPool(engine.model, o.parallel, { ...opened.conversation, bytesRead })
+    : new Conversation(engine.model, opened.conversation);
   if (o.parallel > 1) log.info(`k3 serve: up to ${o.parallel} requests generate together, each step one read of the weights for all`);
   const running = startServer(conversation, tokenizer, {
     host: o.host, port: o.port, apiKey, modelName: o.modelName, maxBodyBytes: Math.min(o.maxBodyMb * MiB, inputLimits.requestBytes), queue: o.queue, parallel: o.parallel,
-    bytesRead: () => (engine.streamed?.stats.bytesRead ?? 0) + engine.experts.bytesReadEver,
+    bytesRead,
     defaultMaxTokens: o.maxTokens, allowHosts: o.allowHosts, allowOrigins: o.allowOrigins,
     idleTimeoutSeconds: o.idleTimeoutSeconds, bodyTimeoutSeconds: o.bodyTimeoutSeconds,
   });

@@ -214,6 +214,22 @@ export class SequenceState {
     return [...recurrent, ...rows("mla latent"), ...rows("mla kr")];
   }
 
+  /**
+   * Becomes `other` at its position, bit for bit: its recurrent part and its MLA rows [0,
+   * position). The choices of one request fork this way from one shared prefill.
+   */
+  copyFrom(other: SequenceState): void {
+    if (other === this) return;
+    if (other.capacity !== this.capacity || other.kda.size !== this.kda.size || other.mla.size !== this.mla.size) {
+      throw new Error("copyFrom: the states differ in shape");
+    }
+    const from = other.parts(other.position);
+    const into = this.parts(other.position);
+    from.forEach((part, i) => (into[i] as Float32Array).set(part));
+    this.position = other.position;
+    this.recorded = undefined;
+  }
+
   free(): void {
     this.#pool.free();
     for (const held of this.#records.values()) held.pool.free();

@@ -8,7 +8,7 @@
  */
 import type { Drafter } from "../decode/drafter.ts";
 import { decode, type FinishReason, type SpeculationStats } from "../decode/loop.ts";
-import type { Sampler } from "../decode/sampler.ts";
+import { greedy, type Sampler } from "../decode/sampler.ts";
 import type { StepBatch } from "../decode/step-batch.ts";
 import { fitReply } from "../decode/reply-room.ts";
 import { usageError } from "../errors.ts";
@@ -67,6 +67,15 @@ export interface TurnResult {
   decodeSeconds: number;
   /** What speculative decode did this turn (drafted and accepted ids), when it was on. */
   speculation?: SpeculationStats;
+  /** With other sequences in batched steps (conversation-pool.ts): what this request shared. */
+  batch?: SharedSteps;
+}
+
+/** The batched steps a request's sequences took part in, the rows of those steps (its own included), and its share of the bytes they read from disk, by its rows in each. */
+export interface SharedSteps {
+  steps: number;
+  rows: number;
+  bytesReadShare: number;
 }
 
 const isPrefix = (prefix: readonly number[], of: readonly number[]) =>
@@ -185,8 +194,40 @@ export class Conversation {
     }
   }
 
-  /** Chooses the reused prefix and the snapshot points; the generation itself is decode()'s. */
-  async #turn(prompt: RenderedPrompt, options: TurnOptions): Promise<TurnResult> {
+  /**
+   * Feeds the first `length` ids of `prompt` (reusing what it can) and generates nothing: the
+   * prefill a request's choices share (conversation-pool.ts). Each choice then starts from a
+   * copy of this state (`adopt`) and feeds the prompt's last id itself, as a row of one batched
+   * step, so its first logits are those a turn on the whole prompt gives.
+   */
+  async prefill(prompt: RenderedPrompt, length: number, options: Pick<TurnOptions, "cancelled" | "onPrefill">): Promise<TurnResult> {
+    if (length < 1 || length >= prompt.ids.length) throw new Error(`prefill: ${length} of a ${prompt.ids.length}-id prompt`);
+    const prefix = { ids: prompt.ids.slice(0, length), historyEnd: Math.min(prompt.historyEnd, length) };
+    try {
+      return await this.#turn(prefix, { ...options, sampler: greedy, maxNewTokens: 0, stopIds: new Set() }, "prefix");
+    } catch (error) {
+      this.reset();
+      throw error;
+    }
+  }
+
+  /**
+   * Takes `from`'s live state as its own, bit for bit (the shared prefill of a request's
+   * choices). Its own snapshots stay exact: those the copy's rows would not match are parked or
+   * dropped first, as before any rewrite.
+   */
+  adopt(from: Conversation): void {
+    if (from === this) return;
+    this.#snapshots.protect(from.#fed, this.#state);
+    this.#state.copyFrom(from.#state);
+    this.#fed = [...from.#fed];
+  }
+
+  /**
+   * Chooses the reused prefix and the snapshot points; the generation itself is decode()'s. A
+   * "prefix" feed takes no snapshot at its end (the turns that go on from it do).
+   */
+  async #turn(prompt: RenderedPrompt, options: TurnOptions, feed: "prompt" | "prefix" = "prompt"): Promise<TurnResult> {
     const { ids, historyEnd } = prompt;
     const turnStarted = performance.now();
     const { start, from } = this.#reuse(ids);
@@ -207,7 +248,7 @@ export class Conversation {
         const held = () => ids.slice(0, start + fed);
         if (fed > 0 && fed === messagesEnd && fed < fresh.length) this.#snapshots.add(held(), this.#state, "messages end");
         if (fed === fresh.length) {
-          this.#snapshots.add(held(), this.#state, messagesEnd >= fresh.length ? "messages end" : "prompt end");
+          if (feed === "prompt" || messagesEnd === fresh.length) this.#snapshots.add(held(), this.#state, messagesEnd >= fresh.length ? "messages end" : "prompt end");
           prefillSeconds = since(turnStarted);
           decodeStarted = performance.now();
         }
