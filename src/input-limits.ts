@@ -25,6 +25,8 @@ export const inputLimits = {
   requestBytes: 64 * MiB,
   /** Messages in one request or transcript (a context of 1,048,576 positions holds under 200,000 short ones). */
   requestMessages: 262_144,
+  /** `n`, the choices of one request (a server holds it to its --parallel, itself at most 256). */
+  requestChoices: 256,
   /** An expert trace for `k3 sim-cache` (8 bytes a request: 134 million requests). */
   traceBytes: 1024 * MiB,
   /** One answer of the Hub's API: revision info, a page of the tree listing (the release's: ~30 KB). */

@@ -7,6 +7,7 @@
  * gets the same verdict, with the same name, at either.
  */
 import { checkGivenSampling } from "../decode/sampling-options.ts";
+import { inputLimits } from "../input-limits.ts";
 import { usageError } from "../errors.ts";
 import { Fields, quote, refuse, typeName } from "./fields.ts";
 import { JsonSyntaxError, parseJson } from "./json-parse.ts";
@@ -20,6 +21,8 @@ export interface GenerationFields {
   readonly stop: readonly string[];
   readonly stream: boolean;
   readonly includeUsage: boolean;
+  /** `n`: how many choices to generate from the one prompt (the server checks it against --parallel). */
+  readonly choices: number;
 }
 
 /** A request body's JSON text as the fields of its top-level object (number lexemes kept, a repeated key's last value). */
@@ -48,8 +51,7 @@ export function readGenerationFields(body: Fields, maxTokenFields: readonly stri
   const logprobs = body.value("logprobs");
   if (logprobs !== undefined && logprobs !== false) throw refuse("logprobs", "token probabilities are not supported (k3 does not report them)");
   if (body.has("top_logprobs")) throw refuse("top_logprobs", "token probabilities are not supported (k3 does not report them)");
-  const n = body.integer("n", Number.NEGATIVE_INFINITY, Number.POSITIVE_INFINITY);
-  if (n !== undefined && n !== 1) throw refuse("n", `${n} is not supported (k3 returns one choice: n must be 1)`);
+  const choices = body.integer("n", 1, inputLimits.requestChoices) ?? 1;
   const lengths = maxTokenFields.map((key) => body.integer(key, 1, Number.POSITIVE_INFINITY));
   const streamOptions = body.object("stream_options");
   return {
@@ -58,6 +60,7 @@ export function readGenerationFields(body: Fields, maxTokenFields: readonly stri
     stop: readStop(body),
     stream: body.boolean("stream") ?? false,
     includeUsage: streamOptions?.boolean("include_usage") ?? false,
+    choices,
   };
 }
 

@@ -95,6 +95,8 @@ export interface ChatRequest {
   readonly stop: readonly string[];
   readonly stream: boolean;
   readonly includeUsage: boolean;
+  /** `n`: the choices to generate, each decoding as one sequence of a batch after one shared prefill. */
+  readonly choices: number;
   /** What k3 did that the request did not spell out (an explicit developer-to-system mapping). */
   readonly notes: readonly string[];
 }

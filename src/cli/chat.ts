@@ -118,7 +118,7 @@ async function oneShot(session: ChatSession, text: string, o: ChatOptions): Prom
   });
   if (o.json) {
     // The same usage and k3 statistics as k3 serve's response.
-    emit(`${JSON.stringify({ ...turn.message, finish_reason: turn.finishReason, usage: usageOf(turn.promptTokens, turn.turn), k3: statsOf(turn.turn, turn.seed) })}\n`);
+    emit(`${JSON.stringify({ ...turn.message, finish_reason: turn.finishReason, usage: usageOf(turn.promptTokens, [turn.turn]), k3: statsOf([turn.turn], turn.seed) })}\n`);
   } else {
     emit("\n");
   }

@@ -133,3 +133,13 @@ function describe(value: unknown): string {
   if (typeof value === "number" || typeof value === "boolean" || value === null) return String(value);
   return typeof value;
 }
+
+/**
+ * The sampling of choice `index` of a request with `n > 1`: its seed is the request's plus the
+ * index, wrapping from 2^53 - 1 to 0, so choice 0 is the answer the request gives with `n: 1`
+ * and choice i the one it gives with `n: 1` and that seed.
+ */
+export function choiceSampling(sampling: SamplingOptions, index: number): SamplingOptions {
+  const room = 2 ** 53 - sampling.seed; // exact for a seed >= 0, the only case that can wrap
+  return { ...sampling, seed: index < room ? sampling.seed + index : index - room };
+}

@@ -9,11 +9,12 @@ import type { AssistantMessage } from "../chat/reply-message.ts";
 import { renderChat } from "../chat/render.ts";
 import type { ChatRequest } from "../chat/request-types.ts";
 import { openAIToolCall, type OpenAIToolCall } from "../chat/tool-call.ts";
-import { freshSeed, resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
+import { choiceSampling, freshSeed, resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import { fitReply } from "../decode/reply-room.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import type { PrefillProgress } from "../session/conversation.ts";
-import { generateReply, type GenerationSource } from "../session/reply.ts";
+import { generateReplies, type GenerationSource } from "../session/reply.ts";
+import type { ReplyEvent } from "../chat/parse.ts";
 import { statsOf, usageOf, type CompletionStats, type Usage } from "./turn-stats.ts";
 
 export type { GenerationSource };
@@ -24,9 +25,15 @@ export type Delta =
   | { content: string }
   | { tool_calls: (OpenAIToolCall & { index: number })[] };
 
-export interface Completion {
+/** One choice of a completion, as it ends. */
+export interface CompletionChoice {
+  index: number;
   message: AssistantMessage;
   finishReason: OpenAIFinishReason;
+}
+
+export interface Completion {
+  choices: CompletionChoice[];
   usage: Usage;
   stats: CompletionStats;
 }
@@ -49,25 +56,40 @@ export function prepareCompletion(request: ChatRequest, tokenizer: Tokenizer, ca
 
 export type PreparedCompletion = ReturnType<typeof prepareCompletion>;
 
-/** Runs a prepared completion; `onDelta` sees every delta as it is produced, `onPrefill` the prompt going in. */
+export interface CompletionEvents {
+  /** Every delta of choice `index` as it is produced. */
+  onDelta: (delta: Delta, index: number) => void;
+  /** Choice `index` has ended (before the others have, with several). */
+  onChoiceEnd?: (choice: CompletionChoice) => void;
+  cancelled: () => boolean;
+  /** The prompt going in (the choices share it). */
+  onPrefill?: (progress: PrefillProgress) => void;
+}
+
+/** Runs a prepared completion: its `n` choices (request.choices), each sampled with its own seed (choiceSampling). */
 export async function runCompletion(
-  prepared: PreparedCompletion,
-  source: GenerationSource,
-  tokenizer: Tokenizer,
-  stopIds: ReadonlySet<number>,
-  onDelta: (delta: Delta) => void,
-  cancelled: () => boolean,
-  onPrefill?: (progress: PrefillProgress) => void,
+  prepared: PreparedCompletion, source: GenerationSource, tokenizer: Tokenizer, stopIds: ReadonlySet<number>, events: CompletionEvents,
 ): Promise<Completion> {
   const { request, sampling, rendered, maxTokens } = prepared;
-  let calls = 0;
-  const { message, finishReason, turn } = await generateReply(source, rendered, tokenizer, {
-    thinking: request.thinking, sampling, maxNewTokens: maxTokens, stopIds, stop: request.stop, cancelled, onPrefill,
-    onEvent: (event) => {
-      if (event.kind === "reasoning") onDelta({ reasoning_content: event.text });
-      else if (event.kind === "content") onDelta({ content: event.text });
-      else if (event.kind === "tool_call") onDelta({ tool_calls: [{ index: calls++, ...openAIToolCall(event.call) }] });
-    },
-  });
-  return { message, finishReason, usage: usageOf(rendered.promptTokens, turn), stats: statsOf(turn, sampling.seed) };
+  const replies = generateReplies(source, rendered, tokenizer, Array.from({ length: request.choices }, (_, index) => {
+    let calls = 0;
+    const onDelta = (delta: Delta) => events.onDelta(delta, index);
+    return {
+      thinking: request.thinking, sampling: choiceSampling(sampling, index), maxNewTokens: maxTokens, stopIds, stop: request.stop,
+      cancelled: events.cancelled, onPrefill: index === 0 ? events.onPrefill : undefined,
+      onEvent: (event: ReplyEvent) => {
+        if (event.kind === "reasoning") onDelta({ reasoning_content: event.text });
+        else if (event.kind === "content") onDelta({ content: event.text });
+        else if (event.kind === "tool_call") onDelta({ tool_calls: [{ index: calls++, ...openAIToolCall(event.call) }] });
+      },
+    };
+  }));
+  const done = await Promise.all(replies.map(async (reply, index) => {
+    const { message, finishReason, turn } = await reply;
+    const choice = { index, message, finishReason };
+    events.onChoiceEnd?.(choice);
+    return { choice, turn };
+  }));
+  const turns = done.map((d) => d.turn);
+  return { choices: done.map((d) => d.choice), usage: usageOf(rendered.promptTokens, turns), stats: statsOf(turns, sampling.seed) };
 }

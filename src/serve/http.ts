@@ -1,7 +1,8 @@
 /**
  * The OpenAI-compatible HTTP surface on `Bun.serve` (chat.md 4): routes, the key, the body limit,
- * one generation at a time behind a bounded FIFO, and errors in OpenAI's shape. Everything a
- * request can get wrong is found before the first byte of the answer is sent.
+ * generations (--parallel of them at once, a request's `n` choices counting as n) behind a
+ * bounded FIFO, and errors in OpenAI's shape. Everything a request can get wrong is found before
+ * the first byte of the answer is sent.
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Server } from "bun";
@@ -12,11 +13,11 @@ import { progressComment, type StreamProgress } from "../page/progress.ts";
 import type { PrefillProgress } from "../session/conversation.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import { prepareCompletion, runCompletion, type Completion, type Delta, type GenerationSource, type PreparedCompletion } from "./chat-completion.ts";
-import { excerpt, runtimeError } from "../errors.ts";
+import { excerpt, fieldError, runtimeError } from "../errors.ts";
 import { apiError, errorResponse, fromThrown } from "./errors.ts";
 import { pageRoutes } from "./page-routes.ts";
 import { hostAllowed, originAllowed, originPolicy, type OriginPolicy } from "./request-origin.ts";
-import { parseTextRequest, runTextCompletion, type TextRequest } from "./text-completion.ts";
+import { parseTextRequest, runTextCompletion, type TextChoice, type TextRequest } from "./text-completion.ts";
 
 export interface ServeOptions {
   host: string;
@@ -49,12 +50,16 @@ export const defaultBodyTimeoutSeconds = 30;
 /** Bun's ceiling for idleTimeout. */
 export const maxIdleTimeoutSeconds = 255;
 
-/** A FIFO of generations: up to `slots` run at once (--parallel), at most `limit` wait. */
+/**
+ * A FIFO of generations: up to `slots` sequences decode at once (--parallel), a request with `n`
+ * choices taking `n` of them; at most `limit` requests wait. The head of the line starts first
+ * even when a smaller request behind it would fit (no one waits forever).
+ */
 class GenerationQueue {
   readonly #limit: number;
   readonly #slots: number;
   #running = 0;
-  readonly #waiting: (() => void)[] = [];
+  readonly #waiting: { weight: number; start: () => void }[] = [];
   #idle: PromiseWithResolvers<void> | undefined;
   /** Seconds during which at least one generation ran, up to the last time none did. */
   #busySeconds = 0;
@@ -65,8 +70,9 @@ class GenerationQueue {
     return this.#busySeconds + (this.#running > 0 ? (performance.now() - this.#busySince) / 1000 : 0);
   }
 
-  #start(): void {
-    if (this.#running++ === 0) this.#busySince = performance.now();
+  #start(weight: number): void {
+    if (this.#running === 0) this.#busySince = performance.now();
+    this.#running += weight;
   }
 
   constructor(limit: number, slots = 1) {
@@ -77,25 +83,33 @@ class GenerationQueue {
   /**
    * Undefined when full; otherwise a promise that resolves when it is this caller's turn (to a
    * function that ends it), and how many generations must end or start before it does.
+   * `weight` (the request's choices) is at most the slots.
    */
-  enter(): { ready: Promise<() => void>; ahead: number } | undefined {
-    if (this.#running >= this.#slots && this.#waiting.length >= this.#limit) return undefined;
-    const ahead = this.#waiting.length + Math.max(0, this.#running - this.#slots + 1);
+  enter(weight = 1): { ready: Promise<() => void>; ahead: number } | undefined {
+    const now = this.#waiting.length === 0 && this.#running + weight <= this.#slots;
+    if (!now && this.#waiting.length >= this.#limit) return undefined;
+    const ahead = this.#waiting.length + Math.max(0, this.#running + weight - this.#slots);
     const release = () => {
-      if (--this.#running === 0) this.#busySeconds += (performance.now() - this.#busySince) / 1000;
-      const next = this.#waiting.shift();
-      if (next) next();
-      else if (this.#running === 0) this.#idle?.resolve();
+      this.#running -= weight;
+      if (this.#running === 0) this.#busySeconds += (performance.now() - this.#busySince) / 1000;
+      for (let next = this.#waiting[0]; next && this.#running + next.weight <= this.#slots; next = this.#waiting[0]) {
+        this.#waiting.shift();
+        next.start();
+      }
+      if (this.#running === 0 && this.#waiting.length === 0) this.#idle?.resolve();
     };
     let ready: Promise<() => void>;
-    if (this.#running < this.#slots) {
-      this.#start();
+    if (now) {
+      this.#start(weight);
       ready = Promise.resolve(once(release));
     } else {
       const { promise, resolve } = Promise.withResolvers<() => void>();
-      this.#waiting.push(() => {
-        this.#start();
-        resolve(once(release));
+      this.#waiting.push({
+        weight,
+        start: () => {
+          this.#start(weight);
+          resolve(once(release));
+        },
       });
       ready = promise;
     }
@@ -262,24 +276,33 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     return new Response(stream, { headers: { "content-type": "text/event-stream", "cache-control": "no-cache" } });
   }
 
+  /** `n` against the sequences this server decodes at once: each choice is one of them. */
+  const parallel = options.parallel ?? 1;
+  const checkChoices = (n: number) => {
+    if (n > parallel) throw fieldError("n", `${n} choices, but this server decodes ${parallel} sequence${parallel === 1 ? "" : "s"} at once and each choice is one (start it with --parallel ${n} or more)`);
+  };
+
   async function textCompletions(req: Request): Promise<Response> {
     const bytes = await readBody(req);
     if (bytes instanceof Response) return bytes;
     const request = await admitted((): TextRequest | Response => {
       const r = parseTextRequest(bytes, tokenizer, source.capacity);
-      return r.model !== undefined && r.model !== options.modelName ? unknownModel(r.model) : r;
+      if (r.model !== undefined && r.model !== options.modelName) return unknownModel(r.model);
+      checkChoices(r.choices);
+      return r;
     });
     if (request instanceof Response) return request;
-    const turn = queue.enter();
+    const turn = queue.enter(request.choices);
     if (!turn) return queueFull();
     const head = { id: `cmpl-${crypto.randomUUID().replaceAll("-", "")}`, object: "text_completion", created: Math.floor(Date.now() / 1000), model: options.modelName };
     const cancelled = () => req.signal.aborted;
+    const choiceOf = (c: TextChoice) => ({ index: c.index, text: c.text, logprobs: null, finish_reason: c.finishReason });
     if (!request.stream) {
       const release = await turn.ready;
       try {
-        const c = await runTextCompletion(request, source, tokenizer, stopIdSet, () => {}, cancelled);
+        const c = await runTextCompletion(request, source, tokenizer, stopIdSet, { onText: () => {}, cancelled });
         count(c.usage);
-        return Response.json({ ...head, choices: [{ index: 0, text: c.text, logprobs: null, finish_reason: c.finishReason }], usage: c.usage, k3: c.stats });
+        return Response.json({ ...head, choices: c.choices.map(choiceOf), usage: c.usage, k3: c.stats });
       } catch (error) {
         return errorResponse(fromThrown(error));
       } finally {
@@ -289,10 +312,12 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     return sse(req, turn.ahead, async (send, progress) => {
       const release = await turn.ready;
       try {
-        const text = (piece: string) => send({ ...head, choices: [{ index: 0, text: piece, logprobs: null, finish_reason: null }] });
-        const c = await runTextCompletion(request, source, tokenizer, stopIdSet, text, cancelled, progress);
+        const c = await runTextCompletion(request, source, tokenizer, stopIdSet, {
+          onText: (text, index) => send({ ...head, choices: [{ index, text, logprobs: null, finish_reason: null }] }),
+          onChoiceEnd: (choice) => send({ ...head, choices: [choiceOf({ ...choice, text: "" })] }),
+          cancelled, onPrefill: progress,
+        });
         count(c.usage);
-        send({ ...head, choices: [{ index: 0, text: "", logprobs: null, finish_reason: c.finishReason }] });
         if (request.includeUsage) send({ ...head, choices: [], usage: c.usage, k3: c.stats });
       } finally {
         release();
@@ -306,10 +331,11 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     const prepared = await admitted((): PreparedCompletion | Response => {
       const request = parseChatRequest(bytes, { source: "request" });
       if (request.model !== undefined && request.model !== options.modelName) return unknownModel(request.model);
+      checkChoices(request.choices);
       return prepareCompletion(request, tokenizer, source.capacity, { defaultMaxTokens: options.defaultMaxTokens });
     });
     if (prepared instanceof Response) return prepared;
-    const turn = queue.enter();
+    const turn = queue.enter(prepared.request.choices);
     if (!turn) return queueFull();
     const id = completionId();
     const head = { id, created: Math.floor(Date.now() / 1000), model: options.modelName };
@@ -317,7 +343,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     if (!prepared.request.stream) {
       const release = await turn.ready;
       try {
-        const c = await runCompletion(prepared, source, tokenizer, stopIdSet, () => {}, cancelled);
+        const c = await runCompletion(prepared, source, tokenizer, stopIdSet, { onDelta: () => {}, cancelled });
         count(c.usage);
         return Response.json(completionBody(head, c));
       } catch (error) {
@@ -327,26 +353,36 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       }
     }
     return sse(req, turn.ahead, async (send, progress) => {
-      const chunk = (delta: Record<string, unknown>, finish: string | null) =>
-        send({ ...head, object: "chat.completion.chunk", choices: [{ index: 0, delta, finish_reason: finish }] });
-      // The role chunk opens the reply once the prompt is in: every prefill comment comes before the first data chunk.
-      let opened = false;
-      const open = () => {
-        if (!opened) chunk({ role: "assistant" }, null);
-        opened = true;
+      const chunk = (index: number, delta: Record<string, unknown>, finish: string | null) =>
+        send({ ...head, object: "chat.completion.chunk", choices: [{ index, delta, finish_reason: finish }] });
+      // Each choice's role chunk opens its reply once the prompt is in: every prefill comment comes before the first data chunk.
+      const opened = new Set<number>();
+      const open = (index: number) => {
+        if (!opened.has(index)) chunk(index, { role: "assistant" }, null);
+        opened.add(index);
+      };
+      const choices = prepared.request.choices;
+      const openAll = () => {
+        for (let index = 0; index < choices; index++) open(index);
       };
       const release = await turn.ready;
       try {
-        const c = await runCompletion(prepared, source, tokenizer, stopIdSet, (delta: Delta) => {
-          open();
-          chunk(delta, null);
-        }, cancelled, (p) => {
-          progress(p);
-          if (p.fed === p.total) open();
+        const c = await runCompletion(prepared, source, tokenizer, stopIdSet, {
+          onDelta: (delta: Delta, index) => {
+            openAll();
+            chunk(index, delta, null);
+          },
+          onChoiceEnd: (choice) => {
+            openAll();
+            chunk(choice.index, {}, choice.finishReason);
+          },
+          cancelled,
+          onPrefill: (p) => {
+            progress(p);
+            if (p.fed === p.total) openAll();
+          },
         });
         count(c.usage);
-        open();
-        chunk({}, c.finishReason);
         if (prepared.request.includeUsage) send({ ...head, object: "chat.completion.chunk", choices: [], usage: c.usage, k3: c.stats });
       } finally {
         release();
@@ -486,7 +522,7 @@ function methodNotAllowed(allowed: string): Response {
 function completionBody(head: { id: string; created: number; model: string }, c: Completion) {
   return {
     ...head, object: "chat.completion",
-    choices: [{ index: 0, message: c.message, finish_reason: c.finishReason }],
+    choices: c.choices.map((choice) => ({ index: choice.index, message: choice.message, finish_reason: choice.finishReason })),
     usage: c.usage,
     k3: c.stats,
   };

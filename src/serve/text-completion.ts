@@ -6,14 +6,14 @@
 import { Utf8Stream } from "../chat/utf8-stream.ts";
 import { finishReason, type OpenAIFinishReason } from "../chat/finish.ts";
 import { createSampler } from "../decode/sampling.ts";
-import { freshSeed, resolveSampling, samplingDefaults, type SamplingOptions } from "../decode/sampling-options.ts";
+import { choiceSampling, freshSeed, resolveSampling, samplingDefaults, type SamplingOptions } from "../decode/sampling-options.ts";
 import { fitReply } from "../decode/reply-room.ts";
 import { fieldError, usageError } from "../errors.ts";
 import { checkTextFits } from "../chat/render.ts";
 import { readGenerationFields, requestFields } from "../chat/request-generation.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
-import type { PrefillProgress } from "../session/conversation.ts";
-import { StopStrings, type GenerationSource } from "../session/reply.ts";
+import type { PrefillProgress, TurnOptions, TurnResult } from "../session/conversation.ts";
+import { choiceTurns, StopStrings, type GenerationSource } from "../session/reply.ts";
 import { statsOf, usageOf, type CompletionStats, type Usage } from "./turn-stats.ts";
 
 /** OpenAI's legacy default for a completion's length. */
@@ -28,6 +28,8 @@ export interface TextRequest {
   stop: string[];
   stream: boolean;
   includeUsage: boolean;
+  /** `n`: the continuations to generate, each sampled with its own seed (choiceSampling). */
+  choices: number;
 }
 
 /**
@@ -55,38 +57,66 @@ export function parseTextRequest(bytes: Uint8Array, tokenizer: Tokenizer, capaci
   });
   return {
     model: body.string("model"), ids, promptTokens: ids.length, maxTokens, sampling,
-    stop: [...generation.stop], stream: generation.stream, includeUsage: generation.includeUsage,
+    stop: [...generation.stop], stream: generation.stream, includeUsage: generation.includeUsage, choices: generation.choices,
   };
 }
 
-export interface TextCompletion {
+export interface TextChoice {
+  index: number;
   text: string;
   finishReason: OpenAIFinishReason;
+}
+
+export interface TextCompletion {
+  choices: TextChoice[];
   usage: Usage;
   stats: CompletionStats;
 }
 
+export interface TextEvents {
+  /** Text of choice `index` as it is produced (whole characters, a stop string held back). */
+  onText: (text: string, index: number) => void;
+  onChoiceEnd?: (choice: TextChoice) => void;
+  cancelled: () => boolean;
+  onPrefill?: (progress: PrefillProgress) => void;
+}
+
 export async function runTextCompletion(
-  request: TextRequest, source: GenerationSource, tokenizer: Tokenizer, stopIds: ReadonlySet<number>,
-  onText: (text: string) => void, cancelled: () => boolean, onPrefill?: (progress: PrefillProgress) => void,
+  request: TextRequest, source: GenerationSource, tokenizer: Tokenizer, stopIds: ReadonlySet<number>, events: TextEvents,
 ): Promise<TextCompletion> {
-  const utf8 = new Utf8Stream();
-  const stops = new StopStrings(request.stop);
-  let text = "";
-  const emit = (piece: string) => {
-    if (!piece) return;
-    text += piece;
-    onText(piece);
-  };
-  const turn = await source.turn({ ids: request.ids, historyEnd: request.ids.length }, {
-    sampler: createSampler(request.sampling), maxNewTokens: request.maxTokens, stopIds, cancelled, onPrefill,
-    onToken: (id) => {
-      if (stopIds.has(id)) return undefined; // the stop id ends the reply and is not text
-      emit(stops.push(utf8.push(tokenizer.decode([id]))));
-      return stops.hit ? "stop" : undefined;
-    },
+  const prompt = { ids: request.ids, historyEnd: request.ids.length };
+  const continuations = Array.from({ length: request.choices }, (_, index) => {
+    const utf8 = new Utf8Stream();
+    const stops = new StopStrings(request.stop);
+    let text = "";
+    const emit = (piece: string) => {
+      if (!piece) return;
+      text += piece;
+      events.onText(piece, index);
+    };
+    const options: TurnOptions = {
+      sampler: createSampler(choiceSampling(request.sampling, index)), maxNewTokens: request.maxTokens, stopIds,
+      cancelled: events.cancelled, onPrefill: index === 0 ? events.onPrefill : undefined,
+      onToken: (id) => {
+        if (stopIds.has(id)) return undefined; // the stop id ends the reply and is not text
+        emit(stops.push(utf8.push(tokenizer.decode([id]))));
+        return stops.hit ? "stop" : undefined;
+      },
+    };
+    const finish = (turn: TurnResult): TextChoice => {
+      emit(stops.push(utf8.end()));
+      emit(stops.flush());
+      const choice = { index, text, finishReason: finishReason(turn.finish, false) };
+      events.onChoiceEnd?.(choice);
+      return choice;
+    };
+    return { options, finish };
   });
-  emit(stops.push(utf8.end()));
-  emit(stops.flush());
-  return { text, finishReason: finishReason(turn.finish, false), usage: usageOf(request.promptTokens, turn), stats: statsOf(turn, request.sampling.seed) };
+  const turns = choiceTurns(source, prompt, continuations.map((c) => c.options));
+  const done = await Promise.all(turns.map(async (turn, i) => {
+    const result = await turn;
+    return { turn: result, choice: (continuations[i] as (typeof continuations)[number]).finish(result) };
+  }));
+  const results = done.map((d) => d.turn);
+  return { choices: done.map((d) => d.choice), usage: usageOf(request.promptTokens, results), stats: statsOf(results, request.sampling.seed) };
 }

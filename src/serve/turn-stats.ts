@@ -14,7 +14,7 @@ export interface Usage {
 }
 
 export interface CompletionStats {
-  /** The seed the reply was sampled with: the request's, or the fresh one drawn for it (send it back to get this answer again). */
+  /** The seed the reply was sampled with: the request's, or the fresh one drawn for it (send it back to get this answer again); choice i of `n` used this plus i (decode/sampling-options.ts choiceSampling). */
   seed: number;
   /** Prompt ids served from the carried state or a snapshot. */
   reused_prompt_ids: number;
@@ -26,32 +26,48 @@ export interface CompletionStats {
   decode_seconds: number;
   /** The snapshots held after this request. */
   snapshots?: { in_ram: number; parked: number; ram_bytes: number; parked_bytes: number; parked_writes: number; dropped: number };
-  /** Speculative decode (`k3 serve --spec N` or `--draft-trunk`): ids drafted per sweep at most, sweeps, ids drafted and accepted. */
+  /** Speculative decode (`k3 serve --spec N` or `--draft-trunk`): ids drafted per sweep at most, sweeps, ids drafted and accepted (summed over the choices). */
   speculation?: { max_draft: number; sweeps: number; drafted: number; accepted: number };
+  /**
+   * With --parallel: the batched steps the request's sequences took part in, the rows of those
+   * steps (its own included), and its rows' share of the bytes they read from disk.
+   */
+  batch?: { steps: number; shared_rows: number; bytes_read_share: number };
 }
 
-/** `usage`, counting the prompt as chat.md 4.6 does (`promptTokens`) and the reply as the ids generated. */
-export function usageOf(promptTokens: number, turn: TurnResult): Usage {
-  const completion = turn.generated.length;
-  const s = turn.speculation;
+/** `usage`, counting the prompt once as chat.md 4.6 does (`promptTokens`) and the reply as the ids generated, summed over the choices. */
+export function usageOf(promptTokens: number, turns: readonly TurnResult[]): Usage {
+  const completion = turns.reduce((n, t) => n + t.generated.length, 0);
+  const speculated = turns.flatMap((t) => (t.speculation ? [t.speculation] : []));
+  const accepted = speculated.reduce((n, s) => n + s.accepted, 0);
+  const rejected = speculated.reduce((n, s) => n + s.drafted - s.accepted, 0);
   return {
     prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion,
-    ...(s && { completion_tokens_details: { accepted_prediction_tokens: s.accepted, rejected_prediction_tokens: s.drafted - s.accepted } }),
+    ...(speculated.length > 0 && { completion_tokens_details: { accepted_prediction_tokens: accepted, rejected_prediction_tokens: rejected } }),
   };
 }
 
-export function statsOf(turn: TurnResult, seed: number): CompletionStats {
-  const s = turn.speculation;
+/**
+ * k3's statistics of a request: the prefill and reuse of its first choice (the choices share
+ * them), speculation summed, and what its steps shared with other requests: each choice holds
+ * the request's count as it ended, so the last to end holds it all.
+ */
+export function statsOf(turns: readonly TurnResult[], seed: number): CompletionStats {
+  const turn = turns[0] as TurnResult;
+  const speculated = turns.flatMap((t) => (t.speculation ? [t.speculation] : []));
+  const sum = (key: "sweeps" | "drafted" | "accepted") => speculated.reduce((n, s) => n + s[key], 0);
+  const shared = turns.map((t) => t.batch).reduce((most, b) => (b && (!most || b.steps > most.steps) ? b : most), undefined);
   return {
     seed,
     reused_prompt_ids: turn.reusedPromptIds, prefilled_ids: turn.fedPromptIds, reused_from: turn.reusedFrom,
-    prefill_seconds: turn.prefillSeconds, decode_seconds: turn.decodeSeconds,
+    prefill_seconds: turn.prefillSeconds, decode_seconds: Math.max(...turns.map((t) => t.decodeSeconds)),
     ...(turn.snapshots && {
       snapshots: {
         in_ram: turn.snapshots.inRam, parked: turn.snapshots.parked, ram_bytes: turn.snapshots.ramBytes,
         parked_bytes: turn.snapshots.parkedBytes, parked_writes: turn.snapshots.parkedWrites, dropped: turn.snapshots.dropped,
       },
     }),
-    ...(s && { speculation: { max_draft: s.maxDraft, sweeps: s.sweeps, drafted: s.drafted, accepted: s.accepted } }),
+    ...(speculated[0] && { speculation: { max_draft: speculated[0].maxDraft, sweeps: sum("sweeps"), drafted: sum("drafted"), accepted: sum("accepted") } }),
+    ...(shared && { batch: { steps: shared.steps, shared_rows: shared.rows, bytes_read_share: Math.round(shared.bytesReadShare) } }),
   };
 }

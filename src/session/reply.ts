@@ -10,6 +10,7 @@ import { MessageBuilder, type AssistantMessage } from "../chat/reply-message.ts"
 import { createSampler } from "../decode/sampling.ts";
 import type { SamplingOptions } from "../decode/sampling-options.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
+import { runtimeError } from "../errors.ts";
 import type { BatchStats } from "../decode/step-batch.ts";
 import type { PrefillProgress, RenderedPrompt, TurnOptions, TurnResult } from "./conversation.ts";
 
@@ -22,6 +23,12 @@ export interface GenerationSource {
   /** Positions a prompt and its reply may take together. */
   readonly capacity: number;
   turn(prompt: RenderedPrompt, options: TurnOptions): Promise<TurnResult>;
+  /**
+   * Several choices of one prompt (a request's `n`), each with its own options, decoding
+   * together after one shared prefill; each promise settles as its choice ends. Only a source
+   * with several conversations has it (--parallel).
+   */
+  turns?(prompt: RenderedPrompt, options: readonly TurnOptions[]): Promise<TurnResult>[];
   /** With several conversations generating at once (--parallel): the batched steps so far. */
   readonly batchStats?: BatchStats;
 }
@@ -89,7 +96,36 @@ export interface Reply {
   warnings: readonly string[];
 }
 
+/**
+ * The turns of a prompt's choices, one per element of `options`, each settling as it ends: one
+ * choice is a plain turn; several need a source with several conversations (`source.turns`).
+ */
+export function choiceTurns(source: GenerationSource, prompt: RenderedPrompt, options: readonly TurnOptions[]): Promise<TurnResult>[] {
+  if (options.length === 1) return [source.turn(prompt, options[0] as TurnOptions)];
+  if (!source.turns) throw runtimeError("several choices (n > 1) need several conversations: k3 serve --parallel N, with N at least n");
+  return source.turns(prompt, options);
+}
+
+/**
+ * The replies of one prompt, one per element of `choices` (each its own sampler, parser and stop
+ * strings), each settling as it ends.
+ */
+export function generateReplies(source: GenerationSource, rendered: RenderedPrompt, tokenizer: Tokenizer, choices: readonly ReplyOptions[]): Promise<Reply>[] {
+  const replies = choices.map((o) => replyFolder(tokenizer, o));
+  return choiceTurns(source, rendered, replies.map((r) => r.options)).map(async (turn, i) => (replies[i] as ReplyFolder).finish(await turn));
+}
+
 export async function generateReply(source: GenerationSource, rendered: RenderedPrompt, tokenizer: Tokenizer, o: ReplyOptions): Promise<Reply> {
+  return await (generateReplies(source, rendered, tokenizer, [o])[0] as Promise<Reply>);
+}
+
+interface ReplyFolder {
+  options: TurnOptions;
+  finish(turn: TurnResult): Reply;
+}
+
+/** One reply's parser, stop strings and message: the options its turn runs with, and what folds the end in. */
+function replyFolder(tokenizer: Tokenizer, o: ReplyOptions): ReplyFolder {
   const parser = new ReplyParser(tokenizer, { thinking: o.thinking });
   const builder = new MessageBuilder(o.thinking);
   const stops = new StopStrings(o.stop ?? []);
@@ -106,7 +142,7 @@ export async function generateReply(source: GenerationSource, rendered: Rendered
       }
     }
   };
-  const turn = await source.turn(rendered, {
+  const options: TurnOptions = {
     sampler: createSampler(o.sampling), // per reply: its ids depend on its prompt and seed alone
     maxNewTokens: o.maxNewTokens,
     stopIds: o.stopIds,
@@ -116,9 +152,12 @@ export async function generateReply(source: GenerationSource, rendered: Rendered
     },
     cancelled: o.cancelled,
     onPrefill: o.onPrefill,
-  });
-  takeAll(parser.finish());
-  const rest = stops.flush();
-  if (rest) take({ kind: "content", text: rest });
-  return { message: builder.message(), finishReason: finishReason(turn.finish, parser.toolCalls > 0), turn, warnings: builder.warnings };
+  };
+  const finish = (turn: TurnResult): Reply => {
+    takeAll(parser.finish());
+    const rest = stops.flush();
+    if (rest) take({ kind: "content", text: rest });
+    return { message: builder.message(), finishReason: finishReason(turn.finish, parser.toolCalls > 0), turn, warnings: builder.warnings };
+  };
+  return { options, finish };
 }

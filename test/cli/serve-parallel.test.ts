@@ -86,6 +86,68 @@ describe("k3 serve --parallel 4", () => {
     expect([...(await others)]).toEqual(alone);
   });
 
+  test("n: choice i of a request is the answer n: 1 gives with the seed plus i, non-streamed and streamed", async () => {
+    const post = (s: Served, path: string, body: unknown) => fetch(`${s.url}${path}`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    type Json = { choices: { index: number; text?: string; message?: unknown; finish_reason: string }[]; usage: { prompt_tokens: number; completion_tokens: number }; k3: { seed: number; batch?: { steps: number; shared_rows: number } } };
+    const chat = { messages: [{ role: "user", content: "Name three colours." }], max_tokens: 24, temperature: 1, seed: 41 };
+    const text = { prompt: "Once upon a time", max_tokens: 16, temperature: 1.2, seed: 7 };
+    for (const [path, body] of [["/v1/chat/completions", chat], ["/v1/completions", text]] as const) {
+      const alone = await Promise.all([0, 1, 2].map(async (i) => (await (await post(one, path, { ...body, seed: body.seed + i })).json()) as Json));
+      const response = await post(four, path, { ...body, n: 3 });
+      expect(response.status).toBe(200);
+      const together = (await response.json()) as Json;
+      expect(together.choices.map((c) => c.index)).toEqual([0, 1, 2]);
+      for (const [i, c] of together.choices.entries()) {
+        const want = alone[i]!.choices[0]!;
+        expect({ i, got: c.message ?? c.text, finish: c.finish_reason }).toEqual({ i, got: want.message ?? want.text, finish: want.finish_reason });
+      }
+      // The prompt counted once, the replies summed; the seed reported is the request's.
+      expect(together.usage.prompt_tokens).toBe(alone[0]!.usage.prompt_tokens);
+      expect(together.usage.completion_tokens).toBe(alone.reduce((n, a) => n + a.usage.completion_tokens, 0));
+      expect(together.k3.seed).toBe(body.seed);
+      expect(together.k3.batch!.shared_rows).toBeGreaterThan(together.k3.batch!.steps); // its choices shared the steps
+      expect(alone[1]!.choices[0]).not.toEqual(alone[2]!.choices[0]); // each choice has its own stream
+    }
+    // Streamed: every choice's chunks carry its index; each opens with its role and ends with its finish reason.
+    const stream = async (s: Served, body: unknown) => {
+      const lines = (await (await post(s, "/v1/chat/completions", body)).text()).split("\n");
+      const chunks = lines.filter((l) => l.startsWith("data: {")).map((l) => JSON.parse(l.slice(6)) as { choices: { index: number; delta: Record<string, unknown>; finish_reason: string | null }[] });
+      const byIndex = new Map<number, { delta: Record<string, unknown>; finish_reason: string | null }[]>();
+      for (const { index, ...c } of chunks.flatMap((chunk) => chunk.choices)) byIndex.set(index, [...(byIndex.get(index) ?? []), c]);
+      return [...byIndex.entries()].sort(([a], [b]) => a - b).map(([, list]) => list);
+    };
+    const alone = await Promise.all([0, 1].map(async (i) => (await stream(one, { ...chat, seed: chat.seed + i, stream: true }))[0]!));
+    const together = await stream(four, { ...chat, n: 2, stream: true });
+    expect(together).toEqual(alone);
+    for (const list of together) {
+      expect(list[0]!.delta).toEqual({ role: "assistant" });
+      expect(list.at(-1)!.finish_reason).not.toBeNull();
+    }
+  });
+
+  test("n: a request's choices take that many of --parallel's sequences; one that does not fit waits its turn", async () => {
+    const body = { prompt: "Once upon a time", max_tokens: 20, temperature: 1, seed: 3, n: 3 };
+    const post = () => fetch(`${four.url}/v1/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    // 3 + 3 > 4: were the second let in beside the first, it would find one free conversation, not three.
+    const responses = await Promise.all([post(), post()]);
+    const answers = await Promise.all(responses.map(async (r) => ({ status: r.status, texts: ((await r.json()) as { choices: { text: string }[] }).choices.map((c) => c.text) })));
+    expect(answers[1]).toEqual(answers[0]!);
+    expect(answers[0]!.status).toBe(200);
+    expect(answers[0]!.texts.length).toBe(3);
+  });
+
+  test("n: more choices than --parallel, or not a whole number from 1, is a 400 naming n", async () => {
+    const refusal = async (s: Served, n: unknown) => {
+      const response = await fetch(`${s.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify({ messages: [{ role: "user", content: "Hi" }], n }) });
+      const body = (await response.json()) as { error: { param: string; message: string; type: string } };
+      return { status: response.status, param: body.error.param, type: body.error.type, message: body.error.message };
+    };
+    expect(await refusal(one, 2)).toEqual({ status: 400, param: "n", type: "invalid_request_error", message: "n: 2 choices, but this server decodes 1 sequence at once and each choice is one (start it with --parallel 2 or more)" });
+    expect(await refusal(four, 5)).toMatchObject({ status: 400, param: "n", message: expect.stringContaining("--parallel 5") });
+    expect(await refusal(four, 0)).toMatchObject({ status: 400, param: "n" });
+    expect(await refusal(four, "2")).toMatchObject({ status: 400, param: "n" });
+  });
+
   test("multi-turn: the second turn reuses the first turn's ids, as with one conversation", async () => {
     const first = { messages: [{ role: "user", content: "Tell me a story about a dog." }], max_tokens: 20, temperature: 0 };
     const reply = async (s: Served, body: unknown) => (await (await fetch(`${s.url}/v1/chat/completions`, { method: "POST", body: JSON.stringify(body) })).json()) as

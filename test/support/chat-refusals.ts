@@ -102,7 +102,7 @@ export const REFUSALS: readonly Refusal[] = [
   { name: "a tool message without tool_call_id", request: { messages: [user, { role: "tool", content: "18C", name: "f" }] }, message: "messages[1].tool_call_id: missing" },
   { name: "a tool result whose tool cannot be named", request: { messages: [user, { role: "tool", tool_call_id: "c9", content: "18C" }] }, message: "messages[1]: cannot tell which tool result 1 comes from" },
   // Other fields.
-  { name: "n = 2", request: withUser({ n: 2 }), message: "n: 2 is not supported (k3 returns one choice: n must be 1)" },
+  { name: "n = 0", request: withUser({ n: 0 }), message: "n: 0 is out of range" },
   { name: "a negative temperature", request: withUser({ temperature: -0.1 }), message: "temperature must be a number from 0 to 2 (0 is greedy), got -0.1" },
   { name: "top_p 0", request: withUser({ top_p: 0 }), message: "top_p must be a number above 0 and at most 1 (1 is off), got 0" },
   { name: "max_tokens 0", request: withUser({ max_tokens: 0 }), message: "max_tokens: 0 is out of range (>= 1)" },

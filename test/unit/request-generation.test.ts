@@ -35,7 +35,10 @@ describe("one reader of the generation fields for both endpoints", () => {
   const cases: [string, Record<string, unknown>, string | undefined][] = [
     // the fields, and the param a refusal names (undefined: accepted)
     ["n 1", { n: 1 }, undefined],
-    ["n 2", { n: 2 }, "n"],
+    ["n 2", { n: 2 }, undefined],
+    ["n 0", { n: 0 }, "n"],
+    ["n 257 (beyond the request limit)", { n: 257 }, "n"],
+    ["n 1.5", { n: 1.5 }, "n"],
     ["n as text", { n: "1" }, "n"],
     ["max_tokens 1", { max_tokens: 1 }, undefined],
     ["max_tokens 0", { max_tokens: 0 }, "max_tokens"],

@@ -12,7 +12,7 @@ import { SplitMix64, type UniformSource } from "../../src/decode/rng.ts";
 import { argmax, greedy, type Sampler } from "../../src/decode/sampler.ts";
 import { type Candidates, createSampler, drawFrom, samplingDistribution } from "../../src/decode/sampling.ts";
 import {
-  DEFAULT_SEED, resolveSampling, type SamplingOptions, samplingDefaults, validateSampling,
+  choiceSampling, DEFAULT_SEED, resolveSampling, type SamplingOptions, samplingDefaults, validateSampling,
 } from "../../src/decode/sampling-options.ts";
 
 const DRAWS = 20_000;
@@ -143,6 +143,13 @@ describe("temperature 0 is greedy", () => {
 });
 
 describe("seeds and draws", () => {
+  test("choice i of n is sampled with the request's seed plus i, wrapping past 2^53 - 1 to 0", () => {
+    const seeds = (seed: number) => [0, 1, 2, 3].map((i) => choiceSampling(knobs({ seed }), i).seed);
+    expect(seeds(7)).toEqual([7, 8, 9, 10]);
+    expect(seeds(2 ** 53 - 2)).toEqual([2 ** 53 - 2, 2 ** 53 - 1, 0, 1]);
+    expect(choiceSampling(knobs({ seed: 7, temperature: 0.5 }), 1)).toEqual(knobs({ seed: 8, temperature: 0.5 }));
+  });
+
   test("exactly one draw per sampled token, even when only one id can win", () => {
     const source = new CountingSource();
     const sampler = createSampler(knobs({ topK: 1 }), source);

@@ -18,7 +18,7 @@ const requests: unknown[] = [
   ...VECTORS.map((v) => v.request),
   D_REQUEST,
   {
-    model: "kimi-k3", temperature: 0.7, top_p: 0.9, max_tokens: 64, stream: true, stream_options: { include_usage: true },
+    model: "kimi-k3", temperature: 0.7, top_p: 0.9, max_tokens: 64, n: 3, seed: 9, stream: true, stream_options: { include_usage: true },
     tools: [{ type: "function", function: { name: "f", parameters: { type: "object", properties: { x: { type: "number", minimum: 1.0 } } } } }],
     messages: [{ role: "user", content: [{ type: "text", text: "Hello \u4e16\u754c \u{1F600}" }] }],
     tool_choice: "none", response_format: { type: "json_object" },

@@ -14,6 +14,7 @@ const bodies: unknown[] = [
   { model: "kimi-k3", prompt: "Once upon a time<|end_of_msg|>", max_tokens: 8 },
   { prompt: "Hello", temperature: 0.7, top_p: 0.9, top_k: 40, min_p: 0.05, seed: 3, stop: ["\n", "END"], stream: true, stream_options: { include_usage: true } },
   { prompt: "x", presence_penalty: 0.5, frequency_penalty: -0.5, n: 1, logprobs: null, stop: "." },
+  { prompt: "y", n: 4, seed: 9007199254740990, temperature: 1 },
 ];
 
 export const completionRequestTarget: FuzzTarget = {
