@@ -15,8 +15,9 @@ const reader_pool = @import("io/reader_pool.zig");
 const signals = @import("signals.zig");
 const status = @import("status.zig");
 const platform = @import("platform");
+const trunk_code = @import("codec/bf16_planes.zig");
 
-pub const abi_version: u32 = 9;
+pub const abi_version: u32 = 10;
 
 pub const Status = status.Status;
 const code = status.code;
@@ -132,9 +133,54 @@ export fn k3_signal_pending() i32 {
     return signals.pendingSignal();
 }
 
+/// The compressed trunk's code (zig/codec/bf16_planes.zig has the format): worst-case stored
+/// bytes of a layer of `payload` bytes in blocks of `block_bytes`; 0 for a bad argument.
+export fn k3_trunk_code_bound(payload: u64, block_bytes: u32) u64 {
+    if (payload == 0 or block_bytes < trunk_code.min_block_bytes or block_bytes > trunk_code.max_block_bytes) return 0;
+    return trunk_code.bound(payload, block_bytes);
+}
+
+/// Codes layer `layer`'s `len` payload bytes at `src` into `dst` (capacity `cap`, at least
+/// `k3_trunk_code_bound`): its block table, then its blocks. Sets `stored_out` to the stored
+/// length. Runs on the compute pool; the bytes do not depend on the thread count.
+export fn k3_trunk_encode(src: ?[*]const u8, len: u64, block_bytes: u32, layer: u32, dst: ?[*]u8, cap: u64, stored_out: *u64) i32 {
+    const s = src orelse return code(.bad_argument);
+    const d = dst orelse return code(.bad_argument);
+    const stored = trunk_code.encode(std.heap.c_allocator, s[0..len], block_bytes, layer, d[0..cap]) catch |err| return switch (err) {
+        error.OutOfMemory => code(.out_of_memory),
+        error.BadArgument, error.Damaged => code(.bad_argument),
+    };
+    stored_out.* = stored;
+    return code(.ok);
+}
+
+/// Decodes blocks `first` .. `first + count − 1` of layer `layer` on the compute pool: `table`
+/// holds their `count` table entries, `src` (`src_len` bytes) their stored bytes, which start at
+/// offset `src_base` of the layer's stored bytes; `dst` (`dst_len` bytes) receives their decoded
+/// bytes. `verify` ≠ 0 checks each block's checksum too. Returns `damaged` with the lowest
+/// damaged block's index in `damaged_out` when an entry, a header, a length or (verifying) a
+/// checksum is wrong: nothing in `src` is trusted.
+export fn k3_trunk_decode(table: ?[*]const u8, count: u32, first: u64, layer: u32, src: ?[*]const u8, src_len: u64, src_base: u64, dst: ?[*]u8, dst_len: u64, block_bytes: u32, verify: u32, damaged_out: *u64) i32 {
+    const t = table orelse return code(.bad_argument);
+    const s = src orelse return code(.bad_argument);
+    const d = dst orelse return code(.bad_argument);
+    if (count == 0 or dst_len == 0) return code(.bad_argument);
+    const run = trunk_code.Blocks{
+        .table = t[0 .. @as(usize, count) * trunk_code.entry_bytes], .first = first, .layer = layer, .src = s[0..src_len], .src_base = src_base,
+        .dst = d[0..dst_len], .block_bytes = block_bytes, .verify = verify != 0,
+    };
+    trunk_code.decode(&run, damaged_out) catch |err| return switch (err) {
+        error.Damaged => code(.damaged),
+        error.BadArgument => code(.bad_argument),
+        error.OutOfMemory => code(.out_of_memory),
+    };
+    return code(.ok);
+}
+
 test {
     _ = aligned_read;
     _ = signals;
+    _ = trunk_code;
 }
 
 // =============================================================================================

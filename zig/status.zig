@@ -18,6 +18,8 @@ pub const Status = enum(i32) {
     queue_full = -10005,
     /// The kernel variant asked for is not in this library or not supported by this CPU.
     unsupported = -10006,
+    /// Stored bytes of a compressed trunk are damaged (a block's entry, header or checksum).
+    damaged = -10007,
 };
 
 pub fn code(status: Status) i32 {

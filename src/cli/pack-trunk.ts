@@ -20,12 +20,14 @@ interface PackOptions {
   configPath: string | undefined;
   layers: number | undefined;
   force: boolean;
+  compress: boolean;
 }
 
 const options: readonly OptionDef<PackOptions>[] = [
   configOption(),
   layersOption("Pack only the first N layers"),
   { name: "force", description: "Replace a different pack already in <trunk_dir>", apply: (o) => { o.force = true; } },
+  { name: "compress", description: "Store the bf16 matrices in a lossless code (fewer bytes read and pinned; decodes to the same bytes)", apply: (o) => { o.compress = true; } },
   helpOption,
 ];
 
@@ -40,7 +42,7 @@ const command: CommandInfo<PackOptions> = {
 };
 
 export async function main(args: readonly string[]): Promise<number> {
-  const parsed: PackOptions = { configPath: undefined, layers: undefined, force: false };
+  const parsed: PackOptions = { configPath: undefined, layers: undefined, force: false, compress: false };
   const positionals = await parseCommandArgs(args, command, parsed);
   if (!positionals) return ExitCode.ok;
   const [modelDir, trunkDir] = positionals;
@@ -57,17 +59,23 @@ export async function main(args: readonly string[]): Promise<number> {
   try {
     const result = packTrunk(index, reader, config, layerCount, trunkDir, {
       force: parsed.force,
+      compress: parsed.compress,
       killAfterLayers: killAfterLayers(layerCount),
       onProgress: (p) => {
         const rate = p.seconds > 0 ? (p.bytesDone / 1e6 / p.seconds).toFixed(0) : "-";
-        log.info(`packed ${p.layersDone}/${p.layerCount} layers, ${formatBytes(p.bytesDone)}, ${p.seconds.toFixed(1)} s (${rate} MB/s)`);
+        const stored = p.storedBytes !== undefined ? ` -> ${formatBytes(p.storedBytes)} stored (${((100 * p.storedBytes) / p.bytesDone).toFixed(1)}%)` : "";
+        log.info(`packed ${p.layersDone}/${p.layerCount} layers, ${formatBytes(p.bytesDone)}${stored}, ${p.seconds.toFixed(1)} s (${rate} MB/s)`);
       },
     });
     if (result.alreadyPacked) {
       log.info(`${trunkDir} already holds this pack (${layerCount} layers); nothing to do`);
       return ExitCode.ok;
     }
-    log.info(`wrote ${trunkBinName}: ${formatBytes(result.payloadBytes)} across ${layerCount} layers, verified`);
+    const storedBytes = result.manifest.codec ? result.manifest.layers.reduce((sum, l) => sum + (l.stored_bytes ?? 0), 0) : undefined;
+    log.info(
+      `wrote ${trunkBinName}: ${formatBytes(result.payloadBytes)} across ${layerCount} layers` +
+        (storedBytes !== undefined ? `, stored in ${formatBytes(storedBytes)} (${((100 * storedBytes) / result.payloadBytes).toFixed(1)}%, ${result.manifest.codec?.name})` : "") + ", verified",
+    );
     log.info(`largest layer run: ${formatBytes(result.largestLayerBytes)}  <- the streaming slot size`);
     log.info(`wrote ${trunkJsonName} in ${result.seconds.toFixed(1)} s`);
     return ExitCode.ok;

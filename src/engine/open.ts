@@ -18,7 +18,7 @@ import { ExitCode, K3Error, usageError } from "../errors.ts";
 import { formatBytes } from "../units.ts";
 import { readMemory, resolveBudgets, trunkBudgetGiven, type BudgetRequest, type Budgets } from "../plan/budget.ts";
 import { checkKvFits, checkPlanFits, memoryPlan, recurrentSlotBytes, sequencesFitting, type MemoryPlan, type PlanInputs } from "../plan/memory-plan.ts";
-import { planTrunk, type TrunkPlan } from "../plan/trunk-plan.ts";
+import { planCompressedTrunk, planTrunk, type CompressedTrunkPlan, type TrunkPlan } from "../plan/trunk-plan.ts";
 import { kernelsInUse, type KernelVariant } from "./kernels.ts";
 import { checkBindable, vectorBytes } from "../weights/bind.ts";
 import { CacheOnlyExperts } from "../weights/cache-only-experts.ts";
@@ -29,7 +29,8 @@ import { lmHeadWalk, openStreamedTables, streamedTableBytes } from "../weights/s
 import { ResidentTrunk } from "../weights/resident-trunk.ts";
 import { openPackedTrunk, StreamedTrunk } from "../weights/streamed-trunk.ts";
 import { TensorReader } from "../weights/tensor-reader.ts";
-import type { Trunk } from "../weights/trunk.ts";
+import type { StreamingTrunk, Trunk } from "../weights/trunk.ts";
+import { CompressedTrunk, readTables, stagingPiece } from "../weights/compressed-trunk.ts";
 import { layerLayout } from "../weights/trunk-layout.ts";
 
 export interface EngineRequest {
@@ -88,7 +89,7 @@ export interface DraftPlan {
 /** How the trunk is held: resident (read whole at open), or streamed from a packed trunk. */
 export type TrunkPlacement =
   | { mode: "resident"; bytes: number }
-  | { mode: "streamed"; plan: TrunkPlan; packedBytes: number };
+  | { mode: "streamed"; plan: TrunkPlan; packedBytes: number; compressed?: { storedBytes: number; codec: string } };
 
 /** Everything known before anything large is allocated. */
 export interface EnginePlan {
@@ -147,7 +148,7 @@ export interface Engine {
   readonly plan: EnginePlan;
   readonly model: Model;
   readonly experts: ExpertCache;
-  readonly streamed: StreamedTrunk | undefined;
+  readonly streamed: StreamingTrunk | undefined;
   readonly draft: DraftModel | undefined;
   /** The embedding, LM head and final vectors: resident, or streamed in ultra-low-memory mode. */
   readonly tables: ModelTables;
@@ -229,8 +230,14 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   };
   const tablesBytes = ultra ? ultra.residentBytes : tableBytes(index, config);
   const packed = request.trunkDir ? withReader(index, (reader) => openPackedTrunk(request.trunkDir as string, layouts, reader)) : undefined;
+  const compressedPlan: CompressedTrunkPlan | undefined = packed?.codec && packed.storedCosts && packed.decodedSlotBytes !== undefined
+    ? planCompressedTrunk(packed.storedCosts, packed.decodedSlotBytes, budgets.trunkBytes, stagingPiece(Math.max(...packed.layers.map((l) => l.stored_bytes ?? 0))))
+    : undefined;
   const trunk: TrunkPlacement = packed
-    ? { mode: "streamed", plan: planTrunk(packed.layerCosts, budgets.trunkBytes), packedBytes: packed.packedBytes }
+    ? {
+      mode: "streamed", plan: compressedPlan ?? planTrunk(packed.layerCosts, budgets.trunkBytes), packedBytes: packed.packedBytes,
+      ...(packed.codec && { compressed: { storedBytes: packed.storedBytes ?? 0, codec: packed.codec.name } }),
+    }
     : { mode: "resident", bytes: residentBytes };
   const expertCache = planExpertCache(index, config, layerCount, budgets.cacheBytes);
   const draftPacked = request.draft ? withReader(index, (reader) => openDraftTrunk((request.draft as { trunkDir: string }).trunkDir, layouts, reader)) : undefined;
@@ -272,9 +279,13 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   const reader = opened.adopt(new TensorReader(index), (r) => r.close());
   const loadStarted = performance.now();
   const warnings: string[] = [];
-  const streamed = packed && trunk.mode === "streamed"
-    ? opened.adopt(new StreamedTrunk(packed, config, trunk.plan, warnings, request.trunkReadFaults), (t) => t.close())
-    : undefined;
+  let streamed: StreamingTrunk | undefined;
+  if (packed && compressedPlan && packed.codec) {
+    const tables = readTables(packed.dir, packed.layers, packed.codec, compressedPlan.pieceBytes);
+    streamed = opened.adopt(new CompressedTrunk(packed.dir, tables, packed.layouts, packed.codec, config, compressedPlan, warnings, request.trunkReadFaults), (t) => t.close());
+  } else if (packed) {
+    streamed = opened.adopt(new StreamedTrunk(packed, config, trunk.mode === "streamed" ? trunk.plan : planTrunk(packed.layerCosts, budgets.trunkBytes), warnings, request.trunkReadFaults), (t) => t.close());
+  }
   const onLayer = (bound: number) => events.onLayerBound?.(bound, layerCount, (performance.now() - loadStarted) / 1000);
   const held: Trunk = streamed ?? opened.adopt(new ResidentTrunk(index, reader, config, layouts, warnings, onLayer), (t) => t.close());
   const tables = opened.adopt(ultra ? openStreamedTables(index, reader, config) : loadModelTables(index, reader, config), (t) => t.close());

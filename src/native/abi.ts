@@ -30,6 +30,9 @@ export const symbols = {
   k3_io_done: { args: [i32], returns: u32 },
   k3_signals_watch: { args: [], returns: i32 },
   k3_signal_pending: { args: [], returns: i32 },
+  k3_trunk_code_bound: { args: [u64, u32], returns: u64 },
+  k3_trunk_encode: { args: [ptr, u64, u32, u32, ptr, u64, ptr], returns: i32 },
+  k3_trunk_decode: { args: [ptr, u32, u64, u32, ptr, u64, u64, ptr, u64, u32, u32, ptr], returns: i32 },
   // Kernels (zig/abi.zig, kernels section; contracts documented there).
   k3_pool_init: { args: [u32], returns: i32 },
   k3_pool_threads: { args: [], returns: u32 },
@@ -64,7 +67,7 @@ export const symbols = {
 } as const;
 
 /** Mirrors zig/abi.zig `abi_version`: what `k3_abi_version` must return for this binding. */
-export const abiVersion = 9;
+export const abiVersion = 10;
 
 /** Mirrors zig/status.zig `Status`: k3's own status codes; -1 .. -4095 are negated errno values. */
 export const Status = {
@@ -75,6 +78,7 @@ export const Status = {
   outOfMemory: -10004,
   queueFull: -10005,
   unsupported: -10006,
+  damaged: -10007,
 } as const;
 
 /** Mirrors zig/abi.zig `alloc_zero`: a `k3_alloc` flag, zero-fill the memory. */
@@ -152,3 +156,15 @@ export const mxfp4Group = 32;
 
 /** Mirrors zig/kernels/matvec_i8r.zig `scale_bytes`: the f32 scale leading every I8R row. */
 export const i8rScaleBytes = 4;
+
+/** Mirrors zig/codec/bf16_planes.zig `entry_bytes`: bytes of one entry of a compressed layer's block table. */
+export const trunkEntryBytes = 16;
+
+/** Mirrors zig/codec/bf16_planes.zig `header_bytes`: the header every stored block starts with. */
+export const trunkHeaderBytes = 8;
+
+/** Mirrors zig/codec/bf16_planes.zig `min_block_bytes`: the smallest block a compressed trunk may declare. */
+export const trunkMinBlockBytes = 128;
+
+/** Mirrors zig/codec/bf16_planes.zig `max_block_bytes`: the largest block a compressed trunk may declare. */
+export const trunkMaxBlockBytes = 16777216;

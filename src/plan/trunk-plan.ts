@@ -53,3 +53,44 @@ export function planTrunk(layerBytes: readonly number[], budgetBytes: number): T
     raised: withOne < 0, twoSlotBudget: ringSlots === 1 ? pinnedBytes + 2 * slotBytes : undefined,
   };
 }
+
+/**
+ * A compressed trunk's plan: the pinned prefix is held as stored (coded) bytes; every layer,
+ * pinned or not, decodes into one slot of the largest decoded layer (`slotBytes`, its vectors
+ * included); the streamed layers are read through a staging area of whole pieces, at least
+ * `minimumPieces`, at most enough for the largest streamed layer. `ringSlots` is 1 (the decoded
+ * slot) and `ringBytes` the slot plus the staging area.
+ */
+export interface CompressedTrunkPlan extends TrunkPlan {
+  stagingBytes: number;
+  /** Stored bytes of one piece (a read of whole blocks), and what one staging slot holds. */
+  pieceBytes: number;
+  stagingSlotBytes: number;
+}
+
+export function planCompressedTrunk(
+  storedBytes: readonly number[], slotBytes: number, budgetBytes: number, piece: { bytes: number; slotBytes: number; minimum: number },
+): CompressedTrunkPlan {
+  const L = storedBytes.length;
+  const prefix = [0];
+  for (const bytes of storedBytes) prefix.push((prefix.at(-1) as number) + bytes);
+  const largestFrom = [0];
+  for (let p = L - 1; p >= 0; p--) largestFrom.unshift(Math.max(largestFrom[0] as number, storedBytes[p] as number));
+  const stagingFor = (p: number) => (p === L ? 0 : piece.minimum * piece.slotBytes);
+  let pinned = -1;
+  for (let p = 0; p <= L; p++) if ((prefix[p] as number) + slotBytes + stagingFor(p) <= budgetBytes) pinned = p;
+  const raised = pinned < 0;
+  if (raised) pinned = 0;
+  const pinnedBytes = prefix[pinned] as number;
+  // Staging beyond the minimum takes what the budget leaves, up to a whole largest streamed layer.
+  const wholeLayer = Math.ceil((largestFrom[pinned] as number) / piece.bytes) + 1;
+  const spare = Math.floor(Math.max(0, budgetBytes - pinnedBytes - slotBytes) / piece.slotBytes);
+  const pieces = pinned === L ? 0 : Math.min(wholeLayer, Math.max(piece.minimum, spare));
+  const stagingBytes = pieces * piece.slotBytes;
+  const ringBytes = slotBytes + stagingBytes;
+  return {
+    pinned, ringSlots: 1, slotBytes, pinnedBytes, ringBytes, bytes: pinnedBytes + ringBytes, raised,
+    twoSlotBudget: pinned < L && pieces < wholeLayer ? pinnedBytes + slotBytes + wholeLayer * piece.slotBytes : undefined,
+    stagingBytes, pieceBytes: piece.bytes, stagingSlotBytes: piece.slotBytes,
+  };
+}

@@ -34,9 +34,11 @@ export function planText(plan: MemoryPlan, availableBytes: number | undefined): 
 /** The streaming banner (runtime.md 5.4); the draft trunk of hybrid decode has its own, naming its own budget flag. */
 export function trunkBanner(
   plan: TrunkPlan, packedBytes: number, layerCount: number, direct: boolean, which = { label: "trunk stream:", flag: "--trunk-gb" },
+  compressed?: { storedBytes: number; codec: string },
 ): string {
+  const stored = compressed ? ` (stored ${formatBytes(compressed.storedBytes)}, ${compressed.codec}: pinned and read as stored, decoded into the slot)` : "";
   const lines = [
-    `${which.label} ${formatBytes(packedBytes)} packed, ${plan.pinned}/${layerCount} layers PINNED (${formatBytes(plan.pinnedBytes)}), ring ${plan.ringSlots} x ${formatBytes(plan.slotBytes)}` +
+    `${which.label} ${formatBytes(packedBytes)} packed${stored}, ${plan.pinned}/${layerCount} layers PINNED (${formatBytes(plan.pinnedBytes)}), ring ${plan.ringSlots} x ${formatBytes(plan.slotBytes)}` +
       (plan.ringSlots === 1 && plan.ringBytes > plan.slotBytes ? ` + ${formatBytes(plan.ringBytes - plan.slotBytes)} to read ahead` : ""),
     `              ${direct ? "reads use O_DIRECT (page cache bypassed)" : "buffered I/O (the filesystem refuses O_DIRECT)"}`,
   ];
@@ -87,7 +89,7 @@ export function openingLines(plan: EnginePlan, intent: RunIntent): string[] {
 /** The memory plan and, when streaming, the trunk banner: printed as they are. */
 export function planBlock(plan: EnginePlan): string {
   const blocks = [planText(plan.memory, plan.availableBytes)];
-  if (plan.trunk.mode === "streamed") blocks.push(trunkBanner(plan.trunk.plan, plan.trunk.packedBytes, plan.layerCount, true));
+  if (plan.trunk.mode === "streamed") blocks.push(trunkBanner(plan.trunk.plan, plan.trunk.packedBytes, plan.layerCount, true, undefined, plan.trunk.compressed));
   if (plan.draft) blocks.push(trunkBanner(plan.draft.plan, plan.draft.packedBytes, plan.layerCount, true, { label: `draft trunk stream (${plan.draft.dir}):\n             `, flag: "--draft-trunk-gb" }));
   return blocks.join("\n");
 }

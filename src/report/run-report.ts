@@ -55,6 +55,9 @@ function trunkReport(plan: TrunkPlan, stats: TrunkStats, layerCount: number): st
     `  binds ${stats.binds}, hits ${stats.hits} (${pct(stats.hits, stats.binds)}%), reads ${stats.reads}`,
     `  read ${formatBytes(stats.bytesRead)} in ${stats.readSeconds.toFixed(2)} s (${rate} MB/s), ${formatBytes(stats.aheadBytes)} of it ahead of need`,
     `  waited ${stats.waitSeconds.toFixed(2)} s for reads; ${overlapped.toFixed(2)} s of device time overlapped compute on the reader thread`,
+    ...(stats.bytesDecoded > 0
+      ? [`  decoded ${formatBytes(stats.bytesDecoded)} of compressed layers in ${stats.codecSeconds.toFixed(2)} s (${stats.codecSeconds > 0 ? (stats.bytesDecoded / 1e9 / stats.codecSeconds).toFixed(2) : "-"} GB/s)`]
+      : []),
   ].join("\n");
 }
 

@@ -55,6 +55,9 @@ function checkDraftLayer(packed: PackedLayer, layout: LayerLayout, dir: string):
  */
 export function openDraftTrunk(dir: string, layouts: readonly LayerLayout[], reader: TensorReader): PackedTrunk {
   const manifest = readTrunkManifest(dir);
+  if (manifest.codec) {
+    throw new K3Error(ExitCode.usage, `${dir}: a compressed (${manifest.codec.name}) trunk computes exact tokens; give it to --trunk, and --draft-trunk a trunk 'k3 quantize-trunk' wrote`);
+  }
   if (manifest.n_layers < layouts.length) {
     throw new K3Error(ExitCode.runtime, `${dir}: the draft trunk holds ${manifest.n_layers} layers, ${layouts.length} are needed`);
   }

@@ -16,7 +16,7 @@ import { allocAlignment, NativeBuffer, offsetPointer } from "../native/memory.ts
 import { bindLayer, vectorBytes } from "./bind.ts";
 import type { Trunk } from "./trunk.ts";
 import type { TensorReader } from "./tensor-reader.ts";
-import { checkLayerBytes, layerSource, layoutOfPacked, readTrunkManifest, trunkBinName, type PackedLayer } from "./trunk-file.ts";
+import { checkLayerBytes, layerSource, layoutOfPacked, readTrunkManifest, trunkBinName, type PackedLayer, type TrunkCodec } from "./trunk-file.ts";
 import type { LayerLayout } from "./trunk-layout.ts";
 import type { LayerWeights } from "./types.ts";
 import { VectorArena } from "./vector-arena.ts";
@@ -32,6 +32,9 @@ export interface TrunkStats {
   readSeconds: number;
   /** Seconds the forward pass spent waiting for reads. */
   waitSeconds: number;
+  /** A compressed trunk's decoded bytes (what the kernels were given) and the seconds decoding took; 0 for a plain one. */
+  bytesDecoded: number;
+  codecSeconds: number;
 }
 
 /** The ring: its arena of `bytes` (plus slack for the reads' windows) and two vector arenas. */
@@ -82,8 +85,15 @@ export interface PackedTrunk {
   layouts: LayerLayout[];
   /** Per layer: its bytes in a slot plus its widened vectors, what the planner spends budget on. */
   layerCosts: number[];
-  /** Payload bytes of the bound layers in trunk.bin. */
+  /** Payload bytes of the bound layers in trunk.bin (their decoded bytes, when compressed). */
   packedBytes: number;
+  /** A compressed pack's code, and per layer the bytes it is read and pinned as. */
+  codec?: TrunkCodec;
+  storedCosts?: number[];
+  /** Compressed: bytes of the slot every layer decodes into (the largest layer and its vectors). */
+  decodedSlotBytes?: number;
+  /** Compressed: what is stored in trunk.bin for the bound layers (the bytes a pass reads). */
+  storedBytes?: number;
 }
 
 /**
@@ -113,17 +123,24 @@ export function openPackedTrunk(dir: string, layouts: readonly LayerLayout[], re
     }
     return { ...layout, run: undefined };
   });
+  const codec = manifest.codec;
   return {
     dir, layers, layouts: packedLayouts,
     layerCosts: layers.map((packed, l) => packed.nbytes + vectorBytes(packedLayouts[l] as LayerLayout)),
     packedBytes: layers.reduce((sum, l) => sum + l.payload_bytes, 0),
+    ...(codec && {
+      codec,
+      storedCosts: layers.map((packed) => readCapacity(packed.nbytes)),
+      decodedSlotBytes: Math.max(...layers.map((packed) => packed.payload_bytes)) + Math.max(...packedLayouts.map((layout) => vectorBytes(layout))),
+      storedBytes: layers.reduce((sum, l) => sum + (l.stored_bytes ?? 0), 0),
+    }),
   };
 }
 
 export class StreamedTrunk implements Trunk {
   readonly layerCount: number;
   readonly plan: RingPlan;
-  readonly stats: TrunkStats = { binds: 0, hits: 0, reads: 0, bytesRead: 0, aheadBytes: 0, readSeconds: 0, waitSeconds: 0 };
+  readonly stats: TrunkStats = { binds: 0, hits: 0, reads: 0, bytesRead: 0, aheadBytes: 0, readSeconds: 0, waitSeconds: 0, bytesDecoded: 0, codecSeconds: 0 };
   readonly #config: ModelConfig;
   readonly #dir: string;
   readonly #layers: PackedLayer[];
@@ -143,6 +160,7 @@ export class StreamedTrunk implements Trunk {
 
   /** Opens trunk.bin; nothing is allocated until the first layer is asked for. */
   constructor(packed: PackedTrunk, config: ModelConfig, plan: RingPlan, warnings: string[], readFaults: ReadonlyMap<number, number> = new Map()) {
+    if (packed.codec) throw new Error("a compressed pack streams through CompressedTrunk");
     this.layerCount = packed.layers.length;
     this.plan = plan;
     this.#config = config;

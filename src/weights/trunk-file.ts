@@ -19,6 +19,7 @@ import { readCapped } from "../fs.ts";
 import { inputLimits } from "../input-limits.ts";
 import { jsonRefusal, JsonSyntaxError, parseJsonData } from "../json.ts";
 import { allocAlignment } from "../native/memory.ts";
+import { blockCount, trunkEntryBytes, trunkHeaderBytes, trunkMaxBlockBytes, trunkMinBlockBytes } from "../native/trunk-code.ts";
 import type { TensorReader } from "./tensor-reader.ts";
 import type { LayerLayout, LayoutDtype } from "./trunk-layout.ts";
 
@@ -45,7 +46,24 @@ export interface PackedLayer {
   /** All payload bytes, hashed in `hashChunkBytes` chunks seeded with `source`, 16 hex digits. */
   hash: string;
   tensors: Record<string, { off: number; nbytes: number; dtype: LayoutDtype; shape: number[] }>;
+  /**
+   * A compressed trunk's layers only: the layer's stored (coded) bytes before padding, which
+   * `nbytes` rounds up, and the hash of its block table (read when the trunk is opened).
+   */
+  stored_bytes?: number;
+  table_hash?: string;
 }
+
+/** The code of a compressed trunk (`k3 pack-trunk --compress`; zig/codec/bf16_planes.zig). */
+export interface TrunkCodec {
+  name: typeof trunkCodecName;
+  /** Decoded bytes of every block but a layer's last. */
+  block_bytes: number;
+}
+
+export const trunkCodecName = "bf16-planes";
+/** The block size `k3 pack-trunk --compress` writes: a block decodes inside a core's L2 cache. */
+export const defaultCodecBlockBytes = 256 * 1024;
 
 /**
  * What a quantised (draft) trunk was made from: `k3 quantize-trunk` records it. Its layers keep
@@ -66,6 +84,8 @@ export interface TrunkManifest {
   layers: PackedLayer[];
   /** Present in a quantised trunk only: such a trunk drafts (--draft-trunk), it never computes exact tokens. */
   derived?: TrunkDerivation;
+  /** Present in a compressed trunk only: its layers are stored in this code and decode to the plain bytes. */
+  codec?: TrunkCodec;
 }
 
 /** Bytes of one I8R row: the f32 scale, then one int8 per column (zig/kernels/matvec_i8r.zig). */
@@ -201,7 +221,7 @@ class ManifestFields {
 }
 
 /** One entry of `layers`, checked field by field against the layout rules pack-trunk writes by. */
-function readLayer(path: string, raw: unknown, i: number, fileOff: number, alignment: number): PackedLayer {
+function readLayer(path: string, raw: unknown, i: number, fileOff: number, alignment: number, codec: TrunkCodec | undefined): PackedLayer {
   const where = `layers[${i}]`;
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) refuse(path, `${where} must be an object, found ${found(raw)}`);
   const f = new ManifestFields(path, raw as Record<string, unknown>, where);
@@ -209,8 +229,22 @@ function readLayer(path: string, raw: unknown, i: number, fileOff: number, align
   if (layer !== i) refuse(path, `${where}.layer is ${layer}, expected ${i} (entries are in layer order)`);
   const payloadBytes = f.count("payload_bytes");
   const nbytes = f.count("nbytes");
-  const expected = Math.ceil(payloadBytes / alignment) * alignment;
-  if (nbytes !== expected) refuse(path, `${where}.nbytes is ${nbytes}, expected ${expected} (payload_bytes ${payloadBytes} rounded up to ${alignment})`);
+  let stored: { stored_bytes: number; table_hash: string } | undefined;
+  if (codec) {
+    const storedBytes = f.count("stored_bytes");
+    const blocks = blockCount(payloadBytes, codec.block_bytes);
+    const least = blocks * (trunkEntryBytes + trunkHeaderBytes);
+    const most = payloadBytes + least;
+    if (payloadBytes === 0 || storedBytes < least || storedBytes > most) {
+      refuse(path, `${where}.stored_bytes is ${storedBytes}, outside [${least}, ${most}] for ${blocks} blocks of the ${payloadBytes}-byte layer`);
+    }
+    stored = { stored_bytes: storedBytes, table_hash: f.hex("table_hash") };
+  } else {
+    for (const key of ["stored_bytes", "table_hash"]) if (key in (raw as object)) refuse(path, `${where}.${key} belongs to a compressed trunk, and this one has no codec`);
+  }
+  const readBytes = stored ? stored.stored_bytes : payloadBytes;
+  const expected = Math.ceil(readBytes / alignment) * alignment;
+  if (nbytes !== expected) refuse(path, `${where}.nbytes is ${nbytes}, expected ${expected} (${stored ? "stored_bytes" : "payload_bytes"} ${readBytes} rounded up to ${alignment})`);
   const offset = f.count("file_off");
   if (offset !== fileOff) refuse(path, `${where}.file_off is ${offset}, expected ${fileOff} (layers follow each other in trunk.bin)`);
   const tensorFields = f.object("tensors");
@@ -237,7 +271,7 @@ function readLayer(path: string, raw: unknown, i: number, fileOff: number, align
   }
   return {
     layer, shard: f.text("shard"), run_start: f.count("run_start"), nbytes, payload_bytes: payloadBytes, file_off: offset,
-    source: f.hex("source"), hash: f.hex("hash"), tensors,
+    source: f.hex("source"), hash: f.hex("hash"), tensors, ...stored,
   };
 }
 
@@ -273,10 +307,23 @@ export function readTrunkManifest(dir: string): TrunkManifest {
   const layerCount = f.count("n_layers", configCeilings.layers);
   const entries = f.array("layers");
   if (entries.length !== layerCount) refuse(jsonPath, `layers has ${entries.length} entries, n_layers says ${layerCount}`);
+  let codec: TrunkCodec | undefined;
+  if (top.codec !== undefined) {
+    const c = f.object("codec");
+    const name = c.text("name");
+    if (name !== trunkCodecName) refuse(jsonPath, `codec.name must be "${trunkCodecName}", found ${found(name)}`);
+    const blockBytes = c.count("block_bytes", trunkMaxBlockBytes);
+    if (blockBytes < trunkMinBlockBytes || blockBytes % trunkMinBlockBytes !== 0) {
+      refuse(jsonPath, `codec.block_bytes must be a multiple of ${trunkMinBlockBytes} from ${trunkMinBlockBytes} to ${trunkMaxBlockBytes}, found ${blockBytes}`);
+    }
+    const extra = c.keys().find((key) => key !== "name" && key !== "block_bytes");
+    if (extra !== undefined) refuse(jsonPath, `codec.${displayName(extra)} is not a field of the codec`);
+    codec = { name: trunkCodecName, block_bytes: blockBytes };
+  }
   const layers: PackedLayer[] = [];
   let fileOff = 0;
   for (let i = 0; i < entries.length; i++) {
-    const layer = readLayer(jsonPath, entries[i], i, fileOff, alignment);
+    const layer = readLayer(jsonPath, entries[i], i, fileOff, alignment, codec);
     fileOff += layer.nbytes;
     layers.push(layer);
   }
@@ -292,5 +339,6 @@ export function readTrunkManifest(dir: string): TrunkManifest {
   } else if (layers.some((l) => Object.values(l.tensors).some((t) => t.dtype === "I8R"))) {
     refuse(jsonPath, "I8R tensors in a trunk that does not say it is derived (only 'k3 quantize-trunk' writes them)");
   }
-  return { format: "k3-trunk", version: trunkFormatVersion, n_layers: layerCount, align, layers, ...(derived && { derived }) };
+  if (derived && codec) refuse(jsonPath, "a quantised draft trunk is not compressed (derived and codec together)");
+  return { format: "k3-trunk", version: trunkFormatVersion, n_layers: layerCount, align, layers, ...(derived && { derived }), ...(codec && { codec }) };
 }

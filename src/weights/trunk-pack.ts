@@ -10,12 +10,13 @@ import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { K3Error, ExitCode } from "../errors.ts";
 import { DirectFile } from "../native/file.ts";
 import { commitAll, errnoReason, stageBytes, stageWrite, writeFully, type StagedWrite } from "../fs.ts";
-import { allocAlignment } from "../native/memory.ts";
+import { allocAlignment, NativeBuffer, u8View } from "../native/memory.ts";
+import { blockCount, codeBound, decodeBlocks, encodeLayer, trunkEntryBytes } from "../native/trunk-code.ts";
 import { stopIfSignalled } from "../native/signals.ts";
 import type { TensorReader } from "./tensor-reader.ts";
 import {
-  alignUp, hashChunkBytes, hashSeed, layerSource, readTrunkManifest, trunkBinName, trunkFormatVersion, trunkJsonName,
-  type PackedLayer, type TrunkManifest,
+  alignUp, defaultCodecBlockBytes, hashChunkBytes, hashSeed, layerHash, layerSource, readTrunkManifest, trunkBinName, trunkCodecName, trunkFormatVersion, trunkJsonName,
+  type PackedLayer, type TrunkCodec, type TrunkManifest,
 } from "./trunk-file.ts";
 import { layerLayout, packRefusal } from "./trunk-layout.ts";
 
@@ -24,6 +25,8 @@ export interface PackProgress {
   layerCount: number;
   bytesDone: number;
   seconds: number;
+  /** Compressed: the bytes written so far. */
+  storedBytes?: number;
 }
 
 export interface PackResult {
@@ -55,6 +58,12 @@ function plannedLayers(index: CheckpointIndex, reader: TensorReader, config: Mod
   return { layers, shards };
 }
 
+/** A compressed pack of the same layers: the same runs of the same contents (its offsets follow from the code). */
+function sameSource(a: PackedLayer[], b: PackedLayer[]): boolean {
+  const strip = (layers: PackedLayer[]) => JSON.stringify(layers.map((l) => [l.layer, l.shard, l.run_start, l.payload_bytes, l.source, l.tensors]));
+  return strip(a) === strip(b);
+}
+
 /** Everything but the hashes, to tell "the same pack" from "a different pack". */
 function sameLayout(a: PackedLayer[], b: PackedLayer[]): boolean {
   const strip = (layers: PackedLayer[]) => JSON.stringify(layers.map(({ hash: _hash, ...rest }) => rest));
@@ -68,6 +77,10 @@ export function packTrunk(
     onProgress: (p: PackProgress) => void;
     /** Fault injection for tests: after this many layers send `signal` (SIGKILL: as a power cut would). */
     killAfterLayers?: { layers: number; signal: "SIGKILL" | "SIGINT" | "SIGTERM" };
+    /** Store each layer in the compressed code (`--compress`) instead of verbatim. */
+    compress?: boolean;
+    /** The code's block size (tests use small ones, so small layers have many blocks). */
+    codecBlockBytes?: number;
   },
 ): PackResult {
   const started = performance.now();
@@ -83,7 +96,8 @@ export function packTrunk(
     } catch {
       existing = undefined;
     }
-    if (existing && sameLayout(existing.layers, planned)) {
+    const sameCodec = (existing?.codec !== undefined) === (options.compress === true);
+    if (existing && sameCodec && (existing.codec ? existing.codec.block_bytes === (options.codecBlockBytes ?? defaultCodecBlockBytes) && sameSource(existing.layers, planned) : sameLayout(existing.layers, planned))) {
       return { manifest: existing, payloadBytes, largestLayerBytes, seconds: 0, alreadyPacked: true };
     }
     if (!options.force) {
@@ -119,8 +133,43 @@ export function packTrunk(
   };
   // Both files are complete in their temporaries before either is renamed: a write that fails
   // (a full disk) leaves the directory as it was, so the same command works once there is room.
-  const bin = stageWrite({ path: binPath, what: "the packed trunk" }, fill, (temporary) => verifyPack(temporary, planned));
-  const manifest: TrunkManifest = { format: "k3-trunk", version: trunkFormatVersion, n_layers: layerCount, align: allocAlignment(), layers: planned };
+  const blockBytes = options.codecBlockBytes ?? defaultCodecBlockBytes;
+  const codec: TrunkCodec | undefined = options.compress ? { name: trunkCodecName, block_bytes: blockBytes } : undefined;
+  const fillCompressed = (fd: number) => {
+    const largest = Math.max(...planned.map((l) => l.payload_bytes));
+    const coded = NativeBuffer.allocate(alignUp(codeBound(largest, blockBytes)), "a compressed layer", "read-target");
+    try {
+      let fileOff = 0;
+      for (const layer of planned) {
+        stopIfSignalled();
+        const run = reader.readRangeToNative(shards[layer.layer] as number, layer.run_start, layer.payload_bytes, `trunk layer ${layer.layer}`);
+        try {
+          layer.hash = layerHash(u8View(run.ptr, 0, layer.payload_bytes), layer.source);
+          const stored = encodeLayer(run.ptr, layer.payload_bytes, blockBytes, layer.layer, coded.ptr, coded.bytes);
+          layer.stored_bytes = stored;
+          layer.nbytes = alignUp(stored);
+          layer.file_off = fileOff;
+          layer.table_hash = Bun.hash.wyhash(coded.u8(0, blockCount(layer.payload_bytes, blockBytes) * trunkEntryBytes), 0n).toString(16).padStart(16, "0");
+          coded.u8(stored, layer.nbytes - stored).fill(0);
+          writeFully(fd, coded.u8(0, layer.nbytes), fileOff);
+          fileOff += layer.nbytes;
+        } finally {
+          run.buffer.free();
+        }
+        bytesDone += layer.payload_bytes;
+        options.onProgress({ layersDone: layer.layer + 1, layerCount, bytesDone, seconds: (performance.now() - started) / 1000, storedBytes: fileOff });
+        if (layer.layer + 1 === options.killAfterLayers?.layers) process.kill(process.pid, options.killAfterLayers.signal); // fault injection
+      }
+    } finally {
+      coded.free();
+    }
+  };
+  const bin = codec
+    ? stageWrite({ path: binPath, what: "the packed trunk" }, fillCompressed, (temporary) => verifyCompressedPack(temporary, planned, codec))
+    : stageWrite({ path: binPath, what: "the packed trunk" }, fill, (temporary) => verifyPack(temporary, planned));
+  const manifest: TrunkManifest = {
+    format: "k3-trunk", version: trunkFormatVersion, n_layers: layerCount, align: allocAlignment(), layers: planned, ...(codec && { codec }),
+  };
   let json: StagedWrite | undefined;
   try {
     json = stageBytes({ path: jsonPath, what: "the trunk manifest" }, `${JSON.stringify(manifest, null, 1)}\n`);
@@ -150,6 +199,34 @@ export function verifyPack(path: string, layers: PackedLayer[]): void {
     }
   } finally {
     file.close();
+  }
+}
+
+/**
+ * Reads every compressed layer back, decodes it with every checksum checked and compares the
+ * decoded layer's hash with the checkpoint's: the bytes written decode to the bytes packed.
+ */
+export function verifyCompressedPack(path: string, layers: PackedLayer[], codec: TrunkCodec): void {
+  const largest = Math.max(...layers.map((l) => l.payload_bytes));
+  const decoded = NativeBuffer.allocate(largest, "verifying a compressed layer", "read-target");
+  const file = new DirectFile(path);
+  try {
+    for (const layer of layers) {
+      const storedBytes = layer.stored_bytes as number;
+      const stored = file.read(layer.file_off, storedBytes);
+      const blocks = blockCount(layer.payload_bytes, codec.block_bytes);
+      const tableBytes = blocks * trunkEntryBytes;
+      const damaged = decodeBlocks({
+        layer: layer.layer, table: stored.slice(0, tableBytes), first: 0, count: blocks, src: stored.subarray(tableBytes), srcBytes: storedBytes - tableBytes,
+        srcBase: tableBytes, dst: decoded.ptr, dstBytes: layer.payload_bytes, blockBytes: codec.block_bytes, verify: true,
+      });
+      if (damaged !== undefined || layerHash(decoded.u8(0, layer.payload_bytes), layer.source) !== layer.hash) {
+        throw new K3Error(ExitCode.runtime, `${path}: layer ${layer.layer} read back differently from what was written${damaged !== undefined ? ` (block ${damaged})` : ""}; the pack is not usable`);
+      }
+    }
+  } finally {
+    file.close();
+    decoded.free();
   }
 }
 

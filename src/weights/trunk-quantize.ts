@@ -142,6 +142,9 @@ export function quantizeTrunk(
   if (source.derived) {
     throw new K3Error(ExitCode.usage, `${sourceDir}: already a quantised (${source.derived.kind}) trunk; quantise the trunk 'k3 pack-trunk' wrote`);
   }
+  if (source.codec) {
+    throw new K3Error(ExitCode.usage, `${sourceDir}: a compressed (${source.codec.name}) trunk; quantise a plain one ('k3 pack-trunk' without --compress)`);
+  }
   const planned: PackedLayer[] = [];
   let fileOff = 0;
   for (const layer of source.layers) {

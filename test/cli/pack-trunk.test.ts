@@ -23,6 +23,48 @@ async function packed(): Promise<string> {
   return out;
 }
 
+describe.concurrent("k3 pack-trunk --compress", () => {
+  test("stores fewer bytes, streams the same ids, packs again as a no-op and never replaces a plain pack unasked", async () => {
+    const out = join(tempDir("pack-compressed"), "trunk");
+    const r = await k3Async(["pack-trunk", dir, out, "--compress"]);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/wrote trunk\.bin: [\d.]+ [KM]B across 14 layers, stored in [\d.]+ [KM]B \([\d.]+%, bf16-planes\), verified/);
+    const manifest = JSON.parse(readFileSync(join(out, "trunk.json"), "utf8"));
+    expect(manifest.codec).toEqual({ name: "bf16-planes", block_bytes: 262144 });
+    const stored = manifest.layers.reduce((sum: number, l: { stored_bytes: number }) => sum + l.stored_bytes, 0);
+    const payload = manifest.layers.reduce((sum: number, l: { payload_bytes: number }) => sum + l.payload_bytes, 0);
+    expect(stored).toBeLessThan(payload);
+    expect(statSync(join(out, "trunk.bin")).size).toBe(manifest.layers.reduce((sum: number, l: { nbytes: number }) => sum + l.nbytes, 0));
+    const streamed = await run(out);
+    expect(streamed.code).toBe(0);
+    const results = JSON.parse(streamed.stdout);
+    expect(results.generated_ids).toEqual(want.generated_ids.slice(0, 3));
+    // Read as stored, decoded to the plain layers.
+    expect(results.trunk_stats.bytes_decoded).toBeGreaterThan(results.trunk_stats.bytes_read);
+    expect(streamed.stderr).toMatch(/decoded [\d.]+ [KM]B of compressed layers/);
+    const again = await k3Async(["pack-trunk", dir, out, "--compress"]);
+    expect(again.stderr).toContain("already holds this pack");
+    const plain = await k3Async(["pack-trunk", dir, out]);
+    expect(plain.code).toBe(1);
+    expect(plain.stderr).toContain("already holds a different or incomplete packed trunk; pass --force");
+  });
+
+  test("a damaged block is refused with one line naming the layer, the block and its tensor", async () => {
+    const out = join(tempDir("pack-compressed-damaged"), "trunk");
+    expect((await k3Async(["pack-trunk", dir, out, "--compress"])).code).toBe(0);
+    const manifest = JSON.parse(readFileSync(join(out, "trunk.json"), "utf8"));
+    const bin = join(out, "trunk.bin");
+    const bytes = readFileSync(bin);
+    const at = manifest.layers[5].file_off + 16 + 200; // inside layer 5's one block, after the table
+    bytes[at] = (bytes[at] as number) ^ 0x40;
+    writeFileSync(bin, bytes);
+    const r = await run(out);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/\nk3: \S+trunk\.bin: layer 5 block 0 \(bytes \[0, \d+\) of the layer, in language_model\.model\.layers\.5\.\S+ and \d+ more tensors\) is damaged: its entry, header or checksum is wrong; re-run 'k3 pack-trunk --compress'; the run stopped at step 0 and wrote no results\n$/);
+    expect(r.stdout).toBe("");
+  });
+});
+
 describe.concurrent("k3 pack-trunk", () => {
   test("writes trunk.bin with each layer 4096-aligned and trunk.json describing it", async () => {
     const out = await packed();

@@ -3,6 +3,8 @@
  * modes: resident; streamed with every layer pinned; streamed with nothing pinned and a single
  * ring slot; one slot with room to read part of each next layer ahead (so reads ahead land beside
  * a layer in use and the rest after it); two slots; and an expert cache of only top-k + 1 slots.
+ * The compressed pack (`k3 pack-trunk --compress`) too: every layer pinned as stored, none, a
+ * part, and ultra-low-memory mode.
  *
  * The runs are the run command's in this process (test/support/run-in-process.ts), with the
  * safety-checked kernels; the last test of each model runs the smallest budget through dist/k3.
@@ -49,8 +51,15 @@ for (const name of oracleModels) {
     let twoSlotsGb = "";
     let partialGb = "";
     let layerCount = 0;
+    let compressed = "";
+    let partialCompressedGb = "";
     beforeAll(() => {
       trunk = packedFixtureTrunk(name);
+      compressed = packedFixtureTrunk(name, true);
+      // The decoded slot, two staging pieces and about half the stored layers pinned.
+      const stored = (JSON.parse(readFileSync(join(compressed, "trunk.json"), "utf8")) as { layers: { nbytes: number; payload_bytes: number }[] }).layers;
+      const half = stored.slice(0, stored.length >> 1).reduce((sum, l) => sum + l.nbytes, 0);
+      partialCompressedGb = ((1.1 * Math.max(...stored.map((l) => l.payload_bytes)) + 2.1 * Math.max(...stored.map((l) => l.nbytes)) + half) / 1e9).toFixed(9);
       // Room for two slots of the largest layer but not for the whole trunk.
       const layers = (JSON.parse(readFileSync(join(trunk, "trunk.json"), "utf8")) as { layers: { nbytes: number }[] }).layers;
       layerCount = layers.length;
@@ -71,6 +80,10 @@ for (const name of oracleModels) {
         (r) => streamed((p) => p === 0, 1)(r) && r.trunk.plan!.ring_bytes > r.trunk.plan!.slot_bytes && r.ahead > 0]
       ,
       ["an expert cache of top-k + 1 slots", () => ["--cache-gb", "0"], minimalCache],
+      ["compressed, everything pinned as stored", () => ["--trunk", compressed, "--trunk-gb", "100"], streamed((p) => p === layerCount, 1)],
+      ["compressed, nothing pinned", () => ["--trunk", compressed, "--trunk-gb", "0"], (r) => streamed((p) => p === 0, 1)(r) && r.trunk.plan!.raised && r.ahead > 0],
+      ["compressed, a partial pin", () => ["--trunk", compressed, "--trunk-gb", partialCompressedGb], streamed((p) => p > 0 && p < layerCount, 1)],
+      ["compressed, ultra-low-memory", () => ["--trunk", compressed, "--ultra-low-memory"], (r) => r.trunk.mode === "streamed"],
       ["streamed, single slot, minimal cache", () => ["--trunk", trunk, "--trunk-gb", "0", "--cache-gb", "0"], (r) => streamed((p) => p === 0, 1)(r) && minimalCache(r)],
     ];
     for (const mode of ["--incremental", "--recompute"]) {

@@ -56,12 +56,13 @@ import { packTrunk } from "../../src/weights/trunk-pack.ts";
 import { budgetRequest } from "../../src/plan/budget.ts";
 
 /** The trunk of the checkpoint in `dir`, every layer, packed into `trunkDir` in-process (what `k3 pack-trunk` writes). */
-export function packTrunkOf(dir: string, trunkDir: string): void {
+export function packTrunkOf(dir: string, trunkDir: string, compress = false): void {
   const { config } = loadConfig(join(dir, "config.json"));
   const index = indexCheckpoint(dir);
   const reader = new TensorReader(index);
   try {
-    packTrunk(index, reader, config, config.numLayers, trunkDir, { force: false, onProgress: () => {} });
+    // Compressed in blocks of 16 KB, so the fixtures' small layers have many blocks (and pieces).
+    packTrunk(index, reader, config, config.numLayers, trunkDir, { force: false, onProgress: () => {}, compress, codecBlockBytes: 16384 });
   } finally {
     reader.close();
   }
@@ -74,12 +75,13 @@ const packed = new Map<string, string>();
  * writes; test/cli/pack-trunk.test.ts tests that command). For tests that only read it: one that
  * damages a trunk packs its own.
  */
-export function packedFixtureTrunk(name: string): string {
-  let dir = packed.get(name);
+export function packedFixtureTrunk(name: string, compress = false): string {
+  const key = `${name}${compress ? " compressed" : ""}`;
+  let dir = packed.get(key);
   if (dir === undefined || !existsSync(join(dir, "trunk.json"))) {
-    dir = join(tempDir(`packed-${name}`), "packed");
-    packTrunkOf(modelDir(name), dir);
-    packed.set(name, dir);
+    dir = join(tempDir(`packed-${name}${compress ? "-compressed" : ""}`), "packed");
+    packTrunkOf(modelDir(name), dir, compress);
+    packed.set(key, dir);
   }
   return dir;
 }
