@@ -33,7 +33,7 @@ import { readMemory } from "../src/plan/budget.ts";
 import { DirectFile, readCapacity, type PendingRead } from "../src/native/file.ts";
 import { initPool, memReadSum } from "../src/native/kernels.ts";
 import { allocAlignment, NativeBuffer } from "../src/native/memory.ts";
-import { k3WidthConfig } from "../tools/k3width/generate.ts";
+import { k3WidthConfig, k3WidthMarker, k3WidthWeights } from "../tools/k3width/generate.ts";
 import { tensorBytes } from "../tools/checkpoint/writer.ts";
 import { executablePath, executableStale, libraryStale, root } from "../tools/build.ts";
 
@@ -69,6 +69,14 @@ export function benchPaths(dir = envValue("K3_BENCH_DIR") ?? defaultBenchDir): S
 }
 
 const checkpointPresent = (p: StreamingPaths) => existsSync(join(p.dir, "config.json"));
+/** A checkpoint the generator made as it makes them now (an older one drew other weights). */
+const checkpointCurrent = (p: StreamingPaths) => {
+  try {
+    return (JSON.parse(readFileSync(join(p.dir, k3WidthMarker), "utf8")) as { weights?: unknown }).weights === k3WidthWeights;
+  } catch {
+    return false;
+  }
+};
 const packPresent = (p: StreamingPaths) => existsSync(join(p.trunkDir, "trunk.json")) && existsSync(join(p.trunkDir, "trunk.bin"));
 
 /** Bytes the generator writes (payloads; headers are a few hundred KB more). */
@@ -147,6 +155,12 @@ export async function prepare(paths: StreamingPaths): Promise<{ generateSeconds:
     throw new Error(`K3_BENCH_DIR=${paths.dir} is inside the repository; put the ~15 GB of bench data elsewhere`);
   }
   let generateSeconds: number | undefined;
+  if (checkpointPresent(paths) && !checkpointCurrent(paths)) {
+    // The bench's own data, made by an older generator: its weights would measure something else.
+    progress(`${paths.dir} was generated with other weights than tools/k3width/generate.ts draws now: regenerating it`);
+    rmSync(paths.dir, { recursive: true, force: true });
+    rmSync(paths.trunkDir, { recursive: true, force: true });
+  }
   if (!checkpointPresent(paths)) {
     progress(`no checkpoint in ${paths.dir}: generating ${(checkpointBytes() / 1e9).toFixed(2)} GB (this takes a minute or more)`);
     mkdirSync(dirname(paths.dir), { recursive: true });

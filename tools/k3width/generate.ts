@@ -39,6 +39,43 @@ function fillRandom(words: Uint32Array, seed: number): void {
 }
 
 /**
+ * The spread of the bf16 matrices: N(0, 0.015²) keeps activations finite through 7168-wide sums
+ * and spreads the exponent as trained weights' do (about 2.5 bits of entropy; a code that
+ * compresses them is measured on realistic bits, issue 25).
+ */
+const matrixStd = 0.015;
+/** What the weights are drawn from; bench/streaming.ts regenerates a checkpoint made otherwise. */
+export const k3WidthWeights = "bf16 matrices N(0, 0.015^2) truncated to bf16; MXFP4 codes uniform, scales 118..123";
+export const k3WidthMarker = "k3width.json";
+
+/** bf16 words drawn from N(0, std²) by Box-Muller, each f32 rounded to bf16 by truncation (its top 16 bits). */
+function normalBf16(seed: number, out: Uint16Array, std: number): void {
+  const f = new Float32Array(1);
+  const u = new Uint32Array(f.buffer);
+  let a = (seed * 2654435761) >>> 0 || 1;
+  let b = (seed ^ 0x9e3779b9) >>> 0 || 2;
+  const next = () => {
+    let t = a;
+    const v = b;
+    a = v;
+    t ^= t << 11;
+    t ^= t >>> 8;
+    b = (t ^ v ^ (v >>> 19)) >>> 0;
+    return (a + b) >>> 0;
+  };
+  for (let i = 0; i < out.length; i += 2) {
+    const m = Math.sqrt(-2 * Math.log((next() + 1) / 4294967297)) * std;
+    const angle = (2 * Math.PI * next()) / 4294967296;
+    f[0] = m * Math.cos(angle);
+    out[i] = (u[0] as number) >>> 16;
+    if (i + 1 < out.length) {
+      f[0] = m * Math.sin(angle);
+      out[i + 1] = (u[0] as number) >>> 16;
+    }
+  }
+}
+
+/**
  * Payloads with the magnitudes a trained model has: matrices ~2^-8..2^-5 so activations stay
  * finite through 7168-wide sums, norm gains near 1, MXFP4 scale bytes 118-123.
  */
@@ -53,10 +90,10 @@ function payload(spec: TensorSpec, seed: number): Uint8Array {
   const isGain = spec.shape.length === 1 || spec.name.endsWith("_res_proj.weight");
   if (spec.dtype === "BF16") {
     const bits = new Uint16Array(bytes.buffer);
-    for (let i = 0; i < bits.length; i++) {
-      const r = bits[i] as number;
-      // sign | exponent 119..122 (2^-8..2^-5) | 7 random mantissa bits; gains: 1.0 +- small.
-      bits[i] = isGain ? 0x3f80 | (r & 0x1f) : (r & 0x8000) | ((119 + ((r >> 7) & 3)) << 7) | (r & 0x7f);
+    if (isGain) {
+      for (let i = 0; i < bits.length; i++) bits[i] = 0x3f80 | ((bits[i] as number) & 0x1f); // 1.0 +- small
+    } else {
+      normalBf16(seed, bits, matrixStd);
     }
     return bytes;
   }
@@ -93,6 +130,7 @@ export function generateK3Width(dir: string): void {
     const seconds = (performance.now() - started) / 1000;
     log.info(`wrote ${path} (${(statSync(path).size / 1e9).toFixed(2)} GB); ${(written / 1e9).toFixed(2)} of ${(total / 1e9).toFixed(2)} GB in ${seconds.toFixed(0)} s`);
   });
+  writeAtomically(join(dir, k3WidthMarker), `${JSON.stringify({ weights: k3WidthWeights })}\n`, "the generator's record");
   // Written last: its presence is what says the checkpoint is complete.
   writeAtomically(join(dir, "config.json"), configJson(config, "nested"), "the config");
 }

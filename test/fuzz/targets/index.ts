@@ -20,6 +20,7 @@ import { stateFileTarget } from "./state-file.ts";
 import { tiktokenTarget } from "./tiktoken.ts";
 import { tokenizerConfigTarget } from "./tokenizer-config.ts";
 import { trunkBinTarget } from "./trunk-bin.ts";
+import { trunkCompressedTarget } from "./trunk-compressed.ts";
 import { trunkJsonTarget } from "./trunk-json.ts";
 
 export const targets: readonly FuzzTarget<Seed>[] = [
@@ -29,6 +30,7 @@ export const targets: readonly FuzzTarget<Seed>[] = [
   tokenizerConfigTarget,
   trunkJsonTarget,
   trunkBinTarget,
+  trunkCompressedTarget,
   draftTrunkJsonTarget,
   argvTarget,
   chatRequestTarget,
