@@ -29,16 +29,20 @@
  *   9. batch      the same checkpoint: 4 prompts decoded together (--batch --parallel 4)
  *                 against one after another, streamed at 1.5 GB and resident (skipped with the
  *                 streaming part)
+ *  10. compressed the same checkpoint packed with --compress: stored size, decode GB/s against
+ *                 the disk, streamed s/token against the plain pack, the experts' entropy
+ *                 (skipped with the streaming part)
  *
  * Figures go to stdout, progress to stderr. Exits 1 when a benchmark found a correctness
  * failure (ids differing across budgets, tokenizer output differing from tiktoken, peak RSS
  * over the memory plan, ultra's peak RSS not below the laptop's by the tables, a draft that read
  * an expert, a resumed run or --tf-check disagreeing with an uninterrupted run, batched ids
- * differing from one-at-a-time ids).
+ * differing from one-at-a-time ids, a compressed pack's ids differing from the plain one's).
  */
 import { availableParallelism, cpus, loadavg, totalmem } from "node:os";
 import { attentionReport, benchAttention } from "./attention.ts";
 import { batchReport, benchBatch } from "./batch.ts";
+import { benchCompressed, compressedReport } from "./compressed.ts";
 import { benchIndex } from "./index-headers.ts";
 import { benchKernels, ceilingLines, formatKernelRows } from "./kernels.ts";
 import { benchPrefill, prefillReport } from "./prefill.ts";
@@ -186,6 +190,17 @@ await part("batch", async () => {
     return;
   }
   const report = batchReport(await benchBatch());
+  for (const line of report.lines) console.log(line);
+  if (report.failed) failed = true;
+});
+
+await part("compressed", async () => {
+  const skip = streamingSkipReason();
+  if (skip) {
+    console.log(`compressed: skipped (${skip})`);
+    return;
+  }
+  const report = compressedReport(await benchCompressed());
   for (const line of report.lines) console.log(line);
   if (report.failed) failed = true;
 });
