@@ -56,3 +56,10 @@ export function dirWith(dir: string, from: string, name: string, bytes: Uint8Arr
 
 /** Text with plain words, digits, non-ASCII and the special tokens both tokenizers list. */
 export const tokenizerText = utf8("Hello, world! 123 [BOS]caf\u00e9 <|end_of_msg|> \u4e16\u754c\n\ttabs  and  spaces[EOS]");
+
+/** A streamed greedy run of tiny13 from the pack `pack` with its trunk.bin replaced by `input`, under `dir`. */
+export function trunkBinRun(input: Uint8Array, pack: string, dir: string): { args: string[]; names: string[] } {
+  const trunk = join(dir, "trunk");
+  dirWith(trunk, pack, "trunk.bin", input);
+  return { args: [tinyModel, "--trunk", trunk, "--trunk-gb", "0", ...runTail], names: [trunk] };
+}

@@ -23,19 +23,24 @@ export const k3WidthConfig: ModelConfig = {
   numLayers: 4, vocabSize: 4096, numExperts: 64, attnResBlockSize: 2, fullAttnLayers: [4],
 };
 
-/** xorshift128+ filling whole words: fast enough for gigabytes. */
-function fillRandom(words: Uint32Array, seed: number): void {
+/** xorshift128+ from `seed`: a 32-bit word a call, fast enough for gigabytes. */
+function xorshift(seed: number): () => number {
   let a = (seed * 2654435761) >>> 0 || 1;
   let b = (seed ^ 0x9e3779b9) >>> 0 || 2;
-  for (let i = 0; i < words.length; i++) {
+  return () => {
     let t = a;
     const s = b;
     a = s;
     t ^= t << 11;
     t ^= t >>> 8;
     b = (t ^ s ^ (s >>> 19)) >>> 0;
-    words[i] = (a + b) >>> 0;
-  }
+    return (a + b) >>> 0;
+  };
+}
+
+function fillRandom(words: Uint32Array, seed: number): void {
+  const next = xorshift(seed);
+  for (let i = 0; i < words.length; i++) words[i] = next();
 }
 
 /**
@@ -52,17 +57,7 @@ export const k3WidthMarker = "k3width.json";
 function normalBf16(seed: number, out: Uint16Array, std: number): void {
   const f = new Float32Array(1);
   const u = new Uint32Array(f.buffer);
-  let a = (seed * 2654435761) >>> 0 || 1;
-  let b = (seed ^ 0x9e3779b9) >>> 0 || 2;
-  const next = () => {
-    let t = a;
-    const v = b;
-    a = v;
-    t ^= t << 11;
-    t ^= t >>> 8;
-    b = (t ^ v ^ (v >>> 19)) >>> 0;
-    return (a + b) >>> 0;
-  };
+  const next = xorshift(seed);
   for (let i = 0; i < out.length; i += 2) {
     const m = Math.sqrt(-2 * Math.log((next() + 1) / 4294967297)) * std;
     const angle = (2 * Math.PI * next()) / 4294967296;

@@ -5,7 +5,7 @@
 import { truncateSync } from "node:fs";
 import { join } from "node:path";
 import { checkLayerBytes, readTrunkManifest, trunkBinName } from "../../../src/weights/trunk-file.ts";
-import { dirWith, read, runIds, runTail, tinyModel, tinyPack } from "../fixtures.ts";
+import { dirWith, read, runIds, tinyPack, trunkBinRun } from "../fixtures.ts";
 import type { FuzzTarget, Seed } from "../harness.ts";
 import { mutateBytes } from "../mutate.ts";
 
@@ -29,11 +29,7 @@ export const trunkBinTarget: FuzzTarget<PackSeed> = {
     for (const layer of manifest.layers) checkLayerBytes(bin, layer, input.subarray(layer.file_off, layer.file_off + layer.payload_bytes));
     return "every layer as packed";
   },
-  command(input, seed, dir) {
-    const trunk = join(dir, "trunk");
-    dirWith(trunk, seed.pack, trunkBinName, input);
-    return { args: [tinyModel, "--trunk", trunk, "--trunk-gb", "0", ...runTail], names: [trunk] };
-  },
+  command: (input, seed, dir) => trunkBinRun(input, seed.pack, dir),
   output: runIds,
   testCount: 100,
 };

@@ -10,7 +10,7 @@ import { trunkEntryBytes } from "../../../src/native/trunk-code.ts";
 import { decodeRun, readTables } from "../../../src/weights/compressed-trunk.ts";
 import { checkLayerBytes, readTrunkManifest, trunkBinName } from "../../../src/weights/trunk-file.ts";
 import { packTrunkOf } from "../../support/fixtures.ts";
-import { dirWith, read, runIds, runTail, tinyModel } from "../fixtures.ts";
+import { dirWith, read, runIds, tinyModel, trunkBinRun } from "../fixtures.ts";
 import { existsSync, mkdirSync } from "node:fs";
 import type { FuzzContext, FuzzTarget, Seed } from "../harness.ts";
 import { mutateBytes } from "../mutate.ts";
@@ -58,11 +58,7 @@ export const trunkCompressedTarget: FuzzTarget<PackSeed> = {
     }
     return "every layer as packed";
   },
-  command(input, seed, dir) {
-    const trunk = join(dir, "trunk");
-    dirWith(trunk, seed.pack, trunkBinName, input);
-    return { args: [tinyModel, "--trunk", trunk, "--trunk-gb", "0", ...runTail], names: [trunk] };
-  },
+  command: (input, seed, dir) => trunkBinRun(input, seed.pack, dir),
   output: runIds,
   testCount: 100,
 };
