@@ -21,6 +21,7 @@ import { openPackedTrunk } from "../weights/streamed-trunk.ts";
 import { readTrunkManifest } from "../weights/trunk-file.ts";
 import { TensorReader } from "../weights/tensor-reader.ts";
 import { layerLayout } from "../weights/trunk-layout.ts";
+import { measureCodec } from "./codec-probe.ts";
 import { expertReadBytes, measureFile, prepareReaders } from "./device-bandwidth.ts";
 import { kernelVariantName } from "./kernel-variant.ts";
 import { cpuFacts, freeBytes, gibTruncated, memoryFacts, type CpuFacts } from "./machine.ts";
@@ -187,10 +188,11 @@ function writeProbe(path: string): void {
   }
 }
 
-function checkDisk(r: DoctorReport, o: DoctorOptions): void {
+/** The best sequential-ish figure the disk section measured, MB/s, or undefined. */
+function checkDisk(r: DoctorReport, o: DoctorOptions): number | undefined {
   if (o.skipDisk) {
     r.info("disk", "not measured (--no-disk)");
-    return;
+    return undefined;
   }
   const shard = largestShard(o.modelDir);
   const probe = shard ? undefined : join(o.modelDir ?? ".", `.k3-doctor-probe-${process.pid}.tmp`);
@@ -204,12 +206,32 @@ function checkDisk(r: DoctorReport, o: DoctorOptions): void {
     r.info("disk", `${what}: ${doctorReads} random reads of ${m.readBytes} bytes (${size}) per depth, ${m.direct ? "O_DIRECT" : "buffered"}: ${figures}`);
     if (!m.direct) r.warn("disk", "the filesystem refused O_DIRECT: these figures include the page cache; k3 reads this disk buffered");
     r.info("", `for the full picture run: k3 devbw ${shard ?? "<a large file on that disk>"} (queue depths 1, 4 and 16)`);
+    return Math.max(...m.depths.map((d) => d.mbPerSecond));
   } catch (error) {
     if (!(error instanceof K3Error) && !(error as NodeJS.ErrnoException).code) throw error;
     r.warn("disk", `not measured: ${(error as Error).message}`);
+    return undefined;
   } finally {
     if (probe) rmSync(probe, { force: true });
   }
+}
+
+/** Whether a compressed trunk pays here: this machine's decode speed against its disk. */
+function checkCodec(r: DoctorReport, diskMbps: number | undefined): void {
+  const c = measureCodec();
+  const rates = `decodes ${c.oneThreadGbps.toFixed(2)} GB/s on 1 thread, ${c.allThreadsGbps.toFixed(2)} GB/s on ${c.allThreads} (normal bf16 stored in ${(100 * c.storedShare).toFixed(1)}%)`;
+  if (diskMbps === undefined) {
+    r.info("codec", `pack-trunk --compress: ${rates}; the disk was not measured, so whether it pays is not known`);
+    return;
+  }
+  const pays = c.oneThreadGbps * 1000 > diskMbps;
+  r.info(
+    "codec",
+    `pack-trunk --compress: ${rates}, against the disk's ${diskMbps.toFixed(0)} MB/s: ` +
+      (pays
+        ? `it pays for every byte streamed from disk (one core decodes ${((c.oneThreadGbps * 1000) / diskMbps).toFixed(1)}x faster than the disk reads); with the whole trunk pinned, the plain pack is faster`
+        : "one core decodes slower than the disk reads: the plain pack is as fast or faster here"),
+  );
 }
 
 function checkModel(r: DoctorReport, dir: string): void {
@@ -271,7 +293,7 @@ export function runDoctor(o: DoctorOptions, out: (line: string) => void): Doctor
   if (o.trunkDir && !runnable) r.info("trunk", "not checked (k3 cannot load its kernels on this CPU)");
   const trunkMatches = o.trunkDir !== undefined && runnable && checkTrunk(r, o.trunkDir, o.modelDir);
   checkStorage(r, o, trunkMatches);
-  if (runnable) checkDisk(r, o);
+  if (runnable) checkCodec(r, checkDisk(r, o));
   else r.info("disk", "not measured (k3 cannot load its kernels on this CPU)");
   next(r, o, runnable, preset, trunkMatches);
   return { fail: r.failures > 0, warnings: r.warnings, preset };

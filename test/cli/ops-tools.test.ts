@@ -56,6 +56,7 @@ describe.concurrent("k3 doctor", () => {
     // The checkpoint is not the release's, so the whole 1.56 TB is still needed; the trunk is not.
     expect(out).toContain("more is needed here: 1.56 TB of the 1.56 TB checkpoint\n");
     expect(out).toMatch(new RegExp(`disk     : ${tiny}/model-00001-of-00001.safetensors: 16 random reads of \\d+ bytes .* per depth, (O_DIRECT|buffered): QD1 [\\d.]+ MB/s, QD16 [\\d.]+ MB/s`));
+    expect(out).toMatch(/codec    : pack-trunk --compress: decodes [\d.]+ GB\/s on 1 thread, [\d.]+ GB\/s on \d+ \(normal bf16 stored in (6\d|7[0-4])\.\d%\), against the disk's \d+ MB\/s: (it pays|one core decodes slower)/);
     expect(out).toContain(`model    : ${tiny}: 1 shard(s)`);
     expect(out).toContain("WARN model: 1 shard(s); the release has 96");
     expect(out).toContain("WARN model: 1 of 1 shard(s) are not release shards at their published size");
