@@ -12,6 +12,9 @@ import { formatBytes } from "../units.ts";
 import type { OptionDef } from "./args.ts";
 import { helpOption } from "./common-options.ts";
 import { parseCommandArgs, usageText, type CommandInfo } from "./usage.ts";
+import { findPreset } from "../plan/presets.ts";
+import { assumedBf16StoredShare, tokenBytes } from "../plan/token-bytes.ts";
+import { stagingPiece } from "../weights/compressed-trunk.ts";
 
 /** MXFP4: a 4-bit code per weight plus one 8-bit scale per 32 (model.md 5). */
 export const mxfp4BytesPerParameter = 0.53125;
@@ -56,6 +59,7 @@ export function budgetReport(b: TensorBudget): string {
       lines.push(`    ${`${gb} GB`.padStart(7)}: ${String(slots).padStart(9)} experts (${pct(held, b.routedExperts)} of the ${b.routedExperts})`);
     }
   }
+  lines.push(...tokenBytesLines(b));
   const kda = b.layers.filter((l) => l.attention === "KDA").map((l) => l.layer);
   const mla = b.layers.filter((l) => l.attention === "MLA").map((l) => l.layer);
   const dense = b.layers.filter((l) => l.ffn === "dense").map((l) => l.layer);
@@ -67,6 +71,41 @@ export function budgetReport(b: TensorBudget): string {
   lines.push(`    dense    : ${dense.length} layers: ${ranges(dense) || "-"}`);
   lines.push(`    MoE      : ${moe.length} layers: ${ranges(moe) || "-"}${expertsPerLayer.length > 0 ? `; ${expertsPerLayer.join(" or ")} experts per layer` : ""}`);
   return `${lines.join("\n")}\n`;
+}
+
+/** The presets the per-token table prints (the budgets most users have). */
+const forecastPresets = ["laptop", "desktop", "workstation"] as const;
+
+/**
+ * Bytes read from disk a token at the presets, plain pack against compressed: the trunk the plan
+ * leaves unpinned, and the routed experts a token picks with no reuse (the original measured
+ * almost none below ~36 GB of cache on the real model).
+ */
+function tokenBytesLines(b: TensorBudget): string[] {
+  const topK = b.expertsPerToken;
+  if (b.trunkLayers.length === 0 || b.routedExperts === 0 || topK === undefined) return [];
+  const expertBytes = (b.byClass.get("routed experts")?.bytes ?? 0) / b.routedExperts;
+  const moeLayers = b.layers.filter((l) => l.ffn === "MoE").length;
+  const experts = topK * moeLayers * expertBytes;
+  const largest = Math.max(...b.trunkLayers.map((l) => l.bytes - l.bf16MatrixBytes * (1 - assumedBf16StoredShare)));
+  const compressed = { share: assumedBf16StoredShare, piece: stagingPiece(largest) };
+  const gb = formatBytes;
+  const lines = [
+    "", `  per token from disk (trunk not pinned + ${topK} x ${moeLayers} routed experts, ${gb(experts)}, no expert reuse assumed):`,
+    `    compressed assumes bf16 matrices stored in ${(100 * assumedBf16StoredShare).toFixed(1)}% (K3-width, normal weights; pack-trunk --compress prints a real trunk's)`,
+  ];
+  for (const name of forecastPresets) {
+    const preset = findPreset(name);
+    if (!preset) continue;
+    const budget = preset.trunkGb * 1e9;
+    const plain = tokenBytes(b.trunkLayers, budget, experts);
+    const packed = tokenBytes(b.trunkLayers, budget, experts, compressed);
+    lines.push(
+      `    ${name.padEnd(12)} (--trunk-gb ${preset.trunkGb}): plain ${gb(plain.totalBytes)} (${plain.pinnedLayers} layers pinned, trunk ${gb(plain.trunkBytes)}); ` +
+        `compressed ${gb(packed.totalBytes)} (${packed.pinnedLayers} pinned, trunk ${gb(packed.trunkBytes)}): ${(packed.totalBytes / plain.totalBytes).toFixed(2)}x`,
+    );
+  }
+  return lines;
 }
 
 export async function main(args: readonly string[]): Promise<number> {

@@ -7,9 +7,11 @@
  */
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
+import { loadConfig } from "../checkpoint/config.ts";
 import { readShardHeader, type Dtype, type TensorEntry } from "../checkpoint/safetensors.ts";
 import { K3Error, runtimeError } from "../errors.ts";
 import { errnoCode } from "../fs.ts";
+import type { TrunkLayerBytes } from "../plan/token-bytes.ts";
 
 export type TensorClass =
   | "routed experts" | "shared experts" | "latent MoE projections" | "router" | "attention" | "attention residuals"
@@ -79,7 +81,13 @@ export interface TensorBudget {
   /** Parameters of the routed experts: two per packed byte. */
   routedParameters: number;
   layers: LayerShape[];
+  /** Per layer (0-based, gaps as zeros): its trunk bytes (every tensor but the routed experts') and of them the bf16 matrices'. */
+  trunkLayers: TrunkLayerBytes[];
+  /** Routed experts a token picks, from config.json when it is there and readable. */
+  expertsPerToken: number | undefined;
 }
+
+export type { TrunkLayerBytes };
 
 const add = <K>(map: Map<K, ClassTotal>, key: K, bytes: number) => {
   const total = map.get(key) ?? { tensors: 0, bytes: 0 };
@@ -112,6 +120,7 @@ export function tensorBudget(dir: string): TensorBudget {
   const experts = new Set<string>();
   const layers = new Map<number, LayerShape>();
   let routedParameters = 0;
+  const trunkLayers: TrunkLayerBytes[] = [];
   for (const t of entries) {
     const cls = classifyTensor(t.name);
     add(byClass, cls, t.nbytes);
@@ -132,13 +141,29 @@ export function tensorBudget(dir: string): TensorBudget {
         if (t.name.endsWith(".weight_packed")) routedParameters += 2 * t.nbytes;
       }
       layers.set(layer, shape);
+      if (!expert) {
+        while (trunkLayers.length <= layer) trunkLayers.push({ bytes: 0, bf16MatrixBytes: 0 });
+        const trunk = trunkLayers[layer] as TrunkLayerBytes;
+        trunk.bytes += t.nbytes;
+        if (t.dtype === "BF16" && t.shape.length >= 2) trunk.bf16MatrixBytes += t.nbytes;
+      }
     }
   }
   return {
     dir, shardsRead: names.length - skipped.length, shardsSkipped: skipped, tensors: entries.length,
     bytes: entries.reduce((s, t) => s + t.nbytes, 0), byClass, byDtype, byResidency,
-    routedExperts: experts.size, routedParameters, layers: [...layers.values()].sort((a, b) => a.layer - b.layer),
+    routedExperts: experts.size, routedParameters, layers: [...layers.values()].sort((a, b) => a.layer - b.layer), trunkLayers,
+    expertsPerToken: expertsPerToken(dir),
   };
+}
+
+function expertsPerToken(dir: string): number | undefined {
+  try {
+    return loadConfig(join(dir, "config.json")).config.numExpertsPerToken;
+  } catch (error) {
+    if (error instanceof K3Error) return undefined; // a partial download may lack it: the table is left out
+    throw error;
+  }
 }
 
 /** Consecutive integers as ranges: 0 2 3 4 7 -> "0, 2-4, 7". */
