@@ -49,6 +49,8 @@ export interface EngineRequest {
   faults?: ReadonlySet<string>;
   /** Packed-trunk layer -> the read of it that fails with EIO (tests of a failing disk). */
   trunkReadFaults?: ReadonlyMap<number, number>;
+  /** A compressed pack's staging piece size (tests: small pieces, so a layer is read in many). */
+  stagingPieceBytes?: number;
   /** Record every expert request (for --dump-cache-trace). */
   trace?: boolean;
   /** RAM the caller will hold in state snapshots (multi-turn reuse), counted in the plan. */
@@ -231,7 +233,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   const tablesBytes = ultra ? ultra.residentBytes : tableBytes(index, config);
   const packed = request.trunkDir ? withReader(index, (reader) => openPackedTrunk(request.trunkDir as string, layouts, reader)) : undefined;
   const compressedPlan: CompressedTrunkPlan | undefined = packed?.codec && packed.storedCosts && packed.decodedSlotBytes !== undefined
-    ? planCompressedTrunk(packed.storedCosts, packed.decodedSlotBytes, budgets.trunkBytes, stagingPiece(Math.max(...packed.layers.map((l) => l.stored_bytes ?? 0))))
+    ? planCompressedTrunk(packed.storedCosts, packed.decodedSlotBytes, budgets.trunkBytes, stagingPiece(request.stagingPieceBytes ?? Math.max(...packed.layers.map((l) => l.stored_bytes ?? 0))))
     : undefined;
   const trunk: TrunkPlacement = packed
     ? {

@@ -45,11 +45,11 @@ for (const name of oracleModels) {
     const { config } = loadConfig(join(dir, "config.json"));
     const prompt = expectation(name).tf.ids.slice(0, 12);
 
-    const logits = (trunkDir: string | undefined, trunkGb: number, passes = 1) => {
+    const logits = (trunkDir: string | undefined, trunkGb: number, passes = 1, stagingPieceBytes?: number) => {
       const engine = openEngine({
         modelDir: dir, config, layerCount: config.numLayers, positions: 32, prefillChunk: 32,
         budgets: budgetRequest([...(trunkDir ? [{ kind: "trunk" as const, bytes: gbToBytes(trunkGb) }] : []), { kind: "cache", bytes: gbToBytes(1) }]),
-        trunkDir, mode: "incremental",
+        trunkDir, mode: "incremental", stagingPieceBytes,
       });
       try {
         const out: Float32Array[] = [];
@@ -109,6 +109,10 @@ for (const name of oracleModels) {
       const pinned = logits(pack, 100, 2);
       expect(pinned.plan.trunk.mode === "streamed" && pinned.plan.trunk.plan.pinned).toBe(config.numLayers);
       for (const out of pinned.out) expect(bits(out)).toEqual(bits(resident));
+      // Pieces of one block's size: every layer read in many pieces through two staging slots in turn.
+      const pieces = logits(pack, 0, 2, 16384);
+      for (const out of pieces.out) expect(bits(out)).toEqual(bits(resident));
+      expect(pieces.stats!.reads).toBe(2 * config.numLayers);
       const none = logits(pack, 0, 2);
       expect(none.plan.trunk.mode === "streamed" && none.plan.trunk.plan.pinned).toBe(0);
       for (const out of none.out) expect(bits(out)).toEqual(bits(resident));
