@@ -224,10 +224,10 @@ function pinningBudgetGb(paths: StreamingPaths): number | undefined {
   try {
     const plain = openPackedTrunk(paths.trunkDir, layouts, reader);
     const compressed = openPackedTrunk(compressedPaths(paths).trunkDir, layouts, reader);
-    const piece = stagingPiece(Math.max(...compressed.layers.map((l) => l.stored_bytes ?? 0)));
+    const piece = stagingPiece(compressed.compressed!.largestStoredBytes);
     for (let gb = 1.5; gb <= 12; gb += 0.25) {
       const bytes = gb * 1e9;
-      const c = planCompressedTrunk(compressed.storedCosts!, compressed.decodedSlotBytes!, bytes, piece);
+      const c = planCompressedTrunk(compressed.compressed!.storedCosts, compressed.compressed!.decodedSlotBytes, bytes, piece);
       if (c.pinned > planTrunk(plain.layerCosts, bytes).pinned && !c.raised) return gb;
     }
     return undefined;

@@ -232,13 +232,15 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   };
   const tablesBytes = ultra ? ultra.residentBytes : tableBytes(index, config);
   const packed = request.trunkDir ? withReader(index, (reader) => openPackedTrunk(request.trunkDir as string, layouts, reader)) : undefined;
-  const compressedPlan: CompressedTrunkPlan | undefined = packed?.codec && packed.storedCosts && packed.decodedSlotBytes !== undefined
-    ? planCompressedTrunk(packed.storedCosts, packed.decodedSlotBytes, budgets.trunkBytes, stagingPiece(request.stagingPieceBytes ?? Math.max(...packed.layers.map((l) => l.stored_bytes ?? 0))))
+  const compressed = packed?.compressed;
+  const compressedPlan: CompressedTrunkPlan | undefined = compressed
+    ? planCompressedTrunk(compressed.storedCosts, compressed.decodedSlotBytes, budgets.trunkBytes, stagingPiece(request.stagingPieceBytes ?? compressed.largestStoredBytes))
     : undefined;
-  const trunk: TrunkPlacement = packed
+  const streamedPlan: TrunkPlan | undefined = packed && (compressedPlan ?? planTrunk(packed.layerCosts, budgets.trunkBytes));
+  const trunk: TrunkPlacement = packed && streamedPlan
     ? {
-      mode: "streamed", plan: compressedPlan ?? planTrunk(packed.layerCosts, budgets.trunkBytes), packedBytes: packed.packedBytes,
-      ...(packed.codec && { compressed: { storedBytes: packed.storedBytes ?? 0, codec: packed.codec.name } }),
+      mode: "streamed", plan: streamedPlan, packedBytes: packed.packedBytes,
+      ...(compressed && { compressed: { storedBytes: compressed.storedBytes, codec: compressed.codec.name } }),
     }
     : { mode: "resident", bytes: residentBytes };
   const expertCache = planExpertCache(index, config, layerCount, budgets.cacheBytes);
@@ -282,11 +284,11 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   const loadStarted = performance.now();
   const warnings: string[] = [];
   let streamed: StreamingTrunk | undefined;
-  if (packed && compressedPlan && packed.codec) {
-    const tables = readTables(packed.dir, packed.layers, packed.codec, compressedPlan.pieceBytes);
-    streamed = opened.adopt(new CompressedTrunk(packed.dir, tables, packed.layouts, packed.codec, config, compressedPlan, warnings, request.trunkReadFaults), (t) => t.close());
-  } else if (packed) {
-    streamed = opened.adopt(new StreamedTrunk(packed, config, trunk.mode === "streamed" ? trunk.plan : planTrunk(packed.layerCosts, budgets.trunkBytes), warnings, request.trunkReadFaults), (t) => t.close());
+  if (packed && compressed && compressedPlan) {
+    const tables = readTables(packed.dir, packed.layers, compressed.codec, compressedPlan.pieceBytes);
+    streamed = opened.adopt(new CompressedTrunk(packed.dir, tables, packed.layouts, compressed.codec, config, compressedPlan, warnings, request.trunkReadFaults), (t) => t.close());
+  } else if (packed && streamedPlan) {
+    streamed = opened.adopt(new StreamedTrunk(packed, config, streamedPlan, warnings, request.trunkReadFaults), (t) => t.close());
   }
   const onLayer = (bound: number) => events.onLayerBound?.(bound, layerCount, (performance.now() - loadStarted) / 1000);
   const held: Trunk = streamed ?? opened.adopt(new ResidentTrunk(index, reader, config, layouts, warnings, onLayer), (t) => t.close());

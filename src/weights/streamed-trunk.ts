@@ -87,13 +87,20 @@ export interface PackedTrunk {
   layerCosts: number[];
   /** Payload bytes of the bound layers in trunk.bin (their decoded bytes, when compressed). */
   packedBytes: number;
-  /** A compressed pack's code, and per layer the bytes it is read and pinned as. */
-  codec?: TrunkCodec;
-  storedCosts?: number[];
-  /** Compressed: bytes of the slot every layer decodes into (the largest layer and its vectors). */
-  decodedSlotBytes?: number;
-  /** Compressed: what is stored in trunk.bin for the bound layers (the bytes a pass reads). */
-  storedBytes?: number;
+  /** A compressed pack only: what its plan and its trunk need beyond the plain pack's facts. */
+  compressed?: CompressedPack;
+}
+
+export interface CompressedPack {
+  codec: TrunkCodec;
+  /** Per layer: the bytes it is read and pinned as (its stored run, with the read's window). */
+  storedCosts: number[];
+  /** The slot every layer decodes into: the largest layer and its vectors. */
+  decodedSlotBytes: number;
+  /** What is stored in trunk.bin for the bound layers (the bytes a pass reads). */
+  storedBytes: number;
+  /** The largest bound layer's stored bytes (what a staging piece need not exceed). */
+  largestStoredBytes: number;
 }
 
 /**
@@ -129,10 +136,13 @@ export function openPackedTrunk(dir: string, layouts: readonly LayerLayout[], re
     layerCosts: layers.map((packed, l) => packed.nbytes + vectorBytes(packedLayouts[l] as LayerLayout)),
     packedBytes: layers.reduce((sum, l) => sum + l.payload_bytes, 0),
     ...(codec && {
-      codec,
-      storedCosts: layers.map((packed) => readCapacity(packed.nbytes)),
-      decodedSlotBytes: Math.max(...layers.map((packed) => packed.payload_bytes)) + Math.max(...packedLayouts.map((layout) => vectorBytes(layout))),
-      storedBytes: layers.reduce((sum, l) => sum + (l.stored_bytes ?? 0), 0),
+      compressed: {
+        codec,
+        storedCosts: layers.map((packed) => readCapacity(packed.nbytes)),
+        decodedSlotBytes: Math.max(...layers.map((packed) => packed.payload_bytes)) + Math.max(...packedLayouts.map((layout) => vectorBytes(layout))),
+        storedBytes: layers.reduce((sum, l) => sum + (l.stored_bytes ?? 0), 0),
+        largestStoredBytes: Math.max(...layers.map((l) => l.stored_bytes ?? 0)),
+      },
     }),
   };
 }
@@ -160,7 +170,7 @@ export class StreamedTrunk implements Trunk {
 
   /** Opens trunk.bin; nothing is allocated until the first layer is asked for. */
   constructor(packed: PackedTrunk, config: ModelConfig, plan: RingPlan, warnings: string[], readFaults: ReadonlyMap<number, number> = new Map()) {
-    if (packed.codec) throw new Error("a compressed pack streams through CompressedTrunk");
+    if (packed.compressed) throw new Error("a compressed pack streams through CompressedTrunk");
     this.layerCount = packed.layers.length;
     this.plan = plan;
     this.#config = config;

@@ -128,14 +128,14 @@ for (const name of oracleModels) {
       try {
         const plain = openPackedTrunk(packedFixtureTrunk(name), layouts, reader);
         const compressed = openPackedTrunk(packedFixtureTrunk(name, true), layouts, reader);
-        const piece = stagingPiece(Math.max(...compressed.layers.map((l) => l.stored_bytes!)));
+        const piece = stagingPiece(compressed.compressed!.largestStoredBytes);
         // Budgets from one slot to the whole plain trunk: never fewer, and somewhere more.
         let more = 0;
         const total = plain.layerCosts.reduce((a, b) => a + b, 0);
         for (let f = 0.2; f <= 1; f += 0.05) {
           const budget = f * total;
           const p = planTrunk(plain.layerCosts, budget).pinned;
-          const c = planCompressedTrunk(compressed.storedCosts!, compressed.decodedSlotBytes!, budget, piece);
+          const c = planCompressedTrunk(compressed.compressed!.storedCosts, compressed.compressed!.decodedSlotBytes, budget, piece);
           expect(c.bytes <= budget || c.raised).toBe(true);
           if (c.pinned > p) more++;
         }
