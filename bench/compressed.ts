@@ -21,7 +21,8 @@ import { indexCheckpoint } from "../src/checkpoint/safetensors.ts";
 import { DirectFile, readCapacity } from "../src/native/file.ts";
 import { initPool } from "../src/native/kernels.ts";
 import { NativeBuffer } from "../src/native/memory.ts";
-import { blockCount, codeBound, decodeBlocks, encodeLayer, trunkEntryBytes } from "../src/native/trunk-code.ts";
+import { blockCount, trunkEntryBytes } from "../src/native/trunk-code.ts";
+import { measureCode, timeDecode } from "../src/ops/codec-probe.ts";
 import { planCompressedTrunk, planTrunk } from "../src/plan/trunk-plan.ts";
 import { stagingPiece } from "../src/weights/compressed-trunk.ts";
 import { openPackedTrunk } from "../src/weights/streamed-trunk.ts";
@@ -150,18 +151,10 @@ function decodeRate(dir: string, manifest: TrunkManifest, threads: number): numb
     const tableBytes = blocks * trunkEntryBytes;
     const table = stored.u8(0, tableBytes).slice();
     initPool(threads);
-    const decode = () => {
-      const damaged = decodeBlocks({
-        layer: layer.layer, table, first: 0, count: blocks, src: stored.u8(tableBytes, layer.stored_bytes! - tableBytes), srcBytes: layer.stored_bytes! - tableBytes,
-        srcBase: tableBytes, dst: decoded.ptr, dstBytes: layer.payload_bytes, blockBytes: codec.block_bytes, verify: false,
-      });
-      if (damaged !== undefined) throw new Error(`bench: layer ${layer.layer} block ${damaged} damaged`);
-    };
-    decode(); // first touch of the pages
-    const rounds = 3;
-    const started = performance.now();
-    for (let r = 0; r < rounds; r++) decode();
-    return (rounds * layer.payload_bytes) / 1e9 / ((performance.now() - started) / 1000);
+    return timeDecode({
+      layer: layer.layer, table, first: 0, count: blocks, src: stored.u8(tableBytes, layer.stored_bytes! - tableBytes), srcBytes: layer.stored_bytes! - tableBytes,
+      srcBase: tableBytes, dst: decoded.ptr, dstBytes: layer.payload_bytes, blockBytes: codec.block_bytes, verify: false,
+    });
   } finally {
     initPool();
     file.close();
@@ -176,43 +169,17 @@ function decodeRate(dir: string, manifest: TrunkManifest, threads: number): numb
  * share and decode GB/s on one thread.
  */
 export function fixedFourBitRate(): { share: number; gbps: number } {
-  const words = 8 * 1024 * 1024;
-  const bytes = 2 * words;
-  const blockBytes = 256 * 1024;
-  const plain = NativeBuffer.allocate(bytes, "bench: k = 4 words", "read-target");
-  const capacity = codeBound(bytes, blockBytes);
-  const stored = NativeBuffer.allocate(capacity, "bench: k = 4 stored", "read-target");
-  const decoded = NativeBuffer.allocate(bytes, "bench: k = 4 decoded", "read-target");
-  try {
-    const view = new Uint16Array(plain.u8().buffer, plain.u8().byteOffset, words);
+  const { storedShare, gbps } = measureCode((words) => {
     let x = 0x9e3779b9;
-    for (let i = 0; i < words; i++) {
+    for (let i = 0; i < words.length; i++) {
       x ^= x << 13;
       x ^= x >>> 17;
       x ^= x << 5;
       const r = x >>> 0;
-      view[i] = (r & 0x807f) | ((112 + (r >>> 8) % 15) << 7);
+      words[i] = (r & 0x807f) | ((112 + (r >>> 8) % 15) << 7);
     }
-    const storedBytes = encodeLayer(plain.ptr, bytes, blockBytes, 0, stored.ptr, capacity);
-    const blocks = blockCount(bytes, blockBytes);
-    const tableBytes = blocks * trunkEntryBytes;
-    const table = stored.u8(0, tableBytes).slice();
-    initPool(1);
-    const decode = () => decodeBlocks({
-      layer: 0, table, first: 0, count: blocks, src: stored.u8(tableBytes, storedBytes - tableBytes), srcBytes: storedBytes - tableBytes, srcBase: tableBytes,
-      dst: decoded.ptr, dstBytes: bytes, blockBytes, verify: false,
-    });
-    decode();
-    const rounds = 4;
-    const started = performance.now();
-    for (let r = 0; r < rounds; r++) decode();
-    return { share: storedBytes / bytes, gbps: (rounds * bytes) / 1e9 / ((performance.now() - started) / 1000) };
-  } finally {
-    initPool();
-    plain.free();
-    stored.free();
-    decoded.free();
-  }
+  }, [1]);
+  return { share: storedShare, gbps: gbps[0] as number };
 }
 
 /** The first budget of a scan at which the compressed plan pins more layers than the plain one. */

@@ -18,7 +18,7 @@ import { blockCount, decodeBlocks, tableEntry, trunkEntryBytes, trunkHeaderBytes
 import { bindLayer, vectorBytes } from "./bind.ts";
 import type { RingPlan, TrunkStats } from "./streamed-trunk.ts";
 import type { Trunk } from "./trunk.ts";
-import { checkLayerBytes, trunkBinName, type PackedLayer, type TrunkCodec } from "./trunk-file.ts";
+import { checkLayerBytes, tableHash, trunkBinName, type PackedLayer, type TrunkCodec } from "./trunk-file.ts";
 import type { LayerLayout } from "./trunk-layout.ts";
 import type { LayerWeights } from "./types.ts";
 import { VectorArena } from "./vector-arena.ts";
@@ -93,8 +93,7 @@ export function readTables(dir: string, layers: readonly PackedLayer[], codec: T
     return layers.map((packed) => {
       const blocks = blockCount(packed.payload_bytes, codec.block_bytes);
       const table = file.read(packed.file_off, blocks * trunkEntryBytes).slice();
-      const hash = Bun.hash.wyhash(table, 0n).toString(16).padStart(16, "0");
-      if (hash !== packed.table_hash) {
+      if (tableHash(table) !== packed.table_hash) {
         throw new K3Error(ExitCode.runtime, `${binPath}: layer ${packed.layer}'s block table does not match its recorded hash (corrupted?); re-run 'k3 pack-trunk --compress'`);
       }
       // Each block where the one before ends, no longer than a raw block, the last ending the layer:

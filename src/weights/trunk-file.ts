@@ -104,6 +104,9 @@ export function layerHash(bytes: Uint8Array, source: string): string {
   return hex64(hash);
 }
 
+/** A compressed layer's `table_hash`: its block table's bytes, hashed as one. */
+export const tableHash = (table: Uint8Array): string => hex64(Bun.hash.wyhash(table, 0n));
+
 /** Refuses a layer's bytes as read from trunk.bin (`binPath`) unless they hash to what trunk.json records. */
 export function checkLayerBytes(binPath: string, packed: PackedLayer, payload: Uint8Array): void {
   if (layerHash(payload, packed.source) !== packed.hash) {

@@ -15,7 +15,7 @@ import { blockCount, codeBound, decodeBlocks, encodeLayer, trunkEntryBytes } fro
 import { stopIfSignalled } from "../native/signals.ts";
 import type { TensorReader } from "./tensor-reader.ts";
 import {
-  alignUp, defaultCodecBlockBytes, hashChunkBytes, hashSeed, layerHash, layerSource, readTrunkManifest, trunkBinName, trunkCodecName, trunkFormatVersion, trunkJsonName,
+  alignUp, defaultCodecBlockBytes, hashChunkBytes, hashSeed, layerHash, layerSource, readTrunkManifest, tableHash, trunkBinName, trunkCodecName, trunkFormatVersion, trunkJsonName,
   type PackedLayer, type TrunkCodec, type TrunkManifest,
 } from "./trunk-file.ts";
 import { layerLayout, packRefusal } from "./trunk-layout.ts";
@@ -149,7 +149,7 @@ export function packTrunk(
           layer.stored_bytes = stored;
           layer.nbytes = alignUp(stored);
           layer.file_off = fileOff;
-          layer.table_hash = Bun.hash.wyhash(coded.u8(0, blockCount(layer.payload_bytes, blockBytes) * trunkEntryBytes), 0n).toString(16).padStart(16, "0");
+          layer.table_hash = tableHash(coded.u8(0, blockCount(layer.payload_bytes, blockBytes) * trunkEntryBytes));
           coded.u8(stored, layer.nbytes - stored).fill(0);
           writeFully(fd, coded.u8(0, layer.nbytes), fileOff);
           fileOff += layer.nbytes;

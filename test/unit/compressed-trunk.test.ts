@@ -20,7 +20,7 @@ import { gbToBytes } from "../../src/units.ts";
 import { piecesOf, readTables, stagingPiece } from "../../src/weights/compressed-trunk.ts";
 import { openPackedTrunk } from "../../src/weights/streamed-trunk.ts";
 import { TensorReader } from "../../src/weights/tensor-reader.ts";
-import { readTrunkManifest, trunkBinName, trunkJsonName, type TrunkManifest } from "../../src/weights/trunk-file.ts";
+import { readTrunkManifest, tableHash, trunkBinName, trunkJsonName, type TrunkManifest } from "../../src/weights/trunk-file.ts";
 import { layerLayout } from "../../src/weights/trunk-layout.ts";
 import { expectation, modelDir, oracleModels, packedFixtureTrunk } from "../support/fixtures.ts";
 import { bits, freeTestBuffers } from "../support/kernels.ts";
@@ -217,7 +217,7 @@ test("readTables refuses a table whose blocks do not follow each other", () => {
   const view = new DataView(bin.buffer, bin.byteOffset + layer.file_off + trunkEntryBytes, 8);
   view.setBigUint64(0, view.getBigUint64(0, true) + 1n, true);
   const blocks = blockCount(layer.payload_bytes, manifest.codec!.block_bytes);
-  layer.table_hash = Bun.hash.wyhash(bin.subarray(layer.file_off, layer.file_off + blocks * trunkEntryBytes), 0n).toString(16).padStart(16, "0");
+  layer.table_hash = tableHash(bin.subarray(layer.file_off, layer.file_off + blocks * trunkEntryBytes));
   writeFileSync(join(pack, trunkBinName), bin);
   writeManifest(pack, manifest);
   const checked = readTrunkManifest(pack);
