@@ -253,7 +253,9 @@ export class CompressedTrunk implements Trunk {
     let waitedMs = 0;
     let seconds = 0;
     for (let p = 0; p < stored.pieces.length; p++) {
-      const staged = this.#inFlight.shift()!;
+      const staged = this.#inFlight.shift();
+      // The reads in flight are this layer's pieces in order: anything else is a bug here, not bad input.
+      if (staged?.layer !== layer || staged.piece !== p) throw new Error(`compressed trunk: piece ${p} of layer ${layer} was not the next read in flight`);
       const piece = stored.pieces[p]!;
       const started = performance.now();
       const { payload, seconds: device } = staged.read.wait();
