@@ -551,18 +551,21 @@ describe("KDA", () => {
 });
 
 describe("MLA attention in the latent space (kv_b_proj absorbed)", () => {
-  // Two shapes. The first: 10 heads (a block of 8 and one of 2), R = 37 (a 32-channel chunk,
-  // one vector and a tail of 1; the v-out dot 2 x 16 lanes + 5), dv odd. The second has no rope
-  // slot, R = 70 and 3 heads.
+  // Three shapes (zig/kernels/mla.zig's tiles: head vectors of 4 or 8 lanes, 32-position
+  // blocks, channel tiles of 3 or 6 vectors). The first: 10 heads (a whole vector and a part),
+  // R = 37 (tiles, a part tile and a scalar tail; the v-out dot 2 x 16 lanes + 5), dv odd. The
+  // second has no rope slot, R = 70 and 3 heads. The third runs 70 positions (two whole blocks
+  // and a part, whole and part tiles of positions) over 37 heads (a whole score tile of head
+  // vectors and a rest; value head groups and a rest) and R = 101, dn 9 (absorb rows 4 + 4 + 1).
   const shapes = [
-    { heads: 10, dn: 24, dr: 8, dv: 21, rank: 37 },
-    { heads: 3, dn: 5, dr: 0, dv: 7, rank: 70 },
+    { heads: 10, dn: 24, dr: 8, dv: 21, rank: 37, positions: 13 },
+    { heads: 3, dn: 5, dr: 0, dv: 7, rank: 70, positions: 13 },
+    { heads: 37, dn: 9, dr: 3, dv: 5, rank: 101, positions: 70 },
   ];
-  const N = 13;
 
   function setup(shape: (typeof shapes)[number], seed: number) {
     const r = rng(seed);
-    const { heads: H, dn, dr, dv, rank: R } = shape;
+    const { heads: H, dn, dr, dv, rank: R, positions: N } = shape;
     const q = f32(N * H * (dn + dr));
     const ckv = f32(N * R);
     const kr = f32(N * dr);
@@ -590,7 +593,7 @@ describe("MLA attention in the latent space (kv_b_proj absorbed)", () => {
 
   /** zig/kernels/mla.zig's documented order, steps 1-5, transcribed with plain f64 numbers. */
   function latentReference(shape: (typeof shapes)[number], s: ReturnType<typeof setup>): Float32Array {
-    const { heads: H, dn, dr, dv, rank: R } = shape;
+    const { heads: H, dn, dr, dv, rank: R, positions: N } = shape;
     const dq = dn + dr;
     const w = s.wf.a;
     const scale = fr(1 / Math.sqrt(dq)); // dq = dn + dr: NOT dn, NOT R
@@ -629,7 +632,7 @@ describe("MLA attention in the latent space (kv_b_proj absorbed)", () => {
 
   /** The expanded formulation of model.md 6.7 steps 4-7, all in f64 (keys and values re-expanded). */
   function expandedReference(shape: (typeof shapes)[number], s: ReturnType<typeof setup>): Float64Array {
-    const { heads: H, dn, dr, dv, rank: R } = shape;
+    const { heads: H, dn, dr, dv, rank: R, positions: N } = shape;
     const dq = dn + dr;
     const w = s.wf.a;
     const expand = (row: number, p: number) => {
@@ -662,9 +665,9 @@ describe("MLA attention in the latent space (kv_b_proj absorbed)", () => {
   }
 
   shapes.forEach((shape, k) => {
-    const { heads: H, dn, dr, dv } = shape;
+    const { heads: H, dn, dr, dv, positions: N } = shape;
     const dq = dn + dr;
-    const name = `H ${H}, dn ${dn}, dr ${dr}, dv ${dv}, R ${shape.rank}`;
+    const name = `H ${H}, dn ${dn}, dr ${dr}, dv ${dv}, R ${shape.rank}, ${N} positions`;
 
     test(`${name}: the documented order bit for bit; scalar = SIMD = 1, 2, 3 threads; bf16 = f32 weights`, () => {
       const s = setup(shape, 70 + k);
@@ -724,6 +727,7 @@ describe("MLA attention in the latent space (kv_b_proj absorbed)", () => {
   test("argument checks: kv_b_proj of the wrong shape, a short cache", () => {
     const shape = shapes[0] as (typeof shapes)[number];
     const s = setup(shape, 99);
+    const N = shape.positions;
     expect(() => mlaLatentAttention(s.q, { ...s.W, rows: s.W.rows - 1 }, s.ckv, s.kr, s.out, N, 0, shape)).toThrow(/kv_b_proj is/);
     expect(() => mlaLatentAttention(s.q, s.W, s.ckv, s.kr, s.out, N, 1, shape)).toThrow(/(ckv|kr) holds \d+ floats, needs/);
   });

@@ -37,16 +37,22 @@
 //! chain of §8.3 with R in place of dn; step 5 is an ordinary matrix row times a vector.
 //!
 //! SIMD path, per query token, five phases, each a parallel loop whose items are independent
-//! outputs (never a split reduction), so any thread count gives the same bits:
-//!   absorb   threads split heads; lane = r: 4-wide f64 accumulators run down the dn weight
-//!            rows of the head, each lane still the sequential sum over i; the result is
-//!            stored widened back to f64, head-interleaved, [block of 8 heads][R + dr][8]
-//!   scores   threads split positions; lane = head: c_kv and kr are shared by all heads, so
-//!            one broadcast element feeds eight heads' chains; four positions interleave
-//!   softmax  threads split heads
-//!   values   threads split heads; lane = r; positions stream in blocks (widened to f64 once
-//!            per block and thread) over accumulators parked in worker scratch, so each lane
-//!            still adds s = 0, 1, … in order
+//! outputs (never a split reduction), so any thread count gives the same bits. The score of a
+//! position stays one sequential chain, so the vectors run across positions, heads and
+//! channels instead of along a dot (lanes: 8 f64 in the AVX-512 variant, else 4):
+//!   absorb   threads split heads; lane = r: a head's key rows stream in order, four at a
+//!            time, over R f64 accumulators, each lane still the sequential sum over i; the
+//!            result is stored widened back to f64, element-major, lane = head ([R + dr][Hpad])
+//!   scores   threads split positions, widened to f64 a block at a time; lane = head: a tile
+//!            of head vectors × positions runs its chains in registers, one load of a head
+//!            vector serving every position of the tile and one broadcast cache element every
+//!            head vector
+//!   softmax  threads split heads; exp and the division vectorised along positions (the one
+//!            exp, any width), the Z chains of several heads interleaved
+//!   values   threads split channels (one part each, so the cache is read and widened once in
+//!            all); lane = r: a tile of heads × channel vectors over a block of positions, one
+//!            load of a cache vector serving every head, accumulators parked per block, so each
+//!            lane still adds s = 0, 1, … in order
 //!   v-out    threads split heads; the 16 lanes of step 5 in four 4-wide f64 registers
 //! The scalar path runs one (token, head) at a time with plain loops in the same order.
 const std = @import("std");
@@ -81,24 +87,13 @@ pub fn softmaxScale(dq: usize) f32 {
     return @floatCast(1.0 / @sqrt(@as(f64, @floatFromInt(dq))));
 }
 
-/// Heads whose score chains share one broadcast cache element (two f64 vectors, lane = head).
-pub const head_block = 8;
-/// Positions whose score chains interleave (with two head vectors: 8 chains in flight).
-const positions_ilp = 4;
-/// Positions the value phase widens and streams per block (R·8 bytes each: 128 KB at R = 512,
-/// so a block stays in L2 while every head of the thread's range reads it).
-const value_block = 32;
-/// 4-wide f64 vectors of latent channels the absorb and value phases keep in registers.
-const lane_vectors = 8;
+/// Key rows the absorb phase streams side by side.
+const absorb_rows = 4;
 /// Lanes of the linear-map order (§6.1) used by the v-out step.
 const dot_lanes = 16;
 
 const D4 = @Vector(4, f64);
 const F4 = @Vector(4, f32);
-
-fn blockCount(heads: usize) usize {
-    return (heads + head_block - 1) / head_block;
-}
 
 /// Items per parallel chunk so that a chunk carries at least ~16K multiply-adds.
 fn grain(work_per_item: usize) usize {
@@ -118,6 +113,15 @@ inline fn widen4(comptime W: type, p: [*]const W) D4 {
     return switch (W) {
         u16 => @floatCast(common.bf16ToF32V(4, p[0..4].*)),
         f32 => @floatCast(@as(F4, p[0..4].*)),
+        else => @compileError("weights are bf16 bits (u16) or f32"),
+    };
+}
+
+/// `lanes` consecutive weights widened exactly to f64.
+inline fn widenVec(comptime W: type, p: [*]const W) Vec {
+    return switch (W) {
+        u16 => @floatCast(common.bf16ToF32V(lanes, p[0..lanes].*)),
+        f32 => @floatCast(@as(@Vector(lanes, f32), p[0..lanes].*)),
         else => @compileError("weights are bf16 bits (u16) or f32"),
     };
 }
@@ -161,6 +165,56 @@ fn softmax(scores: []f32) void {
         z = z + @as(f64, e);
     }
     for (scores) |*v| v.* = @floatCast(@as(f64, v.*) / z);
+}
+
+/// f32 lanes of the vectorised softmax, and the heads whose Z chains it interleaves.
+const softmax_lanes = 8;
+const softmax_heads = 8;
+
+/// `softmax` for G rows of n scores (row g at rows + g·n), the same bits: the max is exact
+/// whatever the order (every path takes the non-NaN operand), the exp is numerics.zig's at any
+/// width, each Z is one f64 chain s = 0, 1, … (G chains side by side), the division is per
+/// element in f64.
+inline fn softmaxHeads(comptime G: usize, rows: [*]f32, n: usize) void {
+    for (0..G) |g| expRow(rows[g * n ..][0..n]);
+    var z: [G]f64 = [_]f64{0} ** G;
+    for (0..n) |s| {
+        inline for (0..G) |g| z[g] = z[g] + @as(f64, rows[g * n + s]);
+    }
+    for (0..G) |g| divideRow(rows[g * n ..][0..n], z[g]);
+}
+
+const SoftF = @Vector(softmax_lanes, f32);
+const SoftD = @Vector(softmax_lanes, f64);
+
+/// In place: v → exp(v − max) in f32.
+fn expRow(row: []f32) void {
+    const n = row.len;
+    const body = n - n % softmax_lanes;
+    var m = row[0];
+    if (body > 0) {
+        var mv: SoftF = row[0..softmax_lanes].*;
+        var i: usize = softmax_lanes;
+        while (i < body) : (i += softmax_lanes) mv = @max(mv, @as(SoftF, row[i..][0..softmax_lanes].*));
+        m = @max(m, @reduce(.Max, mv));
+    }
+    for (row[body..]) |v| m = @max(m, v);
+    const mv: SoftF = @splat(m);
+    var i: usize = 0;
+    while (i < body) : (i += softmax_lanes) row[i..][0..softmax_lanes].* = num.exp(softmax_lanes, @as(SoftF, row[i..][0..softmax_lanes].*) - mv);
+    for (row[body..]) |*v| v.* = num.expS(v.* - m);
+}
+
+/// In place: e → f32(e / z), the division in f64.
+fn divideRow(row: []f32, z: f64) void {
+    const body = row.len - row.len % softmax_lanes;
+    const zv: SoftD = @splat(z);
+    var i: usize = 0;
+    while (i < body) : (i += softmax_lanes) {
+        const e: SoftD = @floatCast(@as(SoftF, row[i..][0..softmax_lanes].*));
+        row[i..][0..softmax_lanes].* = @as(SoftF, @floatCast(e / zv));
+    }
+    for (row[body..]) |*v| v.* = @floatCast(@as(f64, v.*) / z);
 }
 
 /// The inputs of one call, shared by both paths.
@@ -227,158 +281,257 @@ fn ScalarJob(comptime W: type) type {
     };
 }
 
+/// f64 lanes of this compilation's vectors: 8 in the AVX-512 variant, else 4.
+const lanes = if (common.wide) 8 else 4;
+const Vec = @Vector(lanes, f64);
+
+/// Register tiles of the two phases that run over every position (sized so that the
+/// accumulators, the shared operands and one broadcast fit the 32 or 16 vector registers):
+///   scores  `score_vectors` head vectors × `score_positions` positions of chains; per latent
+///           channel, one load of each head vector serves every position, one broadcast cache
+///           element serves every head vector
+///   values  `value_heads` heads × `value_vectors` channel vectors; per position, one load of
+///           each cache vector serves every head, one broadcast weight every vector
+const Tile = struct { score_vectors: usize, score_positions: usize, value_heads: usize, value_vectors: usize };
+const tile: Tile = if (common.wide)
+    .{ .score_vectors = 4, .score_positions = 6, .value_heads = 3, .value_vectors = 6 }
+else
+    .{ .score_vectors = 2, .score_positions = 5, .value_heads = 3, .value_vectors = 3 };
+
+/// Positions each phase widens to f64 at a time (R·8 bytes each: 128 KB at R = 512, so a block
+/// stays in L2 while every tile of the thread's range reads it).
+const position_block = 32;
+
+fn headVectors(heads: usize) usize {
+    return (heads + lanes - 1) / lanes;
+}
+
+fn valueTiles(rank: usize) usize {
+    const span = tile.value_vectors * lanes;
+    return (rank + span - 1) / span;
+}
+
 /// The SIMD path for one query token (see the file comment). Shared scratch:
-///   q64    [blocks][R + dr][8] f64: per block of eight heads, element-major, ql widened
-///          back to f64 for r < R, then qr; lanes of absent heads stay zero
+///   q64    [R + dr][Hpad] f64: element-major, lane = head (Hpad = heads rounded up to whole
+///          vectors): ql rounded to f32 and widened back for r < R, then qr; absent heads zero
 ///   scores [H][n] f32
 ///   ol64   [H][R] f64: ol rounded to f32, widened back
-/// Worker scratch (value phase): accumulators [heads of the chunk][R] f64, then the widened
-/// block of positions [value_block][R] f64.
+/// Worker scratch: the score phase's widened block [position_block][R + dr] f64; the value
+/// phase's accumulators [heads of the chunk][R], widened block [position_block][R] and
+/// widened weights [heads of the chunk][position_block], all f64.
 fn TokenJob(comptime W: type) type {
     return struct {
         a: Args(W),
-        q64: [*][head_block]f64,
+        q64: [*]f64,
         scores: [*]f32,
         ol64: [*]f64,
         /// query token index within the call, and the number of visible positions (pos0 + t + 1)
         t: usize,
         n: usize,
+        /// items of the value phase: one per thread, at most one per channel tile
+        parts: usize,
 
         const Self = @This();
 
-        fn qStride(self: *const Self) usize {
-            return self.a.shape.rank + self.a.shape.dr;
+        fn padded(self: *const Self) usize {
+            return headVectors(self.a.shape.heads) * lanes;
         }
 
+        /// Each head's key rows stream in order, `absorb_rows` at a time, over R accumulators
+        /// in worker scratch: lane = r, each lane still the sequential sum over i.
         fn absorbPhase(self: *const Self, begin: usize, end: usize, worker: usize) void {
-            _ = worker;
             const sh = self.a.shape;
             const R = sh.rank;
+            const hp = self.padded();
+            const raw = pool.scratchFor(worker);
+            // as reserved by `attention`: R accumulators
+            std.debug.assert(raw.len >= R * @sizeOf(f64));
+            const acc: [*]f64 = @ptrCast(@alignCast(raw.ptr));
             for (begin..end) |h| {
                 const qn = self.a.q + (self.t * sh.heads + h) * sh.dq();
                 const wk = self.a.w + h * sh.headRows() * R;
-                const q64 = self.q64 + (h / head_block) * self.qStride();
-                const lane = h % head_block;
-                var r: usize = 0;
-                while (r + 4 * lane_vectors <= R) : (r += 4 * lane_vectors) absorbChunk(lane_vectors, wk, qn, sh.dn, R, r, q64, lane);
-                switch ((R - r) / 4) {
-                    inline 0...lane_vectors - 1 => |V| if (V > 0) absorbChunk(V, wk, qn, sh.dn, R, r, q64, lane),
+                @memset(acc[0..R], 0);
+                var i: usize = 0;
+                while (i + absorb_rows <= sh.dn) : (i += absorb_rows) absorbRows(absorb_rows, wk + i * R, qn + i, R, acc);
+                switch (sh.dn - i) {
+                    inline 0...absorb_rows - 1 => |K| if (K > 0) absorbRows(K, wk + i * R, qn + i, R, acc),
                     else => unreachable,
                 }
-                r += (R - r) / 4 * 4;
-                while (r < R) : (r += 1) {
-                    var acc: f64 = 0;
-                    for (0..sh.dn) |i| acc = @mulAdd(f64, widenScalar(W, wk[i * R + r]), qn[i], acc);
-                    q64[r][lane] = @as(f32, @floatCast(acc));
-                }
-                for (0..sh.dr) |i| q64[R + i][lane] = qn[sh.dn + i];
+                const q64 = self.q64 + h;
+                for (0..R) |r| q64[r * hp] = @as(f32, @floatCast(acc[r]));
+                for (0..sh.dr) |j| q64[(R + j) * hp] = qn[sh.dn + j];
             }
         }
 
-        /// Latent channels r … r+4V−1 of one head: V vector chains run down the dn key rows.
-        inline fn absorbChunk(comptime V: usize, wk: [*]const W, qn: [*]const f32, dn: usize, R: usize, r: usize, q64: [*][head_block]f64, lane: usize) void {
-            var acc: [V]D4 = undefined;
-            inline for (0..V) |k| acc[k] = @splat(0);
-            for (0..dn) |i| {
-                const qi: D4 = @splat(@as(f64, qn[i]));
-                inline for (0..V) |k| acc[k] = @mulAdd(D4, widen4(W, wk + i * R + r + 4 * k), qi, acc[k]);
+        /// acc[r] += Σ_{k<K} w[k·R + r]·q[k], k ascending, for every r.
+        inline fn absorbRows(comptime K: usize, w: [*]const W, q: [*]const f32, R: usize, acc: [*]f64) void {
+            var qk: [K]Vec = undefined;
+            inline for (0..K) |k| qk[k] = @splat(@as(f64, q[k]));
+            var r: usize = 0;
+            while (r + lanes <= R) : (r += lanes) {
+                var x: Vec = acc[r..][0..lanes].*;
+                inline for (0..K) |k| x = @mulAdd(Vec, widenVec(W, w + k * R + r), qk[k], x);
+                acc[r..][0..lanes].* = x;
             }
-            inline for (0..V) |k| inline for (0..4) |l| {
-                q64[r + 4 * k + l][lane] = @as(f32, @floatCast(acc[k][l]));
-            };
+            while (r < R) : (r += 1) {
+                var x = acc[r];
+                inline for (0..K) |k| x = @mulAdd(f64, widenScalar(W, w[k * R + r]), qk[k][0], x);
+                acc[r] = x;
+            }
         }
 
         fn scorePhase(self: *const Self, begin: usize, end: usize, worker: usize) void {
-            _ = worker;
-            var s = begin;
-            while (s + positions_ilp <= end) : (s += positions_ilp) self.scorePositions(positions_ilp, s);
-            while (s < end) : (s += 1) self.scorePositions(1, s);
-        }
-
-        /// Scores of every head at positions s … s+P−1: per block of eight heads, each cache
-        /// element is broadcast once into the two head vectors of every position.
-        fn scorePositions(self: *const Self, comptime P: usize, s: usize) void {
             const sh = self.a.shape;
-            const R = sh.rank;
-            for (0..blockCount(sh.heads)) |b| {
-                const q = self.q64 + b * self.qStride();
-                var acc: [P][2]D4 = undefined;
-                inline for (0..P) |p| acc[p] = .{ @splat(0), @splat(0) };
-                for (0..R) |r| {
-                    const q0: D4 = q[r][0..4].*;
-                    const q1: D4 = q[r][4..8].*;
-                    inline for (0..P) |p| {
-                        const c: D4 = @splat(@as(f64, self.a.ckv[(s + p) * R + r]));
-                        acc[p][0] = @mulAdd(D4, q0, c, acc[p][0]);
-                        acc[p][1] = @mulAdd(D4, q1, c, acc[p][1]);
-                    }
-                }
-                for (0..sh.dr) |i| {
-                    const q0: D4 = q[R + i][0..4].*;
-                    const q1: D4 = q[R + i][4..8].*;
-                    inline for (0..P) |p| {
-                        const k: D4 = @splat(@as(f64, self.a.kr[(s + p) * sh.dr + i]));
-                        acc[p][0] = @mulAdd(D4, q0, k, acc[p][0]);
-                        acc[p][1] = @mulAdd(D4, q1, k, acc[p][1]);
-                    }
-                }
-                const h0 = b * head_block;
-                const C = @min(head_block, sh.heads - h0);
-                inline for (0..P) |p| {
-                    const lanes: [head_block]f64 = @as([4]f64, acc[p][0]) ++ @as([4]f64, acc[p][1]);
-                    for (0..C) |c| self.scores[(h0 + c) * self.n + s + p] = @as(f32, @floatCast(lanes[c])) * self.a.scale;
-                }
-            }
-        }
-
-        fn softmaxPhase(self: *const Self, begin: usize, end: usize, worker: usize) void {
-            _ = worker;
-            for (begin..end) |h| softmax(self.scores[h * self.n ..][0..self.n]);
-        }
-
-        fn valuePhase(self: *const Self, begin: usize, end: usize, worker: usize) void {
-            const R = self.a.shape.rank;
-            const heads = end - begin;
+            const width = sh.rank + sh.dr;
             const raw = pool.scratchFor(worker);
-            // as reserved by `attention`: accumulators of every head, one widened block
-            std.debug.assert(raw.len >= (heads + value_block) * R * @sizeOf(f64));
-            const scratch: [*]f64 = @ptrCast(@alignCast(raw.ptr));
-            const acc = scratch[0 .. heads * R];
-            const block = scratch + heads * R;
-            @memset(acc, 0);
-            var s0: usize = 0;
-            while (s0 < self.n) : (s0 += value_block) {
-                const count = @min(value_block, self.n - s0);
-                widen(self.a.ckv + s0 * R, block, count * R);
-                for (begin..end) |h| {
-                    const w = self.scores + h * self.n + s0;
-                    const a = acc.ptr + (h - begin) * R;
-                    var r: usize = 0;
-                    while (r + 4 * lane_vectors <= R) : (r += 4 * lane_vectors) valueChunk(lane_vectors, a, block, w, count, R, r);
-                    switch ((R - r) / 4) {
-                        inline 0...lane_vectors - 1 => |V| if (V > 0) valueChunk(V, a, block, w, count, R, r),
+            // as reserved by `attention`: one widened block of positions
+            std.debug.assert(raw.len >= position_block * width * @sizeOf(f64));
+            const block: [*]f64 = @ptrCast(@alignCast(raw.ptr));
+            const vectors = headVectors(sh.heads);
+            const P = tile.score_positions;
+            var s0 = begin;
+            while (s0 < end) : (s0 += position_block) {
+                const count = @min(position_block, end - s0);
+                for (0..count) |p| {
+                    widen(self.a.ckv + (s0 + p) * sh.rank, block + p * width, sh.rank);
+                    widen(self.a.kr + (s0 + p) * sh.dr, block + p * width + sh.rank, sh.dr);
+                }
+                var v0: usize = 0;
+                while (v0 < vectors) : (v0 += tile.score_vectors) {
+                    switch (@min(tile.score_vectors, vectors - v0)) {
+                        inline 1...tile.score_vectors => |V| {
+                            var p: usize = 0;
+                            while (p + P <= count) : (p += P) self.scoreTile(V, P, block, width, s0 + p, p, v0);
+                            switch (count - p) {
+                                inline 0...P - 1 => |Q| if (Q > 0) self.scoreTile(V, Q, block, width, s0 + p, p, v0),
+                                else => unreachable,
+                            }
+                        },
                         else => unreachable,
                     }
-                    r += (R - r) / 4 * 4;
-                    while (r < R) : (r += 1) {
-                        for (0..count) |s| a[r] = @mulAdd(f64, @as(f64, w[s]), block[s * R + r], a[r]);
-                    }
                 }
-            }
-            for (begin..end) |h| {
-                for (0..R) |r| self.ol64[h * R + r] = @as(f32, @floatCast(acc[(h - begin) * R + r]));
             }
         }
 
-        /// Latent channels r … r+4V−1 of one head over `count` positions of the block.
-        inline fn valueChunk(comptime V: usize, a: [*]f64, block: [*]const f64, w: [*]const f32, count: usize, R: usize, r: usize) void {
-            var acc: [V]D4 = undefined;
-            inline for (0..V) |k| acc[k] = a[r + 4 * k ..][0..4].*;
-            for (0..count) |s| {
-                const ws: D4 = @splat(@as(f64, w[s]));
-                inline for (0..V) |k| acc[k] = @mulAdd(D4, block[s * R + r + 4 * k ..][0..4].*, ws, acc[k]);
+        /// Scores of the heads of vectors v0 … v0+V−1 at positions s … s+P−1 (rows p … p+P−1
+        /// of the widened block): each chain runs r = 0 … R−1, then the rope slot, in order.
+        inline fn scoreTile(self: *const Self, comptime V: usize, comptime P: usize, block: [*]const f64, width: usize, s: usize, p0: usize, v0: usize) void {
+            const hp = self.padded();
+            var acc: [P][V]Vec = undefined;
+            inline for (0..P) |p| inline for (0..V) |k| {
+                acc[p][k] = @splat(0);
+            };
+            const q = self.q64 + v0 * lanes;
+            for (0..width) |r| {
+                var qv: [V]Vec = undefined;
+                inline for (0..V) |k| qv[k] = q[r * hp + k * lanes ..][0..lanes].*;
+                inline for (0..P) |p| {
+                    const c: Vec = @splat(block[(p0 + p) * width + r]);
+                    inline for (0..V) |k| acc[p][k] = @mulAdd(Vec, qv[k], c, acc[p][k]);
+                }
             }
-            inline for (0..V) |k| a[r + 4 * k ..][0..4].* = acc[k];
+            const heads = self.a.shape.heads;
+            inline for (0..P) |p| inline for (0..V) |k| {
+                const sums: [lanes]f64 = acc[p][k];
+                for (0..lanes) |l| {
+                    const h = (v0 + k) * lanes + l;
+                    if (h < heads) self.scores[h * self.n + s + p] = @as(f32, @floatCast(sums[l])) * self.a.scale;
+                }
+            };
+        }
+
+        /// Heads of the chunk in groups whose normaliser chains interleave: each Z is still one
+        /// sequential f64 sum over s, the chains of different heads run side by side.
+        fn softmaxPhase(self: *const Self, begin: usize, end: usize, worker: usize) void {
+            _ = worker;
+            var h = begin;
+            while (h < end) {
+                switch (@min(softmax_heads, end - h)) {
+                    inline 1...softmax_heads => |G| {
+                        softmaxHeads(G, self.scores + h * self.n, self.n);
+                        h += G;
+                    },
+                    else => unreachable,
+                }
+            }
+        }
+
+        /// Items are `parts` ranges of whole channel tiles (`tile.value_vectors` vectors each,
+        /// the last tile may be shorter): a part holds its channels for every head, so the
+        /// cache is read and widened once in all, each thread reading only its columns.
+        fn valuePhase(self: *const Self, begin: usize, end: usize, worker: usize) void {
+            const R = self.a.shape.rank;
+            const H = self.a.shape.heads;
+            const span = tile.value_vectors * lanes;
+            const tiles = valueTiles(R);
+            const r0 = begin * tiles / self.parts * span;
+            const r1 = @min(end * tiles / self.parts * span, R);
+            const width = r1 - r0;
+            const raw = pool.scratchFor(worker);
+            // as reserved by `attention`: accumulators, one widened block, its weights
+            std.debug.assert(raw.len >= (H * width + position_block * width + H * position_block) * @sizeOf(f64));
+            const scratch: [*]f64 = @ptrCast(@alignCast(raw.ptr));
+            const acc = scratch[0 .. H * width];
+            const block = scratch + H * width;
+            const w64 = block + position_block * width;
+            @memset(acc, 0);
+            const G = tile.value_heads;
+            var s0: usize = 0;
+            while (s0 < self.n) : (s0 += position_block) {
+                const count = @min(position_block, self.n - s0);
+                for (0..count) |s| widen(self.a.ckv + (s0 + s) * R + r0, block + s * width, width);
+                for (0..H) |h| widen(self.scores + h * self.n + s0, w64 + h * position_block, count);
+                var h0: usize = 0;
+                while (h0 < H) : (h0 += G) {
+                    switch (@min(G, H - h0)) {
+                        inline 1...G => |HG| valueHeads(HG, acc.ptr + h0 * width, block, w64 + h0 * position_block, count, width),
+                        else => unreachable,
+                    }
+                }
+            }
+            for (0..H) |h| {
+                for (0..width) |c| self.ol64[h * R + r0 + c] = @as(f32, @floatCast(acc[h * width + c]));
+            }
+        }
+
+        /// One block of positions for G heads over the chunk's `width` channels.
+        inline fn valueHeads(comptime G: usize, a: [*]f64, block: [*]const f64, w: [*]const f64, count: usize, width: usize) void {
+            const VV = tile.value_vectors;
+            var c: usize = 0;
+            while (c + VV * lanes <= width) : (c += VV * lanes) valueTile(G, VV, a, block, w, count, width, c);
+            switch ((width - c) / lanes) {
+                inline 0...VV - 1 => |V| if (V > 0) valueTile(G, V, a, block, w, count, width, c),
+                else => unreachable,
+            }
+            c += (width - c) / lanes * lanes;
+            while (c < width) : (c += 1) {
+                inline for (0..G) |g| {
+                    var x = a[g * width + c];
+                    for (0..count) |s| x = @mulAdd(f64, w[g * position_block + s], block[s * width + c], x);
+                    a[g * width + c] = x;
+                }
+            }
+        }
+
+        /// Channels c … c+V·lanes−1 of G heads over the `count` positions of the block; the
+        /// accumulators are loaded from and parked back to `a` ([G][width]), each lane still
+        /// adding s = 0, 1, … in order.
+        inline fn valueTile(comptime G: usize, comptime V: usize, a: [*]f64, block: [*]const f64, w: [*]const f64, count: usize, width: usize, c0: usize) void {
+            var acc: [G][V]Vec = undefined;
+            inline for (0..G) |g| inline for (0..V) |k| {
+                acc[g][k] = a[g * width + c0 + k * lanes ..][0..lanes].*;
+            };
+            for (0..count) |s| {
+                var cv: [V]Vec = undefined;
+                inline for (0..V) |k| cv[k] = block[s * width + c0 + k * lanes ..][0..lanes].*;
+                inline for (0..G) |g| {
+                    const ws: Vec = @splat(w[g * position_block + s]);
+                    inline for (0..V) |k| acc[g][k] = @mulAdd(Vec, cv[k], ws, acc[g][k]);
+                }
+            }
+            inline for (0..G) |g| inline for (0..V) |k| {
+                a[g * width + c0 + k * lanes ..][0..lanes].* = acc[g][k];
+            };
         }
 
         fn voutPhase(self: *const Self, begin: usize, end: usize, worker: usize) void {
@@ -421,27 +574,31 @@ pub fn attention(comptime W: type, q: [*]const f32, w: [*]const W, ckv: [*]const
         pool.parallelFor(try common.mulSize(tokens, shape.heads), 1, &job, ScalarJob(W).run);
         return;
     }
-    const blocks = blockCount(shape.heads);
-    const q_bytes = try common.mulSize(try common.mulSize(blocks * head_block, R + shape.dr), @sizeOf(f64));
+    const hp = headVectors(shape.heads) * lanes;
+    const width = R + shape.dr;
+    const q_bytes = alignUp(try common.mulSize(try common.mulSize(hp, width), @sizeOf(f64)));
     const score_bytes = alignUp(try common.mulSize(try common.mulSize(shape.heads, n_max), @sizeOf(f32)));
     const ol_bytes = try common.mulSize(try common.mulSize(shape.heads, R), @sizeOf(f64));
     const buf = pool.reserveShared(q_bytes + score_bytes + ol_bytes) catch return error.OutOfMemory;
-    pool.reserveScratch(try common.mulSize(shape.heads + value_block, R * @sizeOf(f64))) catch return error.OutOfMemory;
-    const q64: [*][head_block]f64 = @ptrCast(@alignCast(buf.ptr));
+    // a chunk of the value phase may hold every channel (one thread, or a call inside a task)
+    const value_floats = try common.mulSize(shape.heads + position_block, R) + shape.heads * position_block;
+    pool.reserveScratch(try common.mulSize(@max(value_floats, position_block * width), @sizeOf(f64))) catch return error.OutOfMemory;
+    const q64: [*]f64 = @ptrCast(@alignCast(buf.ptr));
     const scores: [*]f32 = @ptrCast(@alignCast(buf.ptr + q_bytes));
     const ol64: [*]f64 = @ptrCast(@alignCast(buf.ptr + q_bytes + score_bytes));
     const H = shape.heads;
     // Once per call: every token's absorb phase rewrites all lanes of the present heads, so
-    // only the lanes of absent heads (a last block of fewer than eight) need their zeros.
-    @memset(q64[0 .. blocks * (R + shape.dr)], [_]f64{0} ** head_block);
+    // only the lanes of absent heads (a last vector of fewer than `lanes`) need their zeros.
+    @memset(q64[0 .. hp * width], 0);
+    const parts = @min(valueTiles(R), pool.threadCount());
     for (0..tokens) |t| {
         const n = pos0 + t + 1;
-        const job = TokenJob(W){ .a = args, .q64 = q64, .scores = scores, .ol64 = ol64, .t = t, .n = n };
+        const job = TokenJob(W){ .a = args, .q64 = q64, .scores = scores, .ol64 = ol64, .t = t, .n = n, .parts = parts };
         const J = TokenJob(W);
         pool.parallelFor(H, grain(shape.dn * R), &job, J.absorbPhase);
-        pool.parallelFor(n, grain(H * (R + shape.dr)), &job, J.scorePhase);
+        pool.parallelFor(n, grain(H * width), &job, J.scorePhase);
         pool.parallelFor(H, grain(4 * n), &job, J.softmaxPhase);
-        pool.parallelFor(H, grain(n * R), &job, J.valuePhase);
+        pool.parallelFor(parts, 1, &job, J.valuePhase);
         pool.parallelFor(H, grain(shape.dv * R), &job, J.voutPhase);
     }
 }
