@@ -1,8 +1,9 @@
 /**
  * Multi-token matmuls: with T > 1 the bf16/f32 and MXFP4 kernels load and widen (or decode)
  * each weight once for several tokens, and every y[t][o] must still be the one-token result,
- * bit for bit (model.md §8.3, §8.4). For T in {1, 2, 3, 4, 5, 7, 8, 9, 16, 33} and shapes that
- * are multiples of none of the kernels' blocks (bf16: rows across the 3- and 32-row blocks,
+ * bit for bit (model.md §8.3, §8.4). For T in {1, 2, 3, 4, 5, 7, 8, 9, 16, 32, 33, 64} (every
+ * token tile of the kernels, 2 … 6, and balanced groups of them) and shapes that are multiples
+ * of none of the kernels' blocks (bf16: rows across the 2-, 4- and 32-row blocks,
  * cols of every residue 1 … 15 mod 16, some across the 512-column blocks; MXFP4: rows across
  * the 32-row blocks, group counts across the 4-group blocks, 255 scales), one call equals:
  * - T calls with T = 1, which equal the TypeScript transcription of the canonical order;
@@ -26,7 +27,7 @@ afterAll(() => {
   initPool();
 });
 
-const tokenCounts = [1, 2, 3, 4, 5, 7, 8, 9, 16, 33];
+const tokenCounts = [1, 2, 3, 4, 5, 7, 8, 9, 16, 32, 33, 64];
 const maxTokens = Math.max(...tokenCounts);
 
 /** The execution paths every multi-token result must be identical across (every variant, 1-3 threads). */

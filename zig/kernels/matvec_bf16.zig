@@ -15,13 +15,16 @@
 //! activations are widened to f64 once per call (exact) and shared by all threads.
 //!   * One token (decode): three rows run together to share the activation loads; a row
 //!     computed alone (chunk edges) runs the same per-row sequence.
-//!   * Several tokens (prefill): each weight element is loaded and widened once and used for
-//!     `tile_tokens` tokens at a time, over blocks of `multi_block_rows` rows and
-//!     `multi_block_cols` columns so the weights and activations being reused stay in cache.
-//!     The lane accumulators of every (row, token) are carried from one column block to the
-//!     next (stored and reloaded unchanged), so each lane still receives its elements in
-//!     increasing i from +0, and the tree, the tail and the rounding are the one-token ones:
-//!     y[t][o] has the bits of a T = 1 call whatever T, the tiling or the thread count.
+//!   * Several tokens (prefill): the 16 lanes of a (row, token) are independent chains, so
+//!     the path runs one lane group (one register's worth of lanes) at a time, and a register
+//!     tile holds one accumulator per (row, token): each weight vector is widened once for
+//!     the tile's tokens and each activation vector loaded once for its rows, over blocks of
+//!     `multi_block_rows` rows and `multi_block_cols` columns so the weights and activations
+//!     being reused stay in cache. The accumulators of every (row, token, lane group) are
+//!     carried from one column block to the next (stored and reloaded unchanged), so each lane
+//!     still receives its elements in increasing i from +0, and the tree, the tail and the
+//!     rounding are the one-token ones: y[t][o] has the bits of a T = 1 call whatever T, the
+//!     tiling or the thread count.
 //! Threads split output rows, never the reduction.
 const std = @import("std");
 const common = @import("common.zig");
@@ -44,16 +47,26 @@ const prefetch_elems: usize = 1024;
 /// threads, one run) the non-temporal hint gave 27 GB/s of weights and t1/t2 31-32 GB/s, of
 /// 33.9 GB/s measured read bandwidth; t0 (into L1) gave 27.
 pub const prefetch_locality = 2;
-/// Tokens sharing each widened weight (the multi-token register tile is one row × this many
-/// tokens). Each (row, token) needs its 16 lanes in four registers, so three tokens (12
-/// accumulators) is the most that fits the 16 AVX2 registers: measured in cache on Zen 4, one
-/// row × 1, 2, 3, 4 tokens ran at 22, 33, 40 and 31 GFLOP/s (four spills accumulators).
-const tile_tokens = 3;
+/// The multi-token path's f64 vectors: 8 lanes in the AVX-512 variant, else 4. The 16
+/// canonical lanes of a (row, token) are `lane_groups` such vectors, and they are independent
+/// chains, so the path runs one lane group at a time and a register tile holds one accumulator
+/// per (row, token): AVX2 lane group k = elements 4k … 4k+3 of every 16; AVX-512 group 0 =
+/// elements 0-3 and 8-11, group 1 = 4-7 and 12-15 (`wide_order`, the activations stored so).
+const multi_lanes = if (common.wide) 8 else 4;
+const lane_groups = lanes / multi_lanes;
+const MVec = @Vector(multi_lanes, f64);
+/// Register tile of the multi-token path, rows × tokens accumulators plus one weight vector
+/// per row and one activation vector: 4 × 6 + 4 + 1 of the 32 AVX-512 registers, 2 × 6 + 2 + 1
+/// of the 16 AVX2 ones. Measured on Zen 4 (2026-12-03, 7168 × 12288, T = 32, 2 threads):
+/// AVX-512 4 × 6 at 74% of the FMA peak; AVX2 2 × 6 52%, 3 × 4 40-50%, 2 × 5 39%, 1 × 8 35%,
+/// 1 × 12 22%. Widening the weights once per column block into an f64 panel shared by every
+/// token group instead was slower on both (57% and 38-50%): the panel then streams from L2.
+const multi: struct { rows: usize, tokens: usize } = if (common.wide) .{ .rows = 4, .tokens = 6 } else .{ .rows = 2, .tokens = 6 };
 /// Rows per block of the multi-token path: every token group of the block passes over the
 /// same rows, which then come from cache instead of memory after the first group.
 const multi_block_rows = 32;
-/// Columns per block of the multi-token path: a three-token activation panel of 512 f64 is
-/// 12 KB, which stays in L1 while the block's rows pass over it. Measured at T = 8 and 32 on
+/// Columns per block of the multi-token path: a lane group of a six-token activation panel of
+/// 512 columns touches 12 KB, which stays in L1 while the block's rows pass over it. Measured at T = 8 and 32 on
 /// 7168 × 12288: 256 … 1024 columns and 16 … 64 rows are within noise of each other; whole
 /// rows (no column blocks) are ~30% slower, the activations then streaming from L2.
 const multi_block_cols = 512;
@@ -313,41 +326,115 @@ fn Job(comptime W: type) type {
             while (o < end) : (o += 1) self.y[o] = dotRowsWide(W, 1, .{self.w + o * n}, self.x64, n)[0];
         }
 
+        /// Blocks of `multi_block_rows` rows; tokens in balanced groups of at most
+        /// `multi.tokens` (a group of one would widen every weight for a single token).
         fn multiToken(self: *const @This(), begin: usize, end: usize) void {
             const T = self.tokens;
+            const groups = (T + multi.tokens - 1) / multi.tokens;
             var o = begin;
             while (o < end) {
                 const nb = @min(multi_block_rows, end - o);
-                // Groups of three; a remainder of four runs as two pairs, because a one-token
-                // tile widens every weight for a single token (measured ~1.5× slower per token).
                 var t: usize = 0;
-                while (T - t >= tile_tokens and T - t != tile_tokens + 1) : (t += tile_tokens) self.tokenGroup(tile_tokens, o, nb, t);
-                while (T - t >= 2) : (t += 2) self.tokenGroup(2, o, nb, t);
-                if (t < T) self.tokenGroup(1, o, nb, t);
+                for (0..groups) |g| {
+                    const size = (T * (g + 1)) / groups - (T * g) / groups;
+                    switch (size) {
+                        inline 1...multi.tokens => |R| self.tokenGroup(R, o, nb, t),
+                        else => unreachable,
+                    }
+                    t += size;
+                }
                 o += nb;
             }
         }
 
-        /// Rows o … o+nb−1 against tokens t0 … t0+R−1.
+        /// Rows o … o+nb−1 against tokens t0 … t0+R−1: per column block, per lane group,
+        /// register tiles of `multi.rows` rows × R tokens with one accumulator each.
         fn tokenGroup(self: *const @This(), comptime R: usize, o: usize, nb: usize, t0: usize) void {
             std.debug.assert(nb >= 1 and nb <= multi_block_rows and o + nb <= self.rows and t0 + R <= self.tokens);
             const n = self.cols;
             const body = n - n % lanes;
-            var acc: [multi_block_rows][1][R][4]V4 = undefined;
-            for (acc[0..nb]) |*a| a.* = .{@splat(zero_lanes)};
+            var acc: [multi_block_rows][lane_groups][R]MVec = undefined;
+            for (acc[0..nb]) |*a| a.* = @splat(@splat(@splat(0)));
             var xs: [R][*]const f64 = undefined;
             inline for (0..R) |t| xs[t] = self.x64 + (t0 + t) * n;
             var from: usize = 0;
             while (from < body) {
                 const to = @min(body, from + multi_block_cols);
-                for (0..nb) |b| tile(W, 1, R, .{self.w + (o + b) * n}, xs, from, to, &acc[b]);
+                inline for (0..lane_groups) |g| {
+                    var b: usize = 0;
+                    while (b + multi.rows <= nb) : (b += multi.rows) self.groupTile(multi.rows, R, g, o + b, xs, from, to, acc[b..].ptr);
+                    switch (nb - b) {
+                        inline 0...multi.rows - 1 => |B| if (B > 0) self.groupTile(B, R, g, o + b, xs, from, to, acc[b..].ptr),
+                        else => unreachable,
+                    }
+                }
                 from = to;
             }
             for (0..nb) |b| {
-                inline for (0..R) |t| self.y[(t0 + t) * self.rows + o + b] = finish(W, acc[b][0][t], self.w + (o + b) * n, xs[t], body, n);
+                inline for (0..R) |t| self.y[(t0 + t) * self.rows + o + b] = finishGroups(W, acc[b], t, self.w + (o + b) * n, xs[t], body, n);
             }
         }
+
+        /// Lane group g of rows o … o+B−1 × R tokens over elements [from, to), continuing the
+        /// accumulators acc[b][g][t]: each weight vector widened once for R tokens, each
+        /// activation vector loaded once for B rows.
+        inline fn groupTile(self: *const @This(), comptime B: usize, comptime R: usize, comptime g: usize, o: usize, xs: [R][*]const f64, from: usize, to: usize, acc: [*][lane_groups][R]MVec) void {
+            const n = self.cols;
+            var a: [B][R]MVec = undefined;
+            inline for (0..B) |b| a[b] = acc[b][g];
+            var i = from;
+            while (i < to) : (i += lanes) {
+                var wv: [B]MVec = undefined;
+                inline for (0..B) |b| {
+                    const row = self.w + (o + b) * n;
+                    if (g == 0 and (W == f32 or i % 32 == 0)) @prefetch(row + i + prefetch_elems, .{ .locality = prefetch_locality });
+                    wv[b] = widenGroup(W, g, row + i);
+                }
+                inline for (0..R) |t| {
+                    const xv: MVec = xs[t][i + g * multi_lanes ..][0..multi_lanes].*;
+                    inline for (0..B) |b| a[b][t] = @mulAdd(MVec, wv[b], xv, a[b][t]);
+                }
+            }
+            inline for (0..B) |b| acc[b][g] = a[b];
+        }
     };
+}
+
+/// Lane group g of the 16 weights at p, widened exactly to f64 (see `multi_lanes`).
+inline fn widenGroup(comptime W: type, comptime g: usize, p: [*]const W) MVec {
+    if (common.wide) {
+        switch (W) {
+            u16 => return @floatCast(unpackBf16(p)[g]),
+            f32 => {
+                const lo: F4 = p[4 * g ..][0..4].*;
+                const hi: F4 = p[8 + 4 * g ..][0..4].*;
+                return @floatCast(@as(@Vector(8, f32), @shuffle(f32, lo, hi, [8]i32{ 0, 1, 2, 3, ~@as(i32, 0), ~@as(i32, 1), ~@as(i32, 2), ~@as(i32, 3) })));
+            },
+            else => @compileError("weights are bf16 bits (u16) or f32"),
+        }
+    }
+    return switch (W) {
+        u16 => @floatCast(common.bf16ToF32V(4, p[4 * g ..][0..4].*)),
+        f32 => @floatCast(@as(F4, p[4 * g ..][0..4].*)),
+        else => @compileError("weights are bf16 bits (u16) or f32"),
+    };
+}
+
+/// The lane tree, the sequential tail and the one rounding of token t of a row whose lane
+/// groups are `acc` (the tree of `finish` or of the AVX-512 one-token path).
+inline fn finishGroups(comptime W: type, acc: anytype, comptime t: usize, w: [*]const W, x64: [*]const f64, body: usize, n: usize) f32 {
+    var s: f64 = undefined;
+    if (common.wide) {
+        const p = acc[0][t] + acc[1][t];
+        const c = @shuffle(f64, p, undefined, [4]i32{ 0, 1, 2, 3 }) + @shuffle(f64, p, undefined, [4]i32{ 4, 5, 6, 7 });
+        s = (c[0] + c[1]) + (c[2] + c[3]);
+    } else {
+        const c = (acc[0][t] + acc[1][t]) + (acc[2][t] + acc[3][t]);
+        s = (c[0] + c[1]) + (c[2] + c[3]);
+    }
+    var j = body;
+    while (j < n) : (j += 1) s = @mulAdd(f64, Widen(W).scalar(w[j]), x64[j], s);
+    return @floatCast(s);
 }
 
 /// Widens `count` f32 activations to f64 (exact) into pool shared scratch.
@@ -360,13 +447,13 @@ pub fn widenShared(x: [*]const f32, count: usize) Error![*]const f64 {
     return x64;
 }
 
-/// As `widenShared`, in the AVX-512 one-token path's order (`widenPermuted`).
-fn widenSharedPermuted(x: [*]const f32, count: usize) Error![*]const f64 {
-    const bytes = try common.mulSize(count, @sizeOf(f64));
+/// As `widenShared`, each token's row in the AVX-512 paths' order (`widenPermuted`).
+fn widenSharedPermuted(x: [*]const f32, cols: usize, tokens: usize) Error![*]const f64 {
+    const bytes = try common.mulSize(try common.mulSize(cols, tokens), @sizeOf(f64));
     const buf = pool.reserveShared(bytes) catch return error.OutOfMemory;
     std.debug.assert(buf.len >= bytes);
     const x64: [*]f64 = @ptrCast(buf.ptr);
-    widenPermuted(x, x64, count);
+    for (0..tokens) |t| widenPermuted(x + t * cols, x64 + t * cols, cols);
     return x64;
 }
 
@@ -390,7 +477,7 @@ pub fn matmul(comptime W: type, w: [*]const W, rows: usize, cols: usize, x: [*]c
     if (rows == 0 or cols == 0 or tokens == 0) return error.BadArgument;
     _ = try common.mulSize(rows, cols);
     const scalar = common.path() == .scalar;
-    const x64: [*]const f64 = if (scalar) undefined else if (common.wide and tokens == 1) try widenSharedPermuted(x, cols) else try widenShared(x, try common.mulSize(tokens, cols));
+    const x64: [*]const f64 = if (scalar) undefined else if (common.wide) try widenSharedPermuted(x, cols, tokens) else try widenShared(x, try common.mulSize(tokens, cols));
     const job = Job(W){ .w = w, .rows = rows, .cols = cols, .x = x, .x64 = x64, .y = y, .tokens = tokens, .scalar = scalar };
     pool.parallelFor(rows, grainRows(cols, tokens), &job, Job(W).run);
 }
