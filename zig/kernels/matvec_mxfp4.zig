@@ -23,8 +23,11 @@
 //!   * fewer than `panel_min_tokens` tokens: each 4-group block of a row is decoded in
 //!     registers once for up to `block_tokens` tokens;
 //!   * more: a block of `panel_rows` rows is decoded `panel_groups` groups at a time into an
-//!     f64 panel (in cache), once for up to `panel_tokens` tokens, and register tiles of one row ×
-//!     `panel_tile` tokens run over it. Decoding (nibble split, table lookup, two conversions
+//!     f64 panel (in cache), once for up to `panel_tokens` tokens, and register tiles of
+//!     `pair_tile` rows × tokens run over it, one (row, token) per f64 lane of the group sums:
+//!     the per-group lane tree of every pair of the tile is one transpose-and-add tree, and the
+//!     totals of the pairs are added lane by lane (rows and tokens past whole tiles run one
+//!     row × up to four tokens, each pair's tree on its own). Decoding (nibble split, table lookup, two conversions
 //!     per quad) costs more than the multiply-adds it feeds, so it is amortised over the most
 //!     tokens.
 const std = @import("std");
@@ -451,10 +454,10 @@ const panel_groups = 4;
 const panel_rows = 32;
 /// Tokens one decoded panel serves before the next token block decodes it again.
 const panel_tokens = 64;
-/// Tokens per register tile on the panel path: each token needs two accumulators (lanes 0-3
-/// and 4-7); with the panel quads loaded from L1, four tokens measured fastest (six or eight
-/// leave the loads of activations as the limit and spill).
-const panel_tile = 4;
+
+/// Register tile of the panel path: rows × tokens = one (row, token) pair per f64 lane.
+const pair_tile: struct { rows: usize, tokens: usize } = if (common.wide) .{ .rows = 2, .tokens = 4 } else .{ .rows = 1, .tokens = 4 };
+const PairVec = @Vector(pair_tile.rows * pair_tile.tokens, f64);
 
 /// Doubled codes of groups [g0, g0 + kg) of one row as f64, eight quads per group in element
 /// order (as `pairWeights`). Groups with a 255 scale are decoded too; the tiles skip them.
@@ -603,15 +606,15 @@ const Job = struct {
         while (g0 < groups) {
             const kg = @min(panel_groups, groups - g0);
             for (0..nb) |b| decodePanel(self.packed_w + (o + b) * (self.cols / 2), g0, kg, &panel[b]);
-            var t: usize = 0;
-            while (t + panel_tile <= tn) : (t += panel_tile) self.panelTile(panel_tile, &panel, &totals, o, nb, g0, kg, t0, t);
-            switch (tn - t) {
-                0 => {},
-                1 => self.panelTile(1, &panel, &totals, o, nb, g0, kg, t0, t),
-                2 => self.panelTile(2, &panel, &totals, o, nb, g0, kg, t0, t),
-                3 => self.panelTile(3, &panel, &totals, o, nb, g0, kg, t0, t),
-                else => unreachable,
+            const B = pair_tile.rows;
+            const R = pair_tile.tokens;
+            var b: usize = 0;
+            while (b + B <= nb) : (b += B) {
+                var t: usize = 0;
+                while (t + R <= tn) : (t += R) self.pairTile(&panel, &totals, o, b, g0, kg, t0, t);
+                for (b..b + B) |row| self.panelRest(&panel, &totals, o, row, g0, kg, t0, t, tn);
             }
+            for (b..nb) |row| self.panelRest(&panel, &totals, o, row, g0, kg, t0, 0, tn);
             g0 += kg;
         }
         for (0..nb) |b| {
@@ -619,12 +622,82 @@ const Job = struct {
         }
     }
 
-    /// Tokens t0+t … t0+t+R−1 against every row of the decoded panel block.
-    inline fn panelTile(self: *const Job, comptime R: usize, panel: *const [panel_rows][panel_groups][8]V4, totals: *[panel_rows][panel_tokens]f64, o: usize, nb: usize, g0: usize, kg: usize, t0: usize, t: usize) void {
+    /// Panel row `row` against tokens t0+t … t0+tn−1 in tiles of at most four tokens, each
+    /// (row, token) group sum reduced on its own.
+    fn panelRest(self: *const Job, panel: *const [panel_rows][panel_groups][8]V4, totals: *[panel_rows][panel_tokens]f64, o: usize, row: usize, g0: usize, kg: usize, t0: usize, from: usize, tn: usize) void {
+        const groups = self.cols / group;
+        var t = from;
+        while (t < tn) {
+            switch (@min(4, tn - t)) {
+                inline 1...4 => |R| {
+                    var xs: [R][*]const f64 = undefined;
+                    inline for (0..R) |k| xs[k] = self.x64 + (t0 + t + k) * self.cols + g0 * group;
+                    panelTokens(R, &panel[row], self.scales + (o + row) * groups + g0, kg, xs, totals[row][t..][0..R]);
+                    t += R;
+                },
+                else => unreachable,
+            }
+        }
+    }
+
+    /// Panel rows b0 … b0+B−1 × tokens t0+t … t0+t+R−1 (`pair_tile`): B·R (row, token) pairs,
+    /// one vector lane each for the group sums. Per group, each pair's canonical lane chains run
+    /// in registers (a decoded weight vector serving R tokens, an activation vector B rows),
+    /// then one transpose-and-add tree gives every pair's (b0+b1)+(b2+b3) at once, scaled and
+    /// added to the pairs' totals lane by lane, groups in order: the one-token arithmetic.
+    inline fn pairTile(self: *const Job, panel: *const [panel_rows][panel_groups][8]V4, totals: *[panel_rows][panel_tokens]f64, o: usize, b0: usize, g0: usize, kg: usize, t0: usize, t: usize) void {
+        const B = pair_tile.rows;
+        const R = pair_tile.tokens;
+        const P = B * R;
         const groups = self.cols / group;
         var xs: [R][*]const f64 = undefined;
         inline for (0..R) |k| xs[k] = self.x64 + (t0 + t + k) * self.cols + g0 * group;
-        for (0..nb) |b| panelTokens(R, &panel[b], self.scales + (o + b) * groups + g0, kg, xs, totals[b][t..][0..R]);
+        var tot: PairVec = undefined;
+        inline for (0..P) |p| tot[p] = totals[b0 + p / R][t + p % R];
+        for (0..kg) |j| {
+            var sums: PairVec = undefined;
+            if (common.wide) {
+                var acc: [P]V8 = @splat(@splat(0));
+                inline for (0..4) |q| {
+                    var xv: [R]V8 = undefined;
+                    inline for (0..R) |r| xv[r] = xs[r][j * group + 8 * q ..][0..8].*;
+                    inline for (0..B) |b| {
+                        const w: [*]const f64 = @ptrCast(&panel[b0 + b][j]);
+                        const wv: V8 = w[8 * q ..][0..8].*;
+                        inline for (0..R) |r| acc[b * R + r] = @mulAdd(V8, wv, xv[r], acc[b * R + r]);
+                    }
+                }
+                sums = groupSums8(acc);
+            } else {
+                var lo: [P]V4 = @splat(@splat(0));
+                var hi: [P]V4 = @splat(@splat(0));
+                inline for (0..4) |q| {
+                    inline for (0..B) |b| {
+                        const w_lo = panel[b0 + b][j][2 * q];
+                        const w_hi = panel[b0 + b][j][2 * q + 1];
+                        inline for (0..R) |r| {
+                            const xg = xs[r] + j * group + 8 * q;
+                            lo[b * R + r] = @mulAdd(V4, w_lo, xg[0..4].*, lo[b * R + r]);
+                            hi[b * R + r] = @mulAdd(V4, w_hi, xg[4..8].*, hi[b * R + r]);
+                        }
+                    }
+                }
+                var v: [4]V4 = undefined;
+                inline for (0..4) |p| v[p] = lo[p] + hi[p];
+                const h01 = @shuffle(f64, v[0], v[1], [4]i32{ 0, ~@as(i32, 0), 2, ~@as(i32, 2) }) + @shuffle(f64, v[0], v[1], [4]i32{ 1, ~@as(i32, 1), 3, ~@as(i32, 3) });
+                const h23 = @shuffle(f64, v[2], v[3], [4]i32{ 0, ~@as(i32, 0), 2, ~@as(i32, 2) }) + @shuffle(f64, v[2], v[3], [4]i32{ 1, ~@as(i32, 1), 3, ~@as(i32, 3) });
+                sums = @shuffle(f64, h01, h23, [4]i32{ 0, 1, ~@as(i32, 0), ~@as(i32, 1) }) + @shuffle(f64, h01, h23, [4]i32{ 2, 3, ~@as(i32, 2), ~@as(i32, 3) });
+            }
+            var codes: @Vector(P, u8) = undefined;
+            inline for (0..P) |p| codes[p] = self.scales[(o + b0 + p / R) * groups + g0 + j];
+            const wide: @Vector(P, u64) = codes;
+            const mult: PairVec = @bitCast((wide + @as(@Vector(P, u64), @splat(1023 - 128))) << @as(@Vector(P, u6), @splat(52)));
+            // a 255 scale adds +0, which leaves a total (never −0) unchanged, as the skipped
+            // group of the one-token path does
+            const skip = codes == @as(@Vector(P, u8), @splat(255));
+            tot = tot + @select(f64, skip, @as(PairVec, @splat(0)), sums * mult);
+        }
+        inline for (0..P) |p| totals[b0 + p / R][t + p % R] = tot[p];
     }
 };
 
