@@ -18,6 +18,8 @@ export interface Ceiling {
   bf16Unpack: number;
   bf16Integer: number;
   mxfp4: number;
+  /** The AVX2 variant's MXFP4 loop (vpshufb lookup, 4-wide), the v3 ceiling on this CPU. */
+  mxfp4V3: number;
 }
 
 const probeSource = join(import.meta.dir, "probes", "ceiling.zig");
@@ -41,6 +43,7 @@ export function benchCeiling(): Ceiling {
       bf16Unpack: field("bf16_unpack_g_weights_per_s"),
       bf16Integer: field("bf16_integer_g_weights_per_s"),
       mxfp4: field("mxfp4_g_weights_per_s"),
+      mxfp4V3: field("mxfp4_v3_g_weights_per_s"),
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -65,6 +68,7 @@ export function ceilingReport(c: Ceiling, bandwidth1: number, threads: number, i
     `${indent}  bf16, unpack + vcvtps2pd     ${c.bf16Unpack.toFixed(2)} G weights/s (${(2 * c.bf16Unpack).toFixed(1)} GB/s), ${share(c.bf16Unpack)}`,
     `${indent}  bf16, integer widening       ${c.bf16Integer.toFixed(2)} G weights/s (${(2 * c.bf16Integer).toFixed(1)} GB/s), ${share(c.bf16Integer)}`,
     `${indent}  MXFP4, vpermi2pd lookup      ${c.mxfp4.toFixed(2)} G weights/s, ${share(c.mxfp4)}`,
+    `${indent}  MXFP4, v3 (vpshufb, 4-wide)  ${c.mxfp4V3.toFixed(2)} G weights/s, ${share(c.mxfp4V3)}`,
     `${indent}  bf16 1-thread target (90% of ${bandwidth1.toFixed(1)} GB/s = ${(2 * bf16Need).toFixed(1)} GB/s): ${verdict(bf16, bf16Need)}`,
     `${indent}  MXFP4 target (${mxNeed} G weights/s, ${threads} threads, at most ${(threads * c.mxfp4).toFixed(1)}): ${verdict(threads * c.mxfp4, mxNeed)}`,
   ];
