@@ -23,7 +23,10 @@
 //!   * fewer than `panel_min_tokens` tokens: each 4-group block of a row is decoded in
 //!     registers once for up to `block_tokens` tokens;
 //!   * more: a block of `panel_rows` rows is decoded `panel_groups` groups at a time into an
-//!     f64 panel (in cache), once for up to `panel_tokens` tokens, and register tiles of
+//!     f64 panel (in cache), once for up to `panel_tokens` tokens. On AVX-512 the tokens are
+//!     the lanes (`laneTile`: activations transposed once per call, 3 rows × 8 tokens, each
+//!     canonical lane chain a vector of tokens, so the lane tree, the scale and the total are
+//!     vertical). Elsewhere register tiles of
 //!     `pair_tile` rows × tokens run over it, one (row, token) per f64 lane of the group sums:
 //!     the per-group lane tree of every pair of the tile is one transpose-and-add tree, and the
 //!     totals of the pairs are added lane by lane (rows and tokens past whole tiles run one
@@ -458,6 +461,8 @@ const panel_tokens = 64;
 /// Register tile of the panel path: rows × tokens = one (row, token) pair per f64 lane.
 const pair_tile: struct { rows: usize, tokens: usize } = if (common.wide) .{ .rows = 2, .tokens = 4 } else .{ .rows = 1, .tokens = 4 };
 const PairVec = @Vector(pair_tile.rows * pair_tile.tokens, f64);
+/// Rows of the AVX-512 panel tile with tokens as lanes: 8 lane chains each, 24 accumulators.
+const lane_tile_rows = 3;
 
 /// Doubled codes of groups [g0, g0 + kg) of one row as f64, eight quads per group in element
 /// order (as `pairWeights`). Groups with a 255 scale are decoded too; the tiles skip them.
@@ -526,6 +531,8 @@ const Job = struct {
     cols: usize,
     x: [*]const f32,
     x64: [*]const f64,
+    /// AVX-512 panel path only: the activations transposed, [token block of 8][col][8] f64.
+    xt: [*]const f64,
     y: [*]f32,
     tokens: usize,
     scalar: bool,
@@ -606,6 +613,21 @@ const Job = struct {
         while (g0 < groups) {
             const kg = @min(panel_groups, groups - g0);
             for (0..nb) |b| decodePanel(self.packed_w + (o + b) * (self.cols / 2), g0, kg, &panel[b]);
+            if (common.wide) {
+                var b: usize = 0;
+                while (b < nb) {
+                    switch (@min(lane_tile_rows, nb - b)) {
+                        inline 1...lane_tile_rows => |B| {
+                            var t: usize = 0;
+                            while (t < tn) : (t += 8) self.laneTile(B, &panel, &totals, o, b, g0, kg, t0 + t, t);
+                            b += B;
+                        },
+                        else => unreachable,
+                    }
+                }
+                g0 += kg;
+                continue;
+            }
             const B = pair_tile.rows;
             const R = pair_tile.tokens;
             var b: usize = 0;
@@ -620,6 +642,36 @@ const Job = struct {
         for (0..nb) |b| {
             for (0..tn) |t| self.y[(t0 + t) * self.rows + o + b] = @floatCast(totals[b][t]);
         }
+    }
+
+    /// AVX-512: panel rows b0 … b0+B−1 against the 8 tokens tx … tx+7 (t within the run; a
+    /// short last block's lanes hold zero activations and are never stored), tokens as lanes:
+    /// each canonical lane chain of a group (elements k, k+8, k+16, k+24) is a vector of eight
+    /// tokens, fed a broadcast decoded weight and the transposed activations (`xt`), so the
+    /// lane tree, the scale and the group-ordered total are vertical operations.
+    inline fn laneTile(self: *const Job, comptime B: usize, panel: *const [panel_rows][panel_groups][8]V4, totals: *[panel_rows][panel_tokens]f64, o: usize, b0: usize, g0: usize, kg: usize, tx: usize, t: usize) void {
+        const groups = self.cols / group;
+        const xt = self.xt + ((tx / 8) * self.cols + g0 * group) * 8;
+        var tot: [B]V8 = undefined;
+        inline for (0..B) |b| tot[b] = totals[b0 + b][t..][0..8].*;
+        for (0..kg) |j| {
+            var acc: [B][8]V8 = @splat(@splat(@splat(0)));
+            var ws: [B][*]const f64 = undefined;
+            inline for (0..B) |b| ws[b] = @ptrCast(&panel[b0 + b][j]);
+            inline for (0..group) |c| {
+                const xv: V8 = xt[(j * group + c) * 8 ..][0..8].*;
+                inline for (0..B) |b| acc[b][c % 8] = @mulAdd(V8, @as(V8, @splat(ws[b][c])), xv, acc[b][c % 8]);
+            }
+            inline for (0..B) |b| {
+                const s = self.scales[(o + b0 + b) * groups + g0 + j];
+                if (s != 255) {
+                    const l = acc[b];
+                    const gsum = ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7]));
+                    tot[b] = tot[b] + gsum * @as(V8, @splat(halfScale(s)));
+                }
+            }
+        }
+        inline for (0..B) |b| totals[b0 + b][t..][0..8].* = tot[b];
     }
 
     /// Panel row `row` against tokens t0+t … t0+tn−1 in tiles of at most four tokens, each
@@ -701,6 +753,28 @@ const Job = struct {
     }
 };
 
+/// x (tokens × cols f32) widened exactly to f64 and transposed into pool shared scratch as
+/// [token block of 8][col][8], the lanes of a short last block zero.
+fn transposeShared(x: [*]const f32, cols: usize, tokens: usize) Error![*]const f64 {
+    const blocks = (tokens + 7) / 8;
+    const bytes = try common.mulSize(try common.mulSize(blocks * 8, cols), @sizeOf(f64));
+    const buf = pool.reserveShared(bytes) catch return error.OutOfMemory;
+    std.debug.assert(buf.len >= bytes);
+    const xt: [*]f64 = @ptrCast(buf.ptr);
+    for (0..blocks) |k| {
+        const out = xt + k * cols * 8;
+        for (0..8) |l| {
+            const t = k * 8 + l;
+            if (t < tokens) {
+                for (0..cols) |c| out[c * 8 + l] = x[t * cols + c];
+            } else {
+                for (0..cols) |c| out[c * 8 + l] = 0;
+            }
+        }
+    }
+    return xt;
+}
+
 /// y[t][r] = Σ_c W[r][c]·x[t][c] for t < tokens, W the rows × cols MXFP4 matrix (cols a
 /// multiple of 32). x is tokens × cols, y tokens × rows, contiguous; y must not overlap the
 /// inputs. Returns the number of scale bytes equal to 255 in the matrix (each such group
@@ -709,9 +783,11 @@ pub fn matmul(packed_w: [*]const u8, scales: [*]const u8, rows: usize, cols: usi
     if (rows == 0 or cols == 0 or tokens == 0 or cols % group != 0) return error.BadArgument;
     _ = try common.mulSize(rows, cols);
     const scalar = common.path() == .scalar;
-    const x64: [*]const f64 = if (scalar) undefined else try matvec.widenShared(x, try common.mulSize(tokens, cols));
+    const lanes_path = common.wide and !scalar and tokens >= panel_min_tokens;
+    const x64: [*]const f64 = if (scalar or lanes_path) undefined else try matvec.widenShared(x, try common.mulSize(tokens, cols));
+    const xt: [*]const f64 = if (lanes_path) try transposeShared(x, cols, tokens) else undefined;
     var bad = std.atomic.Value(u64).init(0);
-    const job = Job{ .packed_w = packed_w, .scales = scales, .rows = rows, .cols = cols, .x = x, .x64 = x64, .y = y, .tokens = tokens, .scalar = scalar, .bad = &bad };
+    const job = Job{ .packed_w = packed_w, .scales = scales, .rows = rows, .cols = cols, .x = x, .x64 = x64, .xt = xt, .y = y, .tokens = tokens, .scalar = scalar, .bad = &bad };
     pool.parallelFor(rows, matvec.grainRows(cols, tokens), &job, Job.run);
     return bad.load(.monotonic);
 }
