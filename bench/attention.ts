@@ -14,7 +14,7 @@ import { initPool, isaInUse, memReadSum, mlaLatentAttention, type F32Ref, type M
 import { memoryPlan } from "../src/plan/memory-plan.ts";
 import { attentionKind } from "../src/checkpoint/tensor-names.ts";
 import { releasedConfig } from "../tools/checkpoint/released-config.ts";
-import { best, fmaPeakGflops } from "./kernels.ts";
+import { best, measureFmaPeak } from "./kernels.ts";
 
 const shape = { heads: 96, dn: 128, dr: 64, dv: 128, rank: 512 };
 const positions = [1024, 8192, 32768];
@@ -64,7 +64,7 @@ export function benchAttention(): AttentionBench {
   probe.u8().fill(1);
   const bandwidth = (1 << 30) / best(5, () => memReadSum(probe)) / 1e9;
   probe.free();
-  const fmaGflops = fmaPeakGflops();
+  const fmaGflops = measureFmaPeak().gflops;
   const { heads: H, dn, dr, dv, rank: R } = shape;
   // kv_b_proj as shipped: bf16 [H·(dn+dv)][R], here as f32-valued bf16 bits of small numbers.
   const kvbBuffer = NativeBuffer.allocate(H * (dn + dv) * R * 2, "kv_b_proj", "read-target");

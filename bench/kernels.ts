@@ -83,10 +83,11 @@ function fmaPeak(): number {
   return flops;
 }
 
-/** The f64 FMA peak of the variant in use on the pool as it is now, GFLOP/s (best of 7). */
-export function fmaPeakGflops(): number {
+/** The f64 FMA peak of the variant in use on the pool as it is now: best of 7 runs, GFLOP/s. */
+export function measureFmaPeak(): { seconds: number; gflops: number } {
   const flops = fmaPeak(); // warm, and the count at this thread count
-  return flops / best(7, fmaPeak) / GB;
+  const seconds = best(7, fmaPeak);
+  return { seconds, gflops: flops / seconds / GB };
 }
 
 /** Issue 12's MXFP4 T = 1 targets with all threads, G weights/s, per variant. */
@@ -162,8 +163,8 @@ export function benchKernels(): Row[] {
       setIsa(variant);
       for (const t of threadCounts) {
         initPool(t);
-        const gflops = fmaPeakGflops();
-        probe("fma", variant, "f64 FMA peak", t, (fmaPeak() / GB) / gflops, 0, gflops);
+        const peak = measureFmaPeak();
+        probe("fma", variant, "f64 FMA peak", t, peak.seconds, 0, peak.gflops);
       }
       for (const t of threadCounts) {
         initPool(t);

@@ -265,14 +265,7 @@ inline fn dotRowsWide(comptime W: type, comptime R: usize, w: [R][*]const W, x64
         }
     }
     var out: [R]f32 = undefined;
-    inline for (0..R) |r| {
-        const p = acc[r][0] + acc[r][1];
-        const c = @shuffle(f64, p, undefined, [4]i32{ 0, 1, 2, 3 }) + @shuffle(f64, p, undefined, [4]i32{ 4, 5, 6, 7 });
-        var s = (c[0] + c[1]) + (c[2] + c[3]);
-        var j = body;
-        while (j < n) : (j += 1) s = @mulAdd(f64, Widen(W).scalar(w[r][j]), x64[j], s);
-        out[r] = @floatCast(s);
-    }
+    inline for (0..R) |r| out[r] = finishGroups(W, acc[r], w[r], x64, body, n);
     return out;
 }
 
@@ -371,7 +364,11 @@ fn Job(comptime W: type) type {
                 from = to;
             }
             for (0..nb) |b| {
-                inline for (0..R) |t| self.y[(t0 + t) * self.rows + o + b] = finishGroups(W, acc[b], t, self.w + (o + b) * n, xs[t], body, n);
+                inline for (0..R) |t| {
+                    var groups: [lane_groups]MVec = undefined;
+                    inline for (0..lane_groups) |g| groups[g] = acc[b][g][t];
+                    self.y[(t0 + t) * self.rows + o + b] = finishGroups(W, groups, self.w + (o + b) * n, xs[t], body, n);
+                }
             }
         }
 
@@ -400,19 +397,10 @@ fn Job(comptime W: type) type {
     };
 }
 
-/// Lane group g of the 16 weights at p, widened exactly to f64 (see `multi_lanes`).
+/// Lane group g of the 16 weights at p, widened exactly to f64 (see `multi_lanes`): on
+/// AVX-512 one half of `widen16Wide`; on AVX2 the four weights of the group alone.
 inline fn widenGroup(comptime W: type, comptime g: usize, p: [*]const W) MVec {
-    if (common.wide) {
-        switch (W) {
-            u16 => return @floatCast(unpackBf16(p)[g]),
-            f32 => {
-                const lo: F4 = p[4 * g ..][0..4].*;
-                const hi: F4 = p[8 + 4 * g ..][0..4].*;
-                return @floatCast(@as(@Vector(8, f32), @shuffle(f32, lo, hi, [8]i32{ 0, 1, 2, 3, ~@as(i32, 0), ~@as(i32, 1), ~@as(i32, 2), ~@as(i32, 3) })));
-            },
-            else => @compileError("weights are bf16 bits (u16) or f32"),
-        }
-    }
+    if (common.wide) return widen16Wide(W, p)[g];
     return switch (W) {
         u16 => @floatCast(common.bf16ToF32V(4, p[4 * g ..][0..4].*)),
         f32 => @floatCast(@as(F4, p[4 * g ..][0..4].*)),
@@ -420,18 +408,14 @@ inline fn widenGroup(comptime W: type, comptime g: usize, p: [*]const W) MVec {
     };
 }
 
-/// The lane tree, the sequential tail and the one rounding of token t of a row whose lane
-/// groups are `acc` (the tree of `finish` or of the AVX-512 one-token path).
-inline fn finishGroups(comptime W: type, acc: anytype, comptime t: usize, w: [*]const W, x64: [*]const f64, body: usize, n: usize) f32 {
-    var s: f64 = undefined;
-    if (common.wide) {
-        const p = acc[0][t] + acc[1][t];
-        const c = @shuffle(f64, p, undefined, [4]i32{ 0, 1, 2, 3 }) + @shuffle(f64, p, undefined, [4]i32{ 4, 5, 6, 7 });
-        s = (c[0] + c[1]) + (c[2] + c[3]);
-    } else {
-        const c = (acc[0][t] + acc[1][t]) + (acc[2][t] + acc[3][t]);
-        s = (c[0] + c[1]) + (c[2] + c[3]);
-    }
+/// The lane tree, the sequential tail and the one rounding of a (row, token) whose lane
+/// groups are `acc`: `finish` on AVX2; on AVX-512 the tree of the permuted order (register 0 =
+/// lanes 0-3, 8-11, register 1 = lanes 4-7, 12-15), shared with the one-token path.
+inline fn finishGroups(comptime W: type, acc: [lane_groups]MVec, w: [*]const W, x64: [*]const f64, body: usize, n: usize) f32 {
+    if (!common.wide) return finish(W, acc, w, x64, body, n);
+    const p = acc[0] + acc[1];
+    const c = @shuffle(f64, p, undefined, [4]i32{ 0, 1, 2, 3 }) + @shuffle(f64, p, undefined, [4]i32{ 4, 5, 6, 7 });
+    var s = (c[0] + c[1]) + (c[2] + c[3]);
     var j = body;
     while (j < n) : (j += 1) s = @mulAdd(f64, Widen(W).scalar(w[j]), x64[j], s);
     return @floatCast(s);

@@ -223,6 +223,14 @@ inline fn groupLanes(w: [8]V4, xg: [*]const f64) V4 {
     return a + b;
 }
 
+/// (v₀+v₁)+(v₂+v₃) of four lane-reduced vectors (v = l_lo + l_hi, see `groupLanes`) as one
+/// vector: h01 = (v0₀+v0₁, v1₀+v1₁, v0₂+v0₃, v1₂+v1₃), h23 likewise, then the halves added.
+inline fn groupSums4(v: [4]V4) V4 {
+    const h01 = @shuffle(f64, v[0], v[1], [4]i32{ 0, ~@as(i32, 0), 2, ~@as(i32, 2) }) + @shuffle(f64, v[0], v[1], [4]i32{ 1, ~@as(i32, 1), 3, ~@as(i32, 3) });
+    const h23 = @shuffle(f64, v[2], v[3], [4]i32{ 0, ~@as(i32, 0), 2, ~@as(i32, 2) }) + @shuffle(f64, v[2], v[3], [4]i32{ 1, ~@as(i32, 1), 3, ~@as(i32, 3) });
+    return @shuffle(f64, h01, h23, [4]i32{ 0, 1, ~@as(i32, 0), ~@as(i32, 1) }) + @shuffle(f64, h01, h23, [4]i32{ 2, 3, ~@as(i32, 2), ~@as(i32, 3) });
+}
+
 /// 2^(s−128) for four scale bytes (none of them 255).
 inline fn halfScales(s: *const [4]u8) V4 {
     const wide: @Vector(4, u64) = @as(@Vector(4, u8), s.*);
@@ -266,12 +274,7 @@ inline fn dotRowSimd(comptime TT: usize, packed_row: [*]const u8, scales_row: [*
             const b1 = groupLanes(w01[1], xg + group);
             const b2 = groupLanes(w23[0], xg + 2 * group);
             const b3 = groupLanes(w23[1], xg + 3 * group);
-            // Group sums (b0+b1)+(b2+b3) of four groups at once: h01 = (b0₀+b0₁, b1₀+b1₁,
-            // b0₂+b0₃, b1₂+b1₃), h23 likewise, then the two halves added per group.
-            const h01 = @shuffle(f64, b0, b1, [4]i32{ 0, ~@as(i32, 0), 2, ~@as(i32, 2) }) + @shuffle(f64, b0, b1, [4]i32{ 1, ~@as(i32, 1), 3, ~@as(i32, 3) });
-            const h23 = @shuffle(f64, b2, b3, [4]i32{ 0, ~@as(i32, 0), 2, ~@as(i32, 2) }) + @shuffle(f64, b2, b3, [4]i32{ 1, ~@as(i32, 1), 3, ~@as(i32, 3) });
-            const sums = @shuffle(f64, h01, h23, [4]i32{ 0, 1, ~@as(i32, 0), ~@as(i32, 1) }) + @shuffle(f64, h01, h23, [4]i32{ 2, 3, ~@as(i32, 2), ~@as(i32, 3) });
-            const scaled = sums * mult;
+            const scaled = groupSums4(.{ b0, b1, b2, b3 }) * mult;
             total[t] = total[t] + scaled[0];
             total[t] = total[t] + scaled[1];
             total[t] = total[t] + scaled[2];
@@ -458,9 +461,10 @@ const panel_rows = 32;
 /// Tokens one decoded panel serves before the next token block decodes it again.
 const panel_tokens = 64;
 
-/// Register tile of the panel path: rows × tokens = one (row, token) pair per f64 lane.
-const pair_tile: struct { rows: usize, tokens: usize } = if (common.wide) .{ .rows = 2, .tokens = 4 } else .{ .rows = 1, .tokens = 4 };
-const PairVec = @Vector(pair_tile.rows * pair_tile.tokens, f64);
+/// Register tile of the AVX2 panel path: rows × tokens = one (row, token) pair per lane of a
+/// 4-wide f64 vector (the AVX-512 path uses `laneTile`).
+const pair_tile: struct { rows: usize, tokens: usize } = .{ .rows = 1, .tokens = 4 };
+const PairVec = V4;
 /// Rows of the AVX-512 panel tile with tokens as lanes: 8 lane chains each, 24 accumulators.
 const lane_tile_rows = 3;
 
@@ -701,45 +705,29 @@ const Job = struct {
         const B = pair_tile.rows;
         const R = pair_tile.tokens;
         const P = B * R;
+        comptime std.debug.assert(P == 4); // one pair per lane of `groupSums4`
         const groups = self.cols / group;
         var xs: [R][*]const f64 = undefined;
         inline for (0..R) |k| xs[k] = self.x64 + (t0 + t + k) * self.cols + g0 * group;
         var tot: PairVec = undefined;
         inline for (0..P) |p| tot[p] = totals[b0 + p / R][t + p % R];
         for (0..kg) |j| {
-            var sums: PairVec = undefined;
-            if (common.wide) {
-                var acc: [P]V8 = @splat(@splat(0));
-                inline for (0..4) |q| {
-                    var xv: [R]V8 = undefined;
-                    inline for (0..R) |r| xv[r] = xs[r][j * group + 8 * q ..][0..8].*;
-                    inline for (0..B) |b| {
-                        const w: [*]const f64 = @ptrCast(&panel[b0 + b][j]);
-                        const wv: V8 = w[8 * q ..][0..8].*;
-                        inline for (0..R) |r| acc[b * R + r] = @mulAdd(V8, wv, xv[r], acc[b * R + r]);
+            var lo: [P]V4 = @splat(@splat(0));
+            var hi: [P]V4 = @splat(@splat(0));
+            inline for (0..4) |q| {
+                inline for (0..B) |b| {
+                    const w_lo = panel[b0 + b][j][2 * q];
+                    const w_hi = panel[b0 + b][j][2 * q + 1];
+                    inline for (0..R) |r| {
+                        const xg = xs[r] + j * group + 8 * q;
+                        lo[b * R + r] = @mulAdd(V4, w_lo, xg[0..4].*, lo[b * R + r]);
+                        hi[b * R + r] = @mulAdd(V4, w_hi, xg[4..8].*, hi[b * R + r]);
                     }
                 }
-                sums = groupSums8(acc);
-            } else {
-                var lo: [P]V4 = @splat(@splat(0));
-                var hi: [P]V4 = @splat(@splat(0));
-                inline for (0..4) |q| {
-                    inline for (0..B) |b| {
-                        const w_lo = panel[b0 + b][j][2 * q];
-                        const w_hi = panel[b0 + b][j][2 * q + 1];
-                        inline for (0..R) |r| {
-                            const xg = xs[r] + j * group + 8 * q;
-                            lo[b * R + r] = @mulAdd(V4, w_lo, xg[0..4].*, lo[b * R + r]);
-                            hi[b * R + r] = @mulAdd(V4, w_hi, xg[4..8].*, hi[b * R + r]);
-                        }
-                    }
-                }
-                var v: [4]V4 = undefined;
-                inline for (0..4) |p| v[p] = lo[p] + hi[p];
-                const h01 = @shuffle(f64, v[0], v[1], [4]i32{ 0, ~@as(i32, 0), 2, ~@as(i32, 2) }) + @shuffle(f64, v[0], v[1], [4]i32{ 1, ~@as(i32, 1), 3, ~@as(i32, 3) });
-                const h23 = @shuffle(f64, v[2], v[3], [4]i32{ 0, ~@as(i32, 0), 2, ~@as(i32, 2) }) + @shuffle(f64, v[2], v[3], [4]i32{ 1, ~@as(i32, 1), 3, ~@as(i32, 3) });
-                sums = @shuffle(f64, h01, h23, [4]i32{ 0, 1, ~@as(i32, 0), ~@as(i32, 1) }) + @shuffle(f64, h01, h23, [4]i32{ 2, 3, ~@as(i32, 2), ~@as(i32, 3) });
             }
+            var v: [P]V4 = undefined;
+            inline for (0..P) |p| v[p] = lo[p] + hi[p];
+            const sums = groupSums4(v);
             var codes: @Vector(P, u8) = undefined;
             inline for (0..P) |p| codes[p] = self.scales[(o + b0 + p / R) * groups + g0 + j];
             const wide: @Vector(P, u64) = codes;

@@ -58,6 +58,7 @@
 const std = @import("std");
 const common = @import("common.zig");
 const num = @import("numerics.zig");
+const widen = @import("matvec_bf16.zig").widen;
 const pool = @import("pool");
 
 pub const Error = common.Error;
@@ -93,7 +94,6 @@ const absorb_rows = 4;
 const dot_lanes = 16;
 
 const D4 = @Vector(4, f64);
-const F4 = @Vector(4, f32);
 
 /// Items per parallel chunk so that a chunk carries at least ~16K multiply-adds.
 fn grain(work_per_item: usize) usize {
@@ -108,20 +108,11 @@ fn widenScalar(comptime W: type, w: W) f64 {
     };
 }
 
-/// Four consecutive weights widened exactly to f64.
-inline fn widen4(comptime W: type, p: [*]const W) D4 {
+/// N consecutive weights widened exactly to f64.
+inline fn widenN(comptime W: type, comptime N: usize, p: [*]const W) @Vector(N, f64) {
     return switch (W) {
-        u16 => @floatCast(common.bf16ToF32V(4, p[0..4].*)),
-        f32 => @floatCast(@as(F4, p[0..4].*)),
-        else => @compileError("weights are bf16 bits (u16) or f32"),
-    };
-}
-
-/// `lanes` consecutive weights widened exactly to f64.
-inline fn widenVec(comptime W: type, p: [*]const W) Vec {
-    return switch (W) {
-        u16 => @floatCast(common.bf16ToF32V(lanes, p[0..lanes].*)),
-        f32 => @floatCast(@as(@Vector(lanes, f32), p[0..lanes].*)),
+        u16 => @floatCast(common.bf16ToF32V(N, p[0..N].*)),
+        f32 => @floatCast(@as(@Vector(N, f32), p[0..N].*)),
         else => @compileError("weights are bf16 bits (u16) or f32"),
     };
 }
@@ -146,7 +137,7 @@ fn dotLinearSimd(comptime W: type, w: [*]const W, x64: [*]const f64, n: usize) f
     var acc = [4]D4{ @splat(0), @splat(0), @splat(0), @splat(0) };
     var i: usize = 0;
     while (i < body) : (i += dot_lanes) {
-        inline for (0..4) |k| acc[k] = @mulAdd(D4, widen4(W, w + i + 4 * k), x64[i + 4 * k ..][0..4].*, acc[k]);
+        inline for (0..4) |k| acc[k] = @mulAdd(D4, widenN(W, 4, w + i + 4 * k), x64[i + 4 * k ..][0..4].*, acc[k]);
     }
     const c = (acc[0] + acc[1]) + (acc[2] + acc[3]);
     var s = (c[0] + c[1]) + (c[2] + c[3]);
@@ -370,7 +361,7 @@ fn TokenJob(comptime W: type) type {
             var r: usize = 0;
             while (r + lanes <= R) : (r += lanes) {
                 var x: Vec = acc[r..][0..lanes].*;
-                inline for (0..K) |k| x = @mulAdd(Vec, widenVec(W, w + k * R + r), qk[k], x);
+                inline for (0..K) |k| x = @mulAdd(Vec, widenN(W, lanes, w + k * R + r), qk[k], x);
                 acc[r..][0..lanes].* = x;
             }
             while (r < R) : (r += 1) {
@@ -545,15 +536,6 @@ fn TokenJob(comptime W: type) type {
             }
         }
     };
-}
-
-fn widen(x: [*]const f32, x64: [*]f64, count: usize) void {
-    var i: usize = 0;
-    while (i + 8 <= count) : (i += 8) {
-        const v: @Vector(8, f32) = x[i..][0..8].*;
-        x64[i..][0..8].* = @as(@Vector(8, f64), @floatCast(v));
-    }
-    while (i < count) : (i += 1) x64[i] = x[i];
 }
 
 fn alignUp(bytes: usize) usize {
