@@ -17,6 +17,9 @@
  *                 disk cannot hold the ~15 GB of checkpoint and pack)
  *   5. prefill    the same checkpoint: a 256-id prompt in chunks against one id at a time,
  *                 resident and streamed (skipped with the streaming part)
+ *   5b. long context the same checkpoint, resident: the decode step after an 8,192-id prompt
+ *                 (prefilled in chunks once and kept as a state file) against the step after a
+ *                 16-id prompt (skipped with the streaming part or K3_BENCH_SKIP_LONG=1)
  *   6. speculative the same checkpoint, streamed: one verification sweep against serial steps,
  *                 and --spec 4 against plain decode (skipped with the streaming part)
  *   6b. state     the same checkpoint, streamed: a state file's size, save and restore times
@@ -45,6 +48,7 @@ import { batchReport, benchBatch } from "./batch.ts";
 import { benchCompressed, compressedReport } from "./compressed.ts";
 import { benchIndex } from "./index-headers.ts";
 import { benchKernels, ceilingLines, formatKernelRows } from "./kernels.ts";
+import { benchLongContext, longContextReport, longContextSkipReason } from "./long-context.ts";
 import { benchPrefill, prefillReport } from "./prefill.ts";
 import { benchSpeculative, speculativeReport } from "./speculative.ts";
 import { benchState, stateReport } from "./state.ts";
@@ -137,6 +141,15 @@ await part("prefill", async () => {
     return;
   }
   console.log(prefillReport(await benchPrefill()));
+});
+
+await part("long context", async () => {
+  const skip = longContextSkipReason();
+  if (skip) {
+    console.log(`long context: skipped (${skip})`);
+    return;
+  }
+  console.log(longContextReport(await benchLongContext()));
 });
 
 await part("speculative", async () => {

@@ -24,6 +24,7 @@ export const environment = {
   K3_SCREENSHOT_DIR: { audience: "tests", effect: "the chat page's browser test also writes its screenshots there (README's is docs/chat-page.png)" },
   K3_BENCH_DIR: { audience: "bench", effect: "where the K3-width benchmark checkpoint lives" },
   K3_BENCH_SKIP_STREAMING: { audience: "bench", effect: "1: skips the K3-width streaming benchmark" },
+  K3_BENCH_SKIP_LONG: { audience: "bench", effect: "1: skips the long-context decode benchmark (its first run prefills 8,192 ids, about 25 minutes)" },
 } as const;
 
 export type EnvName = keyof typeof environment;

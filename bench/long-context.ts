@@ -1,0 +1,150 @@
+/**
+ * Decode deep in a conversation on the K3-width checkpoint (issue 26): the resident decode step
+ * after an 8,192-id prompt against the same decode after a 16-id prompt, in one bench run. The
+ * fixture has one MLA layer in four, the released model's share (24 of 96), so the ratio is what
+ * a long conversation costs the released model per token over a short one here.
+ *
+ * The 8,192-id prompt is prefilled once in chunks and kept as a state file beside the bench
+ * checkpoint (about 25 minutes of prefill on 2 cores); later runs resume it with --load-state,
+ * which is exact (bench/state.ts checks that). The file is rebuilt when the checkpoint is newer.
+ *
+ * Every expert fits the cache (--cache-gb 4), and both runs first feed the same 16-id prompt
+ * (the long one after resuming the state), whose chunk loads nearly every expert; the steady step
+ * is the median of the last steps, which then read no expert, so the two runs differ only by the
+ * positions their attention reads.
+ *
+ * `bun run bench/long-context.ts` alone, or part of `bun run bench`.
+ */
+import { existsSync, renameSync, rmSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { loadavg } from "node:os";
+import { executablePath } from "../tools/build.ts";
+import { envValue } from "../src/env.ts";
+import { benchPaths, ensureExecutable, prepare, streamingSkipReason, type StreamingPaths } from "./streaming.ts";
+
+export const longPromptIds = 8192;
+const shortPromptIds = 16;
+const prefillChunk = 256;
+const cacheGb = 4;
+const genTokens = 12;
+/** Steps whose median is the steady step: the last ones, once each run has read its experts. */
+const steadySteps = 6;
+/** Issue 26: the decode step at 8,192 positions in at most this multiple of the short prompt's. */
+const target = 1.3;
+
+const progress = (line: string) => process.stderr.write(`[long-context] ${line}\n`);
+
+/** Prompt ids below the K3-width vocabulary, the same rule as bench/prefill.ts. */
+const prompt = (n: number) => Array.from({ length: n }, (_, i) => 1 + ((i * 2654435761) >>> 0) % 4000);
+
+interface RunJson {
+  generated_ids: number[];
+  steps: { seconds: number; experts: { requests: number; reads: number } }[];
+  resumed_from: { prior_positions: number } | null;
+}
+
+export interface DecodeRun {
+  label: string;
+  positions: number;
+  stepSeconds: number[];
+  steadySeconds: number;
+  /** Experts read from disk during the steady steps (0 when both runs are warm). */
+  steadyReads: number;
+  load: number;
+}
+
+export interface LongContextBench {
+  statePath: string;
+  /** Seconds the 8,192-id prefill took in this run; undefined when the state file was reused. */
+  prefillSeconds: number | undefined;
+  short: DecodeRun;
+  long: DecodeRun;
+  ratio: number;
+  target: number;
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m]! : (s[m - 1]! + s[m]!) / 2;
+};
+
+async function k3(label: string, args: string[]): Promise<{ json: RunJson; load: number }> {
+  const load = loadavg()[0] ?? 0;
+  progress(`${label} (load average ${load.toFixed(2)})`);
+  const child = Bun.spawn([executablePath, ...args, "--out", "-"], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  if (code !== 0) throw new Error(`${label}: dist/k3 exited ${code}: ${stderr.trimEnd().split("\n").slice(-5).join(" | ")}`);
+  return { json: JSON.parse(stdout) as RunJson, load };
+}
+
+/** The state after the long prompt, made once per checkpoint (written under a temp name, then renamed). */
+async function ensureLongState(paths: StreamingPaths): Promise<{ statePath: string; seconds: number | undefined }> {
+  const statePath = `${paths.dir}-${longPromptIds}.state`;
+  const checkpointTime = statSync(join(paths.dir, "config.json")).mtimeMs;
+  if (existsSync(statePath) && statSync(statePath).mtimeMs > checkpointTime) return { statePath, seconds: undefined };
+  const temp = `${statePath}.${process.pid}.tmp`;
+  progress(`prefilling ${longPromptIds} ids in chunks of ${prefillChunk} once, kept in ${statePath} (about 25 minutes on 2 cores)`);
+  const started = performance.now();
+  try {
+    await k3("long prefill", [paths.dir, "--ids", prompt(longPromptIds).join(","), "--gen", "1", "--prefill-chunk", String(prefillChunk),
+      "--cache-gb", String(cacheGb), "--save-state", temp]);
+    renameSync(temp, statePath);
+  } finally {
+    rmSync(temp, { force: true });
+  }
+  return { statePath, seconds: (performance.now() - started) / 1000 };
+}
+
+function decodeRun(label: string, run: { json: RunJson; load: number }, positions: number): DecodeRun {
+  // steps[0] feeds the short prompt (after the resumed state in the long run); the rest are one-token steps.
+  const steps = run.json.steps.slice(1);
+  if (steps.length < steadySteps) throw new Error(`${label}: ${steps.length} decode steps, fewer than the ${steadySteps} the median needs`);
+  const steady = steps.slice(-steadySteps);
+  return {
+    label, positions, stepSeconds: steps.map((s) => s.seconds), steadySeconds: median(steady.map((s) => s.seconds)),
+    steadyReads: steady.reduce((n, s) => n + s.experts.reads, 0), load: run.load,
+  };
+}
+
+/** Why `bun run bench` leaves this part out, if it does: the streaming part's reasons, or K3_BENCH_SKIP_LONG=1. */
+export function longContextSkipReason(): string | undefined {
+  return streamingSkipReason() ?? (envValue("K3_BENCH_SKIP_LONG") === "1" ? "K3_BENCH_SKIP_LONG=1" : undefined);
+}
+
+export async function benchLongContext(paths = benchPaths()): Promise<LongContextBench> {
+  await ensureExecutable();
+  await prepare(paths);
+  const { statePath, seconds: prefillSeconds } = await ensureLongState(paths);
+  // Both runs feed the same short prompt first (after the long state in the second run): its
+  // chunk loads nearly every expert, so the decode steps after it read none in either run.
+  const common = [paths.dir, "--ids", prompt(shortPromptIds).join(","), "--gen", String(genTokens), "--cache-gb", String(cacheGb)];
+  const short = decodeRun(`${shortPromptIds}-id prompt`, await k3(`decode after ${shortPromptIds} ids`, common), shortPromptIds);
+  const resumed = await k3(`decode after ${longPromptIds} + ${shortPromptIds} ids (--load-state)`, [...common, "--load-state", statePath]);
+  const priorPositions = resumed.json.resumed_from?.prior_positions;
+  if (priorPositions === undefined || priorPositions < longPromptIds) {
+    throw new Error(`the resumed run reports ${priorPositions ?? "no"} prior positions, expected at least ${longPromptIds}`);
+  }
+  const long = decodeRun(`${longPromptIds} + ${shortPromptIds} ids`, resumed, priorPositions + shortPromptIds);
+  return { statePath, prefillSeconds, short, long, ratio: long.steadySeconds / short.steadySeconds, target };
+}
+
+export function longContextReport(b: LongContextBench): string {
+  const row = (r: DecodeRun) =>
+    `  ${r.label.padEnd(16)} from position ${String(r.positions).padStart(5)}: steady ${r.steadySeconds.toFixed(3)} s/token ` +
+    `(median of the last ${steadySteps} of ${r.stepSeconds.length} steps, ${r.steadyReads} experts read in them; load average ${r.load.toFixed(2)})`;
+  return [
+    `long context: K3-width resident decode (1 MLA layer in 4, the released share), every expert cached (--cache-gb ${cacheGb})`,
+    b.prefillSeconds === undefined
+      ? `  the ${longPromptIds}-id state was reused from ${b.statePath}`
+      : `  prefilled ${longPromptIds} ids in chunks of ${prefillChunk}: ${b.prefillSeconds.toFixed(0)} s (${(b.prefillSeconds / longPromptIds).toFixed(3)} s/id), kept in ${b.statePath}`,
+    row(b.short),
+    row(b.long),
+    `  ${longPromptIds} positions over ${shortPromptIds}: ${b.ratio.toFixed(3)}x (target at most ${b.target}x: ${b.ratio <= b.target ? "met" : "NOT met"})`,
+  ].join("\n");
+}
+
+if (import.meta.main) {
+  const result = await benchLongContext();
+  console.log(longContextReport(result));
+}
