@@ -24,8 +24,8 @@
 //!     registers once for up to `block_tokens` tokens;
 //!   * more: a block of `panel_rows` rows is decoded `panel_groups` groups at a time into an
 //!     f64 panel (in cache), once for up to `panel_tokens` tokens. On AVX-512 the tokens are
-//!     the lanes (`laneTile`: activations transposed once per call, 3 rows × 8 tokens, each
-//!     canonical lane chain a vector of tokens, so the lane tree, the scale and the total are
+//!     the lanes (`laneTile`: activations transposed once per call, 4 rows × 8 tokens, each
+//!     canonical lane chain a vector of tokens, run one chain at a time, so the lane tree, the scale and the total are
 //!     vertical). Elsewhere register tiles of
 //!     `pair_tile` rows × tokens run over it, one (row, token) per f64 lane of the group sums:
 //!     the per-group lane tree of every pair of the tile is one transpose-and-add tree, and the
@@ -465,8 +465,12 @@ const panel_tokens = 64;
 /// 4-wide f64 vector (the AVX-512 path uses `laneTile`).
 const pair_tile: struct { rows: usize, tokens: usize } = .{ .rows = 1, .tokens = 4 };
 const PairVec = V4;
-/// Rows of the AVX-512 panel tile with tokens as lanes: 8 lane chains each, 24 accumulators.
-const lane_tile_rows = 3;
+/// Rows of the AVX-512 panel tile with tokens as lanes (at most four vectors live per row, see
+/// `laneTile`). Measured on Zen 4 (2026-12-03, 3072 × 3584, 1 thread, GFLOP/s at T = 8 / 16 /
+/// 32): 2 rows 26.9 / 29.8 / 32.0, 3 rows 30.7 / 34.5 / 36.5, 4 rows 29.6 / 36.7 / 41.5, 5 rows
+/// 27.0 / 31.8 / 35.9, 6 rows 26.7 / 31.1 / 33.8; eight chains live per row at 3 rows (before)
+/// 23.2 / 28.0 / 34.7. Two token blocks per tile (3 rows) ran at 21-23.
+const lane_tile_rows = 4;
 
 /// Doubled codes of groups [g0, g0 + kg) of one row as f64, eight quads per group in element
 /// order (as `pairWeights`). Groups with a 255 scale are decoded too; the tiles skip them.
@@ -511,6 +515,25 @@ inline fn panelTokens(comptime R: usize, panel: *const [panel_groups][8]V4, scal
         }
     }
     total.* = tot;
+}
+
+/// Canonical lane chain l of one group for B rows and one block of 8 tokens: elements l, l+8,
+/// l+16, l+24 in order from +0, each a broadcast decoded weight (`ws[b]`, the row's 32 f64)
+/// times the eight tokens' activations of that element (`xj`, 8 f64 per element).
+inline fn laneChain(comptime B: usize, comptime l: usize, ws: [B][*]const f64, xj: [*]const f64) [B]V8 {
+    var acc: [B]V8 = @splat(@splat(0));
+    inline for (0..4) |m| {
+        const c = l + 8 * m;
+        const xv: V8 = xj[c * 8 ..][0..8].*;
+        inline for (0..B) |b| acc[b] = @mulAdd(V8, @as(V8, @splat(ws[b][c])), xv, acc[b]);
+    }
+    return acc;
+}
+
+inline fn addRows(comptime B: usize, p: [B]V8, q: [B]V8) [B]V8 {
+    var r: [B]V8 = undefined;
+    inline for (0..B) |b| r[b] = p[b] + q[b];
+    return r;
 }
 
 fn countBad(scales_row: []const u8) usize {
@@ -650,29 +673,27 @@ const Job = struct {
 
     /// AVX-512: panel rows b0 … b0+B−1 against the 8 tokens tx … tx+7 (t within the run; a
     /// short last block's lanes hold zero activations and are never stored), tokens as lanes:
-    /// each canonical lane chain of a group (elements k, k+8, k+16, k+24) is a vector of eight
+    /// each canonical lane chain of a group (elements l, l+8, l+16, l+24) is a vector of eight
     /// tokens, fed a broadcast decoded weight and the transposed activations (`xt`), so the
-    /// lane tree, the scale and the group-ordered total are vertical operations.
+    /// lane tree, the scale and the group-ordered total are vertical operations. The chains run
+    /// one at a time in the tree's order (0, 4, 1, 5, 2, 6, 3, 7), each pair folded in as soon as
+    /// it is done: a row then holds at most four vectors of a group instead of eight, and four
+    /// rows share each activation load with no spills.
     inline fn laneTile(self: *const Job, comptime B: usize, panel: *const [panel_rows][panel_groups][8]V4, totals: *[panel_rows][panel_tokens]f64, o: usize, b0: usize, g0: usize, kg: usize, tx: usize, t: usize) void {
         const groups = self.cols / group;
         const xt = self.xt + ((tx / 8) * self.cols + g0 * group) * 8;
         var tot: [B]V8 = undefined;
         inline for (0..B) |b| tot[b] = totals[b0 + b][t..][0..8].*;
         for (0..kg) |j| {
-            var acc: [B][8]V8 = @splat(@splat(@splat(0)));
             var ws: [B][*]const f64 = undefined;
             inline for (0..B) |b| ws[b] = @ptrCast(&panel[b0 + b][j]);
-            inline for (0..group) |c| {
-                const xv: V8 = xt[(j * group + c) * 8 ..][0..8].*;
-                inline for (0..B) |b| acc[b][c % 8] = @mulAdd(V8, @as(V8, @splat(ws[b][c])), xv, acc[b][c % 8]);
-            }
+            const xj = xt + j * group * 8;
+            const left = addRows(B, addRows(B, laneChain(B, 0, ws, xj), laneChain(B, 4, ws, xj)), addRows(B, laneChain(B, 1, ws, xj), laneChain(B, 5, ws, xj)));
+            const right = addRows(B, addRows(B, laneChain(B, 2, ws, xj), laneChain(B, 6, ws, xj)), addRows(B, laneChain(B, 3, ws, xj), laneChain(B, 7, ws, xj)));
+            const gsum = addRows(B, left, right);
             inline for (0..B) |b| {
                 const s = self.scales[(o + b0 + b) * groups + g0 + j];
-                if (s != 255) {
-                    const l = acc[b];
-                    const gsum = ((l[0] + l[4]) + (l[1] + l[5])) + ((l[2] + l[6]) + (l[3] + l[7]));
-                    tot[b] = tot[b] + gsum * @as(V8, @splat(halfScale(s)));
-                }
+                if (s != 255) tot[b] = tot[b] + gsum[b] * @as(V8, @splat(halfScale(s)));
             }
         }
         inline for (0..B) |b| totals[b0 + b][t..][0..8].* = tot[b];
