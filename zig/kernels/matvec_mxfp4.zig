@@ -517,21 +517,22 @@ inline fn panelTokens(comptime R: usize, panel: *const [panel_groups][8]V4, scal
     total.* = tot;
 }
 
-/// Canonical lane chain l of one group for B rows and one block of 8 tokens: elements l, l+8,
-/// l+16, l+24 in order from +0, each a broadcast decoded weight (`ws[b]`, the row's 32 f64)
-/// times the eight tokens' activations of that element (`xj`, 8 f64 per element).
-inline fn laneChain(comptime B: usize, comptime l: usize, ws: [B][*]const f64, xj: [*]const f64) [B]V8 {
-    var acc: [B]V8 = @splat(@splat(0));
+/// Canonical lane chain l of one group for B rows and the first L tokens of a block of 8:
+/// elements l, l+8, l+16, l+24 in order from +0, each a broadcast decoded weight (`ws[b]`, the
+/// row's 32 f64) times the tokens' activations of that element (`xj`, 8 f64 per element).
+inline fn laneChain(comptime B: usize, comptime L: usize, comptime l: usize, ws: [B][*]const f64, xj: [*]const f64) [B]@Vector(L, f64) {
+    const V = @Vector(L, f64);
+    var acc: [B]V = @splat(@splat(0));
     inline for (0..4) |m| {
         const c = l + 8 * m;
-        const xv: V8 = xj[c * 8 ..][0..8].*;
-        inline for (0..B) |b| acc[b] = @mulAdd(V8, @as(V8, @splat(ws[b][c])), xv, acc[b]);
+        const xv: V = xj[c * 8 ..][0..L].*;
+        inline for (0..B) |b| acc[b] = @mulAdd(V, @as(V, @splat(ws[b][c])), xv, acc[b]);
     }
     return acc;
 }
 
-inline fn addRows(comptime B: usize, p: [B]V8, q: [B]V8) [B]V8 {
-    var r: [B]V8 = undefined;
+inline fn addRows(comptime B: usize, comptime L: usize, p: [B]@Vector(L, f64), q: [B]@Vector(L, f64)) [B]@Vector(L, f64) {
+    var r: [B]@Vector(L, f64) = undefined;
     inline for (0..B) |b| r[b] = p[b] + q[b];
     return r;
 }
@@ -646,7 +647,9 @@ const Job = struct {
                     switch (@min(lane_tile_rows, nb - b)) {
                         inline 1...lane_tile_rows => |B| {
                             var t: usize = 0;
-                            while (t < tn) : (t += 8) self.laneTile(B, &panel, &totals, o, b, g0, kg, t0 + t, t);
+                            while (t + 4 < tn) : (t += 8) self.laneTile(B, 8, &panel, &totals, o, b, g0, kg, t0 + t, t);
+                            // a last block of at most four tokens runs at half width
+                            if (t < tn) self.laneTile(B, 4, &panel, &totals, o, b, g0, kg, t0 + t, t);
                             b += B;
                         },
                         else => unreachable,
@@ -671,32 +674,34 @@ const Job = struct {
         }
     }
 
-    /// AVX-512: panel rows b0 … b0+B−1 against the 8 tokens tx … tx+7 (t within the run; a
-    /// short last block's lanes hold zero activations and are never stored), tokens as lanes:
-    /// each canonical lane chain of a group (elements l, l+8, l+16, l+24) is a vector of eight
-    /// tokens, fed a broadcast decoded weight and the transposed activations (`xt`), so the
-    /// lane tree, the scale and the group-ordered total are vertical operations. The chains run
-    /// one at a time in the tree's order (0, 4, 1, 5, 2, 6, 3, 7), each pair folded in as soon as
-    /// it is done: a row then holds at most four vectors of a group instead of eight, and four
-    /// rows share each activation load with no spills.
-    inline fn laneTile(self: *const Job, comptime B: usize, panel: *const [panel_rows][panel_groups][8]V4, totals: *[panel_rows][panel_tokens]f64, o: usize, b0: usize, g0: usize, kg: usize, tx: usize, t: usize) void {
+    /// AVX-512: panel rows b0 … b0+B−1 against L tokens from tx (t within the run): 8, or 4 for
+    /// a last block of at most four (lanes past the tokens hold zero activations and are never
+    /// stored). Tokens are the lanes: each canonical lane chain of a group (elements l, l+8,
+    /// l+16, l+24) is a vector of L tokens, fed a broadcast decoded weight and the transposed
+    /// activations (`xt`), so the lane tree, the scale and the group-ordered total are vertical
+    /// operations. The chains run one at a time in the tree's order (0, 4, 1, 5, 2, 6, 3, 7),
+    /// each pair folded in as soon as it is done: a row then holds at most four vectors of a
+    /// group instead of eight, and four rows share each activation load with no spills.
+    inline fn laneTile(self: *const Job, comptime B: usize, comptime L: usize, panel: *const [panel_rows][panel_groups][8]V4, totals: *[panel_rows][panel_tokens]f64, o: usize, b0: usize, g0: usize, kg: usize, tx: usize, t: usize) void {
+        @setEvalBranchQuota(10_000);
+        const V = @Vector(L, f64);
         const groups = self.cols / group;
         const xt = self.xt + ((tx / 8) * self.cols + g0 * group) * 8;
-        var tot: [B]V8 = undefined;
-        inline for (0..B) |b| tot[b] = totals[b0 + b][t..][0..8].*;
+        var tot: [B]V = undefined;
+        inline for (0..B) |b| tot[b] = totals[b0 + b][t..][0..L].*;
         for (0..kg) |j| {
             var ws: [B][*]const f64 = undefined;
             inline for (0..B) |b| ws[b] = @ptrCast(&panel[b0 + b][j]);
             const xj = xt + j * group * 8;
-            const left = addRows(B, addRows(B, laneChain(B, 0, ws, xj), laneChain(B, 4, ws, xj)), addRows(B, laneChain(B, 1, ws, xj), laneChain(B, 5, ws, xj)));
-            const right = addRows(B, addRows(B, laneChain(B, 2, ws, xj), laneChain(B, 6, ws, xj)), addRows(B, laneChain(B, 3, ws, xj), laneChain(B, 7, ws, xj)));
-            const gsum = addRows(B, left, right);
+            const left = addRows(B, L, addRows(B, L, laneChain(B, L, 0, ws, xj), laneChain(B, L, 4, ws, xj)), addRows(B, L, laneChain(B, L, 1, ws, xj), laneChain(B, L, 5, ws, xj)));
+            const right = addRows(B, L, addRows(B, L, laneChain(B, L, 2, ws, xj), laneChain(B, L, 6, ws, xj)), addRows(B, L, laneChain(B, L, 3, ws, xj), laneChain(B, L, 7, ws, xj)));
+            const gsum = addRows(B, L, left, right);
             inline for (0..B) |b| {
                 const s = self.scales[(o + b0 + b) * groups + g0 + j];
-                if (s != 255) tot[b] = tot[b] + gsum[b] * @as(V8, @splat(halfScale(s)));
+                if (s != 255) tot[b] = tot[b] + gsum[b] * @as(V, @splat(halfScale(s)));
             }
         }
-        inline for (0..B) |b| totals[b0 + b][t..][0..8].* = tot[b];
+        inline for (0..B) |b| totals[b0 + b][t..][0..L].* = tot[b];
     }
 
     /// Panel row `row` against tokens t0+t … t0+tn−1 in tiles of at most four tokens, each
