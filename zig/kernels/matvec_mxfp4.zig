@@ -24,9 +24,10 @@
 //!     registers once for up to `block_tokens` tokens;
 //!   * more: a block of `panel_rows` rows is decoded `panel_groups` groups at a time into an
 //!     f64 panel (in cache), once for up to `panel_tokens` tokens. On AVX-512 the tokens are
-//!     the lanes (`laneTile`: activations transposed once per call, 4 rows × 8 tokens, each
-//!     canonical lane chain a vector of tokens, run one chain at a time, so the lane tree, the scale and the total are
-//!     vertical). Elsewhere register tiles of
+//!     the lanes (`laneTile`: activations transposed once per call, 4 rows × 8 tokens, or 4
+//!     tokens for a short last block; each canonical lane chain a vector of tokens, run one
+//!     chain at a time, so the lane tree, the scale and the total are vertical). Elsewhere
+//!     register tiles of
 //!     `pair_tile` rows × tokens run over it, one (row, token) per f64 lane of the group sums:
 //!     the per-group lane tree of every pair of the tile is one transpose-and-add tree, and the
 //!     totals of the pairs are added lane by lane (rows and tokens past whole tiles run one
