@@ -11,7 +11,7 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { executablePath } from "../tools/build.ts";
-import { benchPaths, ensureExecutable, prepare, runStreamedK3, type StreamingPaths } from "./streaming.ts";
+import { benchIds, benchPaths, ensureExecutable, prepare, runStreamedK3, type StreamingPaths } from "./streaming.ts";
 
 const progress = (line: string) => process.stderr.write(`[hybrid] ${line}\n`);
 const cacheGb = 2;
@@ -56,13 +56,11 @@ export interface HybridBench {
   failures: string[];
 }
 
-const ids = (n: number, salt: number) => Array.from({ length: n }, (_, i) => 1 + (((i + salt) * 2654435761) >>> 0) % 4000);
-
 export async function benchHybrid(paths = benchPaths()): Promise<HybridBench> {
   await ensureExecutable();
   await prepare(paths);
   const draft = await prepareDraft(paths);
-  const prompt = ids(8, 29).join(",");
+  const prompt = benchIds(8, 29).join(",");
   const plain = await run(paths, `plain decode, ${generation} tokens`, ["--ids", prompt, "--gen", String(generation)]);
   const hybrid = await run(paths, `hybrid decode (int8 draft), ${generation} tokens`, ["--ids", prompt, "--gen", String(generation), "--draft-trunk", draft.dir]);
   const identical = JSON.stringify(plain.generated_ids) === JSON.stringify(hybrid.generated_ids);

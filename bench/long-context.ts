@@ -21,7 +21,7 @@ import { join } from "node:path";
 import { loadavg } from "node:os";
 import { executablePath } from "../tools/build.ts";
 import { envValue } from "../src/env.ts";
-import { benchPaths, ensureExecutable, prepare, streamingSkipReason, type StreamingPaths } from "./streaming.ts";
+import { benchIds, benchPaths, ensureExecutable, prepare, streamingSkipReason, type StreamingPaths } from "./streaming.ts";
 
 export const longPromptIds = 8192;
 const shortPromptIds = 16;
@@ -36,9 +36,6 @@ const steadySteps = 6;
 const target = 1.3;
 
 const progress = (line: string) => process.stderr.write(`[long-context] ${line}\n`);
-
-/** Prompt ids below the K3-width vocabulary, the same rule as bench/prefill.ts. */
-const prompt = (n: number) => Array.from({ length: n }, (_, i) => 1 + ((i * 2654435761) >>> 0) % 4000);
 
 interface RunJson {
   generated_ids: number[];
@@ -93,7 +90,7 @@ async function ensureLongState(paths: StreamingPaths): Promise<{ statePath: stri
   progress(`prefilling ${longPromptIds} ids in chunks of ${prefillChunk} once, kept in ${statePath} (about 25 minutes on 2 cores)`);
   const started = performance.now();
   try {
-    await k3("long prefill", [paths.dir, "--ids", prompt(longPromptIds).join(","), "--gen", "1", "--prefill-chunk", String(prefillChunk),
+    await k3("long prefill", [paths.dir, "--ids", benchIds(longPromptIds).join(","), "--gen", "1", "--prefill-chunk", String(prefillChunk),
       "--cache-gb", String(cacheGb), "--save-state", temp]);
     renameSync(temp, statePath);
   } finally {
@@ -124,7 +121,7 @@ export async function benchLongContext(paths = benchPaths()): Promise<LongContex
   const { statePath, seconds: prefillSeconds } = await ensureLongState(paths);
   // Both runs feed the same short prompt first (after the long state in the second run): its
   // chunk loads nearly every expert, so the decode steps after it read none in either run.
-  const common = [paths.dir, "--ids", prompt(shortPromptIds).join(","), "--gen", String(genTokens), "--cache-gb", String(cacheGb)];
+  const common = [paths.dir, "--ids", benchIds(shortPromptIds).join(","), "--gen", String(genTokens), "--cache-gb", String(cacheGb)];
   // Alternated rounds, the faster of each kept: one process's steady step varies by 10-20% from
   // the next on this shared VM, more than the attention over 8,192 positions adds.
   const shorts: DecodeRun[] = [];

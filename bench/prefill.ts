@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { initPool } from "../src/native/kernels.ts";
 import { executablePath } from "../tools/build.ts";
 import { measureFmaPeak } from "./kernels.ts";
-import { benchPaths, ensureExecutable, prepare, type StreamingPaths } from "./streaming.ts";
+import { benchIds, benchPaths, ensureExecutable, prepare, type StreamingPaths } from "./streaming.ts";
 
 const promptLength = 256;
 const oneAtATimeLength = 32;
@@ -41,11 +41,8 @@ interface Step0 {
   experts: { picks: number; requests: number; bytes_read: number };
 }
 
-/** Prompt ids below the K3-width vocabulary, not a repeating pattern the router would favour. */
-const prompt = (n: number) => Array.from({ length: n }, (_, i) => 1 + ((i * 2654435761) >>> 0) % 4000);
-
 async function run(paths: StreamingPaths, label: string, ids: number, chunkIds: number, extra: string[]): Promise<PrefillRun> {
-  const args = [paths.dir, "--ids", prompt(ids).join(","), "--gen", "1", "--prefill-chunk", String(chunkIds), "--cache-gb", String(cacheGb), ...extra, "--out", "-"];
+  const args = [paths.dir, "--ids", benchIds(ids).join(","), "--gen", "1", "--prefill-chunk", String(chunkIds), "--cache-gb", String(cacheGb), ...extra, "--out", "-"];
   progress(`${label}: ${ids} ids in chunks of ${chunkIds}`);
   const child = Bun.spawn([executablePath, ...args], { stdin: "ignore", stdout: "pipe", stderr: "ignore" });
   const [stdout, code] = await Promise.all([new Response(child.stdout).text(), child.exited]);

@@ -26,7 +26,7 @@ import { join } from "node:path";
 import { loadavg } from "node:os";
 import { loadConfig } from "../src/checkpoint/config.ts";
 import { openEngine } from "../src/engine/open.ts";
-import { benchPaths, ensureExecutable, measureDirectBandwidth, prepare, runStreamedK3, type StreamingPaths } from "./streaming.ts";
+import { benchIds, benchPaths, ensureExecutable, measureDirectBandwidth, prepare, runStreamedK3, type StreamingPaths } from "./streaming.ts";
 import { budgetRequest } from "../src/plan/budget.ts";
 
 const progress = (line: string) => process.stderr.write(`[speculative] ${line}\n`);
@@ -59,8 +59,6 @@ async function run(paths: StreamingPaths, label: string, args: string[]): Promis
   const r = await runStreamedK3(paths, label, args, { trunkGb: 1.5, cacheGb }, progress);
   return { json: JSON.parse(r.stdout) as RunJson, load: r.load, userSeconds: r.userSeconds, systemSeconds: r.systemSeconds };
 }
-
-const ids = (n: number, salt: number) => Array.from({ length: n }, (_, i) => 1 + (((i + salt) * 2654435761) >>> 0) % 4000);
 
 /** One timed forward shape in the warm engine: its seconds and what it read and waited for. */
 export interface WarmPhase {
@@ -109,7 +107,7 @@ export function warmSweeps(paths: StreamingPaths): WarmSweeps {
   const state = model.newState();
   const load = loadavg()[0] ?? 0;
   try {
-    model.run(state, ids(warmPrompt, 101));
+    model.run(state, benchIds(warmPrompt, 101));
     const timed = (feed: () => void): WarmPhase => {
       engine.experts.beginStep();
       const before = { ...trunk.stats };
@@ -128,8 +126,8 @@ export function warmSweeps(paths: StreamingPaths): WarmSweeps {
     const sweep = emptyPhase();
     const serial = emptyPhase();
     for (let round = 0; round < warmRounds; round++) {
-      const forSweep = ids(5, 1000 + 37 * round);
-      const forSerial = ids(5, 2000 + 37 * round);
+      const forSweep = benchIds(5, 1000 + 37 * round);
+      const forSerial = benchIds(5, 2000 + 37 * round);
       const runSweep = () => addPhase(sweep, timed(() => model.run(state, forSweep, "all")));
       const runSerial = () => addPhase(serial, timed(() => { for (const id of forSerial) model.run(state, [id]); }));
       progress(`warm round ${round + 1} of ${warmRounds} (load average ${(loadavg()[0] ?? 0).toFixed(2)})`);
@@ -164,7 +162,7 @@ export async function benchSpeculative(paths = benchPaths()): Promise<Speculativ
   progress("O_DIRECT reads of trunk.bin (the disk limit), before the sweeps");
   const passes = measureDirectBandwidth(paths.trunkDir, "before", 1);
   // Step 0 of a 5-id prompt: in one forward (the sweep's shape), or one id per forward.
-  const five = ids(5, 17).join(",");
+  const five = benchIds(5, 17).join(",");
   const prime = await run(paths, "priming run (not reported as a figure)", ["--ids", five, "--gen", "1", "--prefill-chunk", "5"]);
   progress(`  priming run: ${(prime.json.steps[0] as StepJson).seconds.toFixed(2)} s, CPU ${prime.userSeconds.toFixed(2)} s user + ${prime.systemSeconds.toFixed(2)} s system`);
   const sweep = await run(paths, "5 positions in one forward", ["--ids", five, "--gen", "1", "--prefill-chunk", "5"]);
@@ -174,7 +172,7 @@ export async function benchSpeculative(paths = benchPaths()): Promise<Speculativ
   passes.push(...measureDirectBandwidth(paths.trunkDir, "after", 1));
   // The best pass of either request shape, before or after: the device's rate drifts on a shared machine.
   const diskBytesPerSecond = Math.max(...passes.map((p) => p.mbps)) * 1e6;
-  const base = ids(12, 3);
+  const base = benchIds(12, 3);
   const lead = (await run(paths, "the repetitive prompt's continuation", ["--ids", base.join(","), "--gen", "8"])).json.generated_ids;
   const repetitive = [...base, ...lead, ...base].join(",");
   const plain = await run(paths, `plain decode, ${generation} tokens`, ["--ids", repetitive, "--gen", String(generation)]);

@@ -23,7 +23,7 @@ import { closeSync, mkdtempSync, openSync, readFileSync, renameSync, rmSync, sta
 import { dirname, join } from "node:path";
 import { DirectFile, readCapacity } from "../src/native/file.ts";
 import { NativeBuffer } from "../src/native/memory.ts";
-import { benchPaths, ensureExecutable, prepare, runStreamedK3, type StreamingPaths } from "./streaming.ts";
+import { benchIds, benchPaths, ensureExecutable, prepare, runStreamedK3, type StreamingPaths } from "./streaming.ts";
 
 const progress = (line: string) => process.stderr.write(`[state] ${line}\n`);
 const cacheGb = 2;
@@ -69,8 +69,6 @@ export function parseTfCheck(stderr: string): TfCheck {
   const mismatches = [...list.matchAll(/\[(\d+) p=\d+ a=\d+\]/g)].map((m) => Number(m[1]));
   return { matches: Number(head[1]), positions: Number(head[2]), seconds: Number(head[3]), mismatches };
 }
-
-const ids = (n: number, salt: number) => Array.from({ length: n }, (_, i) => 1 + (((i + salt) * 2654435761) >>> 0) % 4000);
 
 /** Limits are the best of a few tries: the filesystem's times for a 20 MB file vary by several times between calls. */
 const limitTries = 3;
@@ -138,7 +136,7 @@ export async function benchState(paths = benchPaths()): Promise<StateBench> {
   await ensureExecutable();
   await prepare(paths);
   loads.length = 0;
-  const prompt = ids(promptLength, 41).join(",");
+  const prompt = benchIds(promptLength, 41).join(",");
   // Beside the checkpoint: on its disk, never tmpfs (O_DIRECT) and never the repository.
   const dir = mkdtempSync(join(dirname(paths.dir), "k3-bench-state-"));
   const file = join(dir, "bench.k3st");

@@ -38,6 +38,12 @@ import { tensorBytes } from "../tools/checkpoint/writer.ts";
 import { executablePath, executableStale, libraryStale, root } from "../tools/build.ts";
 
 export const defaultBenchDir = "/var/tmp/k3-bench/k3width";
+
+/**
+ * n prompt ids below the K3-width vocabulary, not a repeating pattern the router would favour;
+ * `salt` shifts the sequence, so runs that must not share a prefix draw different ids.
+ */
+export const benchIds = (n: number, salt = 0) => Array.from({ length: n }, (_, i) => 1 + (((i + salt) * 2654435761) >>> 0) % 4000);
 const promptIds = "1,2,3,4,5";
 const genTokens = 4;
 /** One expert-cache budget for the budget runs: 113 of the 192 routed experts, fits 24 GB. */
