@@ -82,6 +82,8 @@ export class PendingRead {
 /** `readInto`: bytes per chunk (a multiple of the alignment) and chunks in flight. */
 const loadChunkBytes = 64 << 20;
 const loadDepth = 4;
+/** How k3 reads the trunk and the tables (`readInto`), as `k3 doctor` measures the disk. */
+export const trunkReadPattern = { chunkBytes: loadChunkBytes, depth: loadDepth } as const;
 
 export class DirectFile {
   readonly path: string;

@@ -67,6 +67,9 @@ export function measureFile(path: string, options: { reads?: number; depths?: re
     const deepest = Math.max(...depths);
     const buffer = NativeBuffer.allocate(capacity * deepest, `device reads of ${path}`, "read-target");
     try {
+      // Touched before any read: into fresh memory the kernel faults the target in page by page,
+      // and the deepest queue (the most fresh memory) would measure the faults, not the disk.
+      buffer.u8().fill(0);
       const results = depths.map((depth, d) => {
         const at = offsets(reads, slots, (options.seed ?? 1) + 7919 * d);
         const started = performance.now();
@@ -86,6 +89,49 @@ export function measureFile(path: string, options: { reads?: number; depths?: re
         return { depth, reads, readBytes, seconds, mbPerSecond: (reads * readBytes) / 1e6 / seconds };
       });
       return { path, fileBytes, readBytes, direct: file.direct, depths: results };
+    } finally {
+      buffer.free();
+    }
+  } finally {
+    file.close();
+  }
+}
+
+export interface SequentialMeasurement {
+  chunkBytes: number;
+  depth: number;
+  bytes: number;
+  seconds: number;
+  mbPerSecond: number;
+  direct: boolean;
+}
+
+/**
+ * The disk as k3 streams the trunk (DirectFile.readInto): sequential reads of `chunkBytes` with
+ * `depth` in flight, over the first `maxBytes` of the file (all of it when smaller).
+ */
+export function measureSequential(path: string, pattern: { chunkBytes: number; depth: number }, maxBytes: number): SequentialMeasurement {
+  const file = new DirectFile(path);
+  try {
+    const fileBytes = Bun.file(path).size;
+    const total = Math.floor(Math.min(fileBytes, maxBytes) / blockBytes) * blockBytes;
+    if (total < blockBytes) throw runtimeError(`${path}: ${fileBytes} bytes is too small to measure (one read needs ${blockBytes})`);
+    const chunk = Math.min(pattern.chunkBytes, total);
+    const capacity = readCapacity(chunk);
+    const buffer = NativeBuffer.allocate(capacity * pattern.depth, `sequential reads of ${path}`, "read-target");
+    try {
+      // Touched once, so the figure is the disk's and not the first faults of fresh memory.
+      buffer.u8().fill(0);
+      const inFlight: { wait: () => unknown }[] = [];
+      const started = performance.now();
+      let slot = 0;
+      for (let at = 0; at < total; at += chunk) {
+        if (inFlight.length === pattern.depth) (inFlight.shift() as { wait: () => unknown }).wait();
+        inFlight.push(file.submit(at, Math.min(chunk, total - at), buffer, (slot++ % pattern.depth) * capacity));
+      }
+      while (inFlight.length > 0) (inFlight.shift() as { wait: () => unknown }).wait();
+      const seconds = (performance.now() - started) / 1000;
+      return { chunkBytes: chunk, depth: pattern.depth, bytes: total, seconds, mbPerSecond: total / 1e6 / seconds, direct: file.direct };
     } finally {
       buffer.free();
     }

@@ -4,6 +4,8 @@
  * `k3 doctor` check a model directory against it; the test of this table derives the same sizes
  * independently from the spec's run-length table and checks the count and the total.
  */
+import type { ModelCensus } from "../plan/forecast.ts";
+
 export const releaseShardCount = 96;
 export const releaseTotalBytes = 1_560_936_091_448;
 
@@ -119,3 +121,20 @@ export const releaseShards: readonly ReleaseShard[] = releaseShardTable
     const [name = "", bytes = ""] = line.split(" ");
     return { name, bytes: Number(bytes) };
   });
+
+/** The release's trunk runs per layer kind (model.md 3.8): layer 0 is KDA + dense, then KDA or MLA + MoE. */
+const releaseTrunkRunBytes = { dense: 2_341_213_184, kdaMoe: 1_267_744_256, mlaMoe: 844_335_616 } as const;
+/** Zero-based MLA layers: config.json's one-based full_attn_layers 4, 8, ..., 92 and 93. */
+const releaseMlaLayers = new Set([...Array.from({ length: 23 }, (_, i) => 4 * i + 3), 92]);
+
+/** The released model's sizes as the forecast needs them, for a doctor run before any download. */
+export function releaseCensus(): ModelCensus {
+  const trunkLayers = Array.from({ length: 93 }, (_, layer) => {
+    const bytes = layer === 0 ? releaseTrunkRunBytes.dense : releaseMlaLayers.has(layer) ? releaseTrunkRunBytes.mlaMoe : releaseTrunkRunBytes.kdaMoe;
+    return { bytes, bf16MatrixBytes: bytes };
+  });
+  return {
+    source: "the released Kimi K3 (model.md 3.8 sizes)", trunkLayers, lmHeadBytes: 163_840 * 7168 * 2,
+    expertBytes: 17_547_264, routedExperts: 896 * 92, expertsPerToken: 16, moeLayers: 92,
+  };
+}

@@ -11,6 +11,7 @@ import { loadConfig } from "../checkpoint/config.ts";
 import { readShardHeader, type Dtype, type TensorEntry } from "../checkpoint/safetensors.ts";
 import { K3Error, runtimeError } from "../errors.ts";
 import { errnoCode } from "../fs.ts";
+import type { ModelCensus } from "../plan/forecast.ts";
 import type { TrunkLayerBytes } from "../plan/token-bytes.ts";
 
 export type TensorClass =
@@ -176,4 +177,15 @@ export function ranges(values: readonly number[]): string {
     i = j + 1;
   }
   return out.join(", ");
+}
+
+/** The forecast's sizes from a checkpoint's headers; undefined when they cannot tell (no experts, no config). */
+export function budgetCensus(b: TensorBudget): ModelCensus | undefined {
+  const topK = b.expertsPerToken;
+  const moeLayers = b.layers.filter((l) => l.ffn === "MoE").length;
+  if (b.trunkLayers.length === 0 || b.routedExperts === 0 || topK === undefined || moeLayers === 0) return undefined;
+  return {
+    source: `the checkpoint in ${b.dir}`, trunkLayers: b.trunkLayers, lmHeadBytes: b.byClass.get("lm_head")?.bytes ?? 0,
+    expertBytes: (b.byClass.get("routed experts")?.bytes ?? 0) / b.routedExperts, routedExperts: b.routedExperts, expertsPerToken: topK, moeLayers,
+  };
 }

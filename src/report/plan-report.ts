@@ -55,10 +55,13 @@ export function kernelsLine(kernels: KernelVariant): string {
   return `kernels: ${kernels.isa} (${kernels.description}), ${kernels.threads} thread${kernels.threads === 1 ? "" : "s"}`;
 }
 
-/** `k3 --version`'s second line: the variant in use and every one this machine runs. */
+/** `k3 --version`'s second line (and `k3 doctor`'s kernels line): the variant in use and every one this machine runs. */
 export function kernelsVersionLine(kernels: KernelVariant): string {
-  return `kernels: ${kernels.isa} (${kernels.description}); this machine runs ${kernels.runnable.join(", ")} (K3_ISA forces one)`;
+  return `kernels: ${kernelsChoice(kernels)}`;
 }
+
+export const kernelsChoice = (kernels: KernelVariant): string =>
+  `${kernels.isa} (${kernels.description}); this machine runs ${kernels.runnable.join(", ")} (K3_ISA forces one)`;
 
 /** What the run will do, as the caller described it (the engine does not know the prompt's source). */
 export interface RunIntent {

@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { loadConfig } from "../../src/checkpoint/config.ts";
 import { indexCheckpoint } from "../../src/checkpoint/safetensors.ts";
 import { ranges } from "../../src/ops/tensor-budget.ts";
-import { presetThresholds } from "../../src/ops/doctor.ts";
+import { presetThresholds, type DoctorFacts } from "../../src/ops/doctor.ts";
 import { releaseShards } from "../../src/ops/release-shards.ts";
 import { classifyName } from "../support/tensor-classes.ts";
 import { writeSparseRelease } from "../support/fake-release.ts";
@@ -43,19 +43,23 @@ describe.concurrent("k3 doctor", () => {
     expect(out).toContain(`core(s) available`);
     expect(out).toContain(`${availableParallelism()} core(s) available`);
     expect(out).toMatch(/features : .*avx2.*fma/);
-    expect(out).toContain("kernels  : x86-64-v3 (AVX2 + FMA)");
+    expect(out).toMatch(/kernels  : (v4|v3|neon|scalar) \([^)]+\); this machine runs [\w, ]+ \(K3_ISA forces one\)\n/);
     expect(out).toMatch(/memory   : MemTotal \d+ GiB, MemAvailable \d+ GiB \(\/proc\/meminfo\)/);
     const preset = presetFor(out);
     if (preset) {
       expect(out).toContain(`preset   : ${preset} (`);
-      expect(out).toContain(`expect   : ${presetThresholds.find((t) => t.preset === preset)!.expectation} (v1.0.0 anchors`);
+      expect(out).toContain(`reference: ${preset}: ${presetThresholds.find((t) => t.preset === preset)!.expectation} (v1.0.0 anchors`);
     } else {
       expect(out).toContain("below the ~8.2 GB floor");
     }
     expect(out).toMatch(/storage  : [\d.]+ [KMGT]?B free at /);
     // The checkpoint is not the release's, so the whole 1.56 TB is still needed; the trunk is not.
     expect(out).toContain("more is needed here: 1.56 TB of the 1.56 TB checkpoint\n");
-    expect(out).toMatch(new RegExp(`disk     : ${tiny}/model-00001-of-00001.safetensors: 16 random reads of \\d+ bytes .* per depth, (O_DIRECT|buffered): QD1 [\\d.]+ MB/s, QD16 [\\d.]+ MB/s`));
+    expect(out).toMatch(new RegExp(`disk     : ${tiny}/model-00001-of-00001.safetensors: 16 random reads of \\d+ bytes .* per depth, (O_DIRECT|buffered): QD1 [\\d.]+ MB/s, QD4 [\\d.]+ MB/s, QD8 [\\d.]+ MB/s, QD16 [\\d.]+ MB/s`));
+    expect(out).toMatch(new RegExp(`k3's trunk reads on ${trunk}/trunk.bin: the whole file in one read \\(smaller than k3's 64 MiB chunk\\), [\\d.]+ MB: [\\d.]+ MB/s`));
+    expect(out).toMatch(/speed    : \d+ thread\(s\): memory read [\d.]+ GB\/s, f64 FMA peak [\d.]+ GFLOP\/s; k3's kernels at one token: bf16 [\d.]+ GB\/s of weights, MXFP4 [\d.]+ G weights\/s/);
+    expect(out).toContain(`forecast : per decode token, for the checkpoint in ${tiny}, from the rates measured above`);
+    if (preset) expect(out).toMatch(new RegExp(`--preset ${preset}: expect [\\d.]+ s/token \\([\\d.]+-[\\d.]+\\), bound by `));
     expect(out).toMatch(/codec    : pack-trunk --compress: decodes [\d.]+ GB\/s on 1 thread, [\d.]+ GB\/s on \d+ \(normal bf16 stored in (6\d|7[0-4])\.\d%\), against the disk's \d+ MB\/s: (it pays|one core decodes slower)/);
     expect(out).toContain(`model    : ${tiny}: 1 shard(s)`);
     expect(out).toContain("WARN model: 1 shard(s); the release has 96");
@@ -67,6 +71,56 @@ describe.concurrent("k3 doctor", () => {
       expect(out).not.toContain("k3 pack-trunk");
       expect(out).toContain(`  k3 ${tiny} --trunk ${trunk} --preset ${preset} --tok ${tiny} --prompt "Hello" --gen 8\n`);
     }
+  });
+
+  test("--json: one object whose kernel variant is the one --version reports, under K3_ISA too; a forecast row for the budgets given", async () => {
+    const variantOf = (version: string) => version.match(/^kernels: (\w+) \(/m)?.[1];
+    const runnable = (await k3Async(["--version"])).stdout.match(/this machine runs ([\w, ]+) \(/)?.[1]?.split(", ") ?? [];
+    expect(runnable.length).toBeGreaterThan(0);
+    for (const isa of [undefined, ...runnable.filter((v) => v === "v3" || v === "scalar")]) {
+      const env = { K3_ISA: isa };
+      const [version, doctor] = await Promise.all([k3Async(["--version"], { env }), k3Async(["doctor", tiny, "--cache-gb", "0.5", "--no-disk", "--json"], { env })]);
+      expect(doctor.code).toBe(0);
+      const facts = JSON.parse(doctor.stdout) as DoctorFacts;
+      expect(facts.kernels?.selected).toBe(variantOf(version.stdout) as string);
+      if (isa) expect(facts.kernels?.selected).toBe(isa);
+      expect(facts.kernels?.runnable).toEqual(runnable);
+      expect(facts.disk).toBeNull();
+      expect(facts.speed!.bf16_gb_per_second).toBeGreaterThan(0);
+      // --cache-gb alone leaves the trunk resident, as a run would; it needs no disk rate when every expert fits.
+      const rows = facts.forecast!.rows;
+      expect(rows.map((r) => [r.label, r.trunk, r.cache_gb])).toEqual([["resident trunk, --cache-gb 0.5", "resident", 0.5]]);
+      expect(rows[0]!.trunk_disk_bytes).toBe(0);
+      expect(rows[0]!.expert_hit_share).toBe(1);
+      expect(rows[0]!.seconds_per_token.expected).toBeGreaterThan(0);
+      expect(facts.forecast!.model).toBe(`the checkpoint in ${tiny}`);
+    }
+  });
+
+  test("--json with a trunk budget streams it; without a model directory the forecast uses the release's sizes", async () => {
+    const cwd = tempDir("doctor-json-release");
+    const run = await k3Async(["doctor", "--preset", "laptop", "--json"], { cwd });
+    expect(run.code).toBe(0);
+    const facts = JSON.parse(run.stdout) as DoctorFacts;
+    expect(readdirSync(cwd)).toEqual([]);
+    expect(facts.forecast!.model).toBe("the released Kimi K3 (model.md 3.8 sizes)");
+    const row = facts.forecast!.rows[0]!;
+    expect([row.label, row.trunk, row.trunk_gb, row.cache_gb, row.layers, row.expert_picks]).toEqual(["--preset laptop (--trunk-gb 3 --cache-gb 1)", "streamed", 3, 1, 93, 1472]);
+    expect(row.trunk_disk_bytes).toBeGreaterThan(100e9);
+    // The disk was measured, so each term has its figure and the range brackets the expectation.
+    expect(facts.disk!.trunk_reads.chunk_bytes).toBe(64 << 20);
+    expect(facts.disk!.trunk_reads.depth).toBe(4);
+    expect(facts.disk!.expert_reads.depths.map((d) => d.depth)).toEqual([1, 4, 8, 16]);
+    expect(row.expert_disk_rate?.used).toBe("one-expert reads at QD8");
+    const t = row.seconds_per_token;
+    expect(t.low!).toBeLessThanOrEqual(t.expected!);
+    expect(t.expected!).toBeLessThanOrEqual(t.high!);
+    const trunkDisk = row.trunk_disk_bytes / (facts.disk!.trunk_reads.mb_per_second * 1e6);
+    expect(row.seconds.trunk_disk!).toBeCloseTo(trunkDisk, 9);
+    const inRam = Math.max(row.seconds.kernels, row.seconds.memory_floor, row.seconds.compute_floor);
+    expect(t.expected!).toBeCloseTo(Math.max(trunkDisk, inRam) + row.seconds.expert_disk!, 6);
+    expect(row.binds).toBe(trunkDisk >= inRam && trunkDisk >= row.seconds.expert_disk! ? "trunk reads from disk" : inRam >= row.seconds.expert_disk! ? "the kernels in RAM" : "expert reads from disk");
+    expect(facts.reference.source).toContain("v1.0.0 anchors");
   });
 
   test("a trunk packed from another model does not match, and the next command packs one", async () => {
@@ -83,7 +137,7 @@ describe.concurrent("k3 doctor", () => {
     const cwd = tempDir("doctor-empty");
     const run = await k3Async(["doctor"], { cwd });
     expect(run.code).toBe(0);
-    expect(run.stdout).toMatch(/disk     : a 134.22 MB probe file \(removed\): 16 random reads of 17547264 bytes \(one expert\) per depth/);
+    expect(run.stdout).toMatch(/disk     : a 268.44 MB probe file \(removed\): 16 random reads of 17547264 bytes \(one expert\) per depth/);
     expect(readdirSync(cwd)).toEqual([]);
     if (presetFor(run.stdout)) {
       expect(run.stdout).toContain("  k3 download <model_dir> && k3 verify <model_dir>\n");

@@ -1,11 +1,12 @@
 /**
  * The doctor's decisions as pure functions: MemAvailable to preset (runtime.md 11.1's table,
  * every boundary), CPU flags on x86 and ARM, what makes a machine unable to run k3, the tensor
- * classes of `k3 budget`, and the kernel-variant hook.
+ * classes of `k3 budget`, and the forecast's byte census and arithmetic (src/plan/forecast.ts).
  */
 import { describe, expect, test } from "bun:test";
 import { cannotRun, presetThresholds, recommendPreset } from "../../src/ops/doctor.ts";
-import { kernelVariantName } from "../../src/ops/kernel-variant.ts";
+import { releaseCensus } from "../../src/ops/release-shards.ts";
+import { expertReadsInFlight, forecast, tokenCensus, type MeasuredRates } from "../../src/plan/forecast.ts";
 import { cpuFacts, cpuFlags, gibTruncated, memoryFacts } from "../../src/ops/machine.ts";
 import { classifyTensor, ranges } from "../../src/ops/tensor-budget.ts";
 import { findPreset } from "../../src/plan/presets.ts";
@@ -41,10 +42,69 @@ describe("doctor decisions", () => {
     expect(cannotRun(cpuFacts(x86, "x64"), "aix")).toBe("k3 has no build for aix");
   });
 
-  test("the kernel-variant hook names one variant per build target", () => {
-    expect(kernelVariantName("x64")).toContain("x86-64-v3");
-    expect(kernelVariantName("arm64")).toContain("AArch64");
-    expect(kernelVariantName("riscv64")).toContain("no kernels");
+});
+
+describe("forecast", () => {
+  const released = releaseCensus();
+  const gb = 1e9;
+
+  test("the released census is model.md's: 108.81 GB of trunk, 1,472 expert reads of 25.83 GB, about 135 GB a token with nothing cached", () => {
+    const c = tokenCensus(released, { label: "nothing pinned", trunkBytes: 0, cacheBytes: 0 });
+    expect(c.layers).toBe(93);
+    expect(c.trunkDiskBytes).toBe(108_811_877_376);
+    expect(c.expertPicks).toBe(1472);
+    expect(c.expertDiskBytes).toBe(1472 * 17_547_264);
+    expect((c.trunkDiskBytes + c.expertDiskBytes) / gb).toBeCloseTo(134.64, 2);
+    expect(c.expertHitShare).toBe(0);
+    // Resident: nothing of the trunk from disk; the kernels still read all of it and the LM head.
+    const resident = tokenCensus(released, { label: "resident", trunkBytes: undefined, cacheBytes: 64 * gb });
+    expect(resident.trunkDiskBytes).toBe(0);
+    expect(resident.pinnedLayers).toBe(93);
+    expect(resident.ramBytes).toBe(108_811_877_376 + 163_840 * 7168 * 2 + 1472 * 17_547_264);
+    // 64 GB holds 3,647 of the 82,432 experts: 4.4% of the picks under even routing.
+    expect(resident.cacheSlots).toBe(3647);
+    expect(resident.expertHitShare).toBeCloseTo(3647 / 82_432, 12);
+  });
+
+  test("a trunk budget pins the prefix the engine's planner pins, and only the rest is read", () => {
+    const layer0 = 2_341_213_184;
+    const c = tokenCensus(released, { label: "3 GB", trunkBytes: 3 * gb, cacheBytes: gb });
+    expect(c.pinnedLayers).toBeGreaterThanOrEqual(0);
+    expect(c.trunkDiskBytes).toBe(released.trunkLayers.slice(c.pinnedLayers).reduce((a, l) => a + l.bytes, 0));
+    const all = tokenCensus(released, { label: "all", trunkBytes: 200 * gb, cacheBytes: gb });
+    expect(all.pinnedLayers).toBe(93);
+    expect(all.trunkDiskBytes).toBe(0);
+    expect(released.trunkLayers[0]!.bytes).toBe(layer0);
+  });
+
+  test("seconds: disk terms over the measured rates; the trunk overlaps the kernels, expert reads add; the range brackets the figure", () => {
+    const rates: MeasuredRates = {
+      trunkDiskBytesPerSecond: 1.2 * gb, expertDiskBytesPerSecond: 1.0 * gb, bf16BytesPerSecond: 30 * gb, mxfp4BytesPerSecond: 6 * gb,
+      memoryBytesPerSecond: 40 * gb, multiplyAddsPerSecond: 50 * gb,
+    };
+    const budget = { label: "laptop", trunkBytes: 3 * gb, cacheBytes: gb };
+    const f = forecast(released, budget, rates);
+    const c = f.census;
+    expect(f.trunkDiskSeconds).toBeCloseTo(c.trunkDiskBytes / (1.2 * gb), 9);
+    expect(f.expertDiskSeconds).toBeCloseTo(c.expertDiskBytes / gb, 9);
+    expect(f.kernelSeconds).toBeCloseTo(c.bf16Bytes / (30 * gb) + c.mxfp4Bytes / (6 * gb), 9);
+    const inRam = Math.max(f.kernelSeconds, f.memoryFloorSeconds, f.computeFloorSeconds);
+    expect(f.expectedSeconds).toBeCloseTo(Math.max(f.trunkDiskSeconds!, inRam) + f.expertDiskSeconds!, 9);
+    // The issue's arithmetic: at ~1.2 GB/s the laptop preset is near 110 s/token, not 27.
+    expect(f.expectedSeconds!).toBeGreaterThan(100);
+    expect(f.expectedSeconds!).toBeLessThan(125);
+    expect(f.binds).toBe("trunk reads from disk");
+    expect(f.lowSeconds!).toBeLessThanOrEqual(f.expectedSeconds!);
+    expect(f.highSeconds!).toBeGreaterThanOrEqual(f.expectedSeconds!);
+    // A resident trunk with every expert cached needs no disk rate, and the kernels bind.
+    const cached = forecast(released, { label: "all", trunkBytes: undefined, cacheBytes: 2e15 }, { ...rates, trunkDiskBytesPerSecond: undefined, expertDiskBytesPerSecond: undefined });
+    expect(cached.expectedSeconds).toBeCloseTo(inRam, 9);
+    expect(cached.binds).toBe("the kernels in RAM");
+    // Without the disk measured, a budget that reads the disk has no figure rather than a wrong one.
+    const unmeasured = forecast(released, budget, { ...rates, trunkDiskBytesPerSecond: undefined });
+    expect(unmeasured.expectedSeconds).toBeUndefined();
+    expect(unmeasured.binds).toBeUndefined();
+    expect(expertReadsInFlight(released, c)).toBe(16);
   });
 });
 
