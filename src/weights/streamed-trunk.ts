@@ -7,8 +7,9 @@
  * the disk keeps reading whatever the budget allows. Each layer's content hash is checked the
  * first time it is read.
  */
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import type { ModelConfig } from "../checkpoint/config.ts";
+import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { K3Error, ExitCode } from "../errors.ts";
 import { constants as os } from "node:os";
 import { describeStatus, DirectFile, readCapacity, type PendingRead } from "../native/file.ts";
@@ -59,11 +60,21 @@ interface Placed {
 }
 
 /** The packed trunk must describe exactly the layers this checkpoint and config imply. */
-function checkMatches(packed: PackedLayer, layout: LayerLayout, dir: string): void {
+function checkMatches(packed: PackedLayer, layout: LayerLayout, dir: string, index: CheckpointIndex): void {
   const want = JSON.stringify(layout.tensors.map((t) => [t.name, t.off, t.nbytes, t.dtype, t.shape]));
   const got = JSON.stringify(layoutOfPacked(packed).tensors.sort((a, b) => a.name.localeCompare(b.name)).map((t) => [t.name, t.off, t.nbytes, t.dtype, t.shape]));
   if (want !== got || packed.payload_bytes !== layout.bytes) {
     throw new K3Error(ExitCode.runtime, `${dir}: layer ${packed.layer} of the packed trunk does not match this checkpoint; re-run 'k3 pack-trunk'`);
+  }
+  // Where the layer's run lies in the checkpoint: recorded by pack-trunk, so checked, not trusted.
+  if (layout.run) {
+    const shard = basename(index.shards[layout.run.shard]?.path ?? "");
+    if (packed.shard !== shard || packed.run_start !== layout.run.start) {
+      throw new K3Error(
+        ExitCode.runtime,
+        `${dir}: layer ${packed.layer} of the packed trunk records its run at ${packed.shard} byte ${packed.run_start}; this checkpoint has it at ${shard} byte ${layout.run.start}; re-run 'k3 pack-trunk'`,
+      );
+    }
   }
 }
 
@@ -120,7 +131,7 @@ export function openPackedTrunk(dir: string, layouts: readonly LayerLayout[], re
   const layers = manifest.layers.slice(0, layerCount);
   const packedLayouts = layers.map((packed, l) => {
     const layout = layouts[l] as LayerLayout;
-    checkMatches(packed, layout, dir);
+    checkMatches(packed, layout, dir, reader.index);
     const source = layerSource(reader, layout);
     if (packed.source !== source) {
       throw new K3Error(

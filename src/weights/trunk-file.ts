@@ -216,6 +216,12 @@ class ManifestFields {
     return Object.keys(this.values);
   }
 
+  /** Refuses any field but `known`: a value k3 would not check must not be accepted silently. */
+  only(known: readonly string[]): void {
+    const extra = Object.keys(this.values).find((key) => !known.includes(key));
+    if (extra !== undefined) refuse(this.path, `${this.#at(extra)} is not a field of a packed trunk (k3 checks every field it accepts; re-run 'k3 pack-trunk')`);
+  }
+
   array(key: string): Record<string, unknown>[] {
     const value = this.values[key];
     if (!Array.isArray(value)) return this.#fail(key, "an array");
@@ -223,11 +229,15 @@ class ManifestFields {
   }
 }
 
+/** The fields of a `layers` entry every pack has (a compressed one adds `stored_bytes` and `table_hash`). */
+const layerFields = ["layer", "shard", "run_start", "nbytes", "payload_bytes", "file_off", "source", "hash", "tensors"] as const;
+
 /** One entry of `layers`, checked field by field against the layout rules pack-trunk writes by. */
 function readLayer(path: string, raw: unknown, i: number, fileOff: number, alignment: number, codec: TrunkCodec | undefined): PackedLayer {
   const where = `layers[${i}]`;
   if (typeof raw !== "object" || raw === null || Array.isArray(raw)) refuse(path, `${where} must be an object, found ${found(raw)}`);
   const f = new ManifestFields(path, raw as Record<string, unknown>, where);
+  f.only([...layerFields, "stored_bytes", "table_hash"]);
   const layer = f.count("layer");
   if (layer !== i) refuse(path, `${where}.layer is ${layer}, expected ${i} (entries are in layer order)`);
   const payloadBytes = f.count("payload_bytes");
@@ -254,6 +264,7 @@ function readLayer(path: string, raw: unknown, i: number, fileOff: number, align
   const tensors: PackedLayer["tensors"] = {};
   for (const name of tensorFields.keys()) {
     const t = tensorFields.object(name);
+    t.only(["off", "nbytes", "dtype", "shape"]);
     const off = t.count("off");
     const tensorBytes = t.count("nbytes");
     const dtype = t.dtype("dtype");
@@ -304,6 +315,7 @@ export function readTrunkManifest(dir: string): TrunkManifest {
     refuse(jsonPath, `found format ${shown(top.format)} version ${shown(top.version)}, expected format "k3-trunk" version ${trunkFormatVersion} (re-run 'k3 pack-trunk')`);
   }
   const f = new ManifestFields(jsonPath, top, "");
+  f.only(["format", "version", "n_layers", "align", "layers", "derived", "codec"]);
   const alignment = allocAlignment();
   const align = f.count("align");
   if (align !== alignment) refuse(jsonPath, `align is ${align}, expected ${alignment}`);
@@ -337,6 +349,7 @@ export function readTrunkManifest(dir: string): TrunkManifest {
   let derived: TrunkDerivation | undefined;
   if (top.derived !== undefined) {
     const d = f.object("derived");
+    d.only(["kind", "source_hashes"]);
     if (d.text("kind") !== "I8R") refuse(jsonPath, `derived.kind must be "I8R", found ${found((top.derived as Record<string, unknown>).kind)}`);
     derived = { kind: "I8R", source_hashes: d.hexes("source_hashes", layerCount) };
   } else if (layers.some((l) => Object.values(l.tensors).some((t) => t.dtype === "I8R"))) {

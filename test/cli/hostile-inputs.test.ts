@@ -245,6 +245,30 @@ describe.concurrent("packed trunks", () => {
     });
     refusedWith(await streamed(tiny, trunk), 1, `k3: ${path}: not a usable packed trunk: found format "k3-trunk" version 1, expected format "k3-trunk" version 2 (re-run 'k3 pack-trunk')`);
   });
+
+  test("a field k3 does not check (a layer's version, a tensor's note, a top-level extra) is refused, never ignored", async () => {
+    const cases: [(m: { layers: Record<string, unknown>[] } & Record<string, unknown>) => void, string][] = [
+      [(m) => { (m.layers[2] as Record<string, unknown>).version = 7; }, "layers\\[2\\]\\.version"],
+      [(m) => { const t = (m.layers[0] as { tensors: Record<string, Record<string, unknown>> }).tensors; (Object.values(t)[0] as Record<string, unknown>).note = "x"; }, "layers\\[0\\]\\.tensors\\.\\S+\\.note"],
+      [(m) => { m.created_by = "someone"; }, "created_by"],
+    ];
+    for (const [edit, field] of cases) {
+      const trunk = packTiny();
+      const path = editManifest(trunk, edit);
+      refusedWith(await streamed(tiny, trunk), 1, new RegExp(`^k3: ${path}: not a usable packed trunk: ${field} is not a field of a packed trunk \\(k3 checks every field it accepts; re-run 'k3 pack-trunk'\\)$`));
+    }
+  });
+
+  test("a layer's recorded shard or run_start that is not where the checkpoint holds it is refused", async () => {
+    for (const [key, value, shown] of [["run_start", 12345, /records its run at model-00001-of-00001\.safetensors byte 12345; this checkpoint has it at model-00001-of-00001\.safetensors byte \d+/], ["shard", "other.safetensors", /records its run at other\.safetensors byte \d+; this checkpoint has it at model-00001-of-00001\.safetensors byte \d+/]] as const) {
+      const trunk = packTiny();
+      editManifest(trunk, (m) => {
+        (m.layers[1] as Record<string, unknown>)[key] = value;
+      });
+      const run = await streamed(tiny, trunk);
+      refusedWith(run, 1, new RegExp(`^k3: ${trunk}: layer 1 of the packed trunk ${shown.source}; re-run 'k3 pack-trunk'$`));
+    }
+  });
 });
 
 test.concurrent("a config that needs far more tensors than the checkpoint holds is refused at once, not after listing them", async () => {
