@@ -2,9 +2,12 @@
  * The filesystem rules every writer and reader in k3 follows: nothing a user owns is left
  * half-written (a temporary file beside it, then a rename), a special file is never replaced (a
  * device or FIFO is written in place, a symlink's target is what gets replaced), a failed write
- * leaves no temporary behind, and a failure names the file (and the flag) and the errno.
+ * leaves no temporary behind, and a failure names the file (and the flag) and the errno. Where
+ * the filesystem allows (Linux, O_TMPFILE), the content is staged in an unnamed file that gets a
+ * name only at commit, so even a SIGKILL mid-write leaves nothing beside the target.
  */
-import { accessSync, closeSync, constants, fstatSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
+import { dlopen, FFIType, ptr } from "bun:ffi";
+import { accessSync, closeSync, constants, copyFileSync, fstatSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { ExitCode, K3Error, runtimeError, usageError, type ExitCodeValue } from "./errors.ts";
 
@@ -194,6 +197,46 @@ export function writeFully(fd: number, bytes: Uint8Array, position?: number): vo
   }
 }
 
+/** Linux's O_TMPFILE (__O_TMPFILE | O_DIRECTORY; Node does not export it): an unnamed file in a directory. */
+const openUnnamedFlag = 0o20000000 | constants.O_DIRECTORY;
+const atFdCwd = -100;
+const atSymlinkFollow = 0x400;
+
+type Linker = (from: string, to: string) => boolean;
+let linker: Linker | null | undefined;
+
+/** linkat(2) from libc, which gives an O_TMPFILE file its name; null where there is none. */
+function unnamedLinker(): Linker | null {
+  if (linker !== undefined) return linker;
+  linker = null;
+  if (process.platform !== "linux") return linker;
+  try {
+    const libc = dlopen("libc.so.6", { linkat: { args: [FFIType.i32, FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i32 } });
+    const text = (value: string) => ptr(Buffer.from(`${value}\0`));
+    linker = (from, to) => libc.symbols.linkat(atFdCwd, text(from), atFdCwd, text(to), atSymlinkFollow) === 0;
+  } catch {
+    // No glibc (musl, another OS): staged writes use a named temporary.
+  }
+  return linker;
+}
+
+let unnamedAllowed = true;
+
+/** Tests: stage in named temporaries only (`false`), as on a filesystem without O_TMPFILE; `true` restores. */
+export function allowUnnamedStaging(allowed: boolean): void {
+  unnamedAllowed = allowed;
+}
+
+/** An unnamed file in `dir` open for writing, or undefined where the kernel or filesystem refuses O_TMPFILE. */
+function openUnnamed(dir: string): number | undefined {
+  if (!unnamedAllowed || !unnamedLinker()) return undefined;
+  try {
+    return openSync(dir, openUnnamedFlag | constants.O_WRONLY, 0o666);
+  } catch {
+    return undefined; // EOPNOTSUPP, EISDIR (kernels before 3.11), ...: the named temporary instead
+  }
+}
+
 /** What is being written, for the messages: the file, what it holds, and the flag that named it. */
 export interface OutputSpec {
   path: string;
@@ -262,6 +305,8 @@ export function stageWrite(spec: OutputSpec, fill: (fd: number) => void, check?:
       }
     }, () => {});
   }
+  const unnamed = openUnnamed(dirname(target.path));
+  if (unnamed !== undefined) return stageUnnamed(spec, target.path, unnamed, fill, check);
   const temporary = temporaryPathFor(target.path);
   try {
     fillFile(temporary, "w", fill);
@@ -279,6 +324,35 @@ export function stageWrite(spec: OutputSpec, fill: (fd: number) => void, check?:
       throw writeFailure(spec, error);
     }
   }, () => removeQuietly(temporary));
+}
+
+/**
+ * `stageWrite` into an unnamed file (`fd`, O_TMPFILE): `check` reads it through /proc/self/fd;
+ * commit links it beside `path` and renames it over (a name exists only between the two calls);
+ * discard, or a kill at any point before commit, leaves nothing.
+ */
+function stageUnnamed(spec: OutputSpec, path: string, fd: number, fill: (fd: number) => void, check?: (temporary: string) => void): StagedWrite {
+  const self = `/proc/self/fd/${fd}`;
+  try {
+    fill(fd);
+    check?.(self);
+  } catch (error) {
+    closeSync(fd);
+    throw writeFailure(spec, error);
+  }
+  return once(path, () => {
+    const temporary = temporaryPathFor(path);
+    try {
+      // linkat can fail where the open worked (no /proc): then the content is copied to the name.
+      if (!(unnamedLinker() as Linker)(self, temporary)) copyFileSync(self, temporary);
+      renameSync(temporary, path);
+    } catch (error) {
+      removeQuietly(temporary);
+      throw writeFailure(spec, error);
+    } finally {
+      closeSync(fd);
+    }
+  }, () => closeSync(fd));
 }
 
 /** `bytes` (or UTF-8 text) as a staged write. */

@@ -3,10 +3,10 @@
  * chat's /save, the demo's files) gets. test/cli/outputs.test.ts shows the same through dist/k3.
  */
 import { describe, expect, test } from "bun:test";
-import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
+import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync, writeSync } from "node:fs";
 import { basename, join } from "node:path";
 import { ExitCode, K3Error } from "../../src/errors.ts";
-import { checkOutputDir, checkOutputFile, commitAll, outputTarget, stageBytes, stageWrite, temporaryPathFor, writeAtomically } from "../../src/fs.ts";
+import { allowUnnamedStaging, checkOutputDir, checkOutputFile, commitAll, outputTarget, stageBytes, stageWrite, temporaryPathFor, writeAtomically } from "../../src/fs.ts";
 import { tempDir } from "../support/tmp.ts";
 
 function failure(run: () => unknown): K3Error {
@@ -20,16 +20,38 @@ function failure(run: () => unknown): K3Error {
 }
 
 describe("staged writes", () => {
-  test("nothing is visible until commit; discard leaves nothing", () => {
+  test("nothing is visible until commit (an unnamed O_TMPFILE file here on tmpfs); discard leaves nothing", () => {
     const dir = tempDir("fs-stage");
     const path = join(dir, "a.json");
     const staged = stageBytes({ path, what: "a" }, "new");
-    expect(readdirSync(dir)).toEqual([basename(temporaryPathFor(path))]);
+    expect(readdirSync(dir)).toEqual([]);
     staged.commit();
     expect(readFileSync(path, "utf8")).toBe("new");
     stageBytes({ path, what: "a" }, "newer").discard();
     expect(readdirSync(dir)).toEqual(["a.json"]);
     expect(readFileSync(path, "utf8")).toBe("new");
+    // check() reads the staged bytes before anything is visible.
+    let seen = "";
+    stageWrite({ path, what: "a" }, (fd) => writeSync(fd, "checked"), (temporary) => { seen = readFileSync(temporary, "utf8"); }).commit();
+    expect(seen).toBe("checked");
+    expect(readFileSync(path, "utf8")).toBe("checked");
+  });
+
+  test("where O_TMPFILE is refused the write goes through <name>.<pid>.tmp, renamed at commit", () => {
+    allowUnnamedStaging(false);
+    try {
+      const dir = tempDir("fs-stage-named");
+      const path = join(dir, "a.json");
+      const staged = stageBytes({ path, what: "a" }, "new");
+      expect(readdirSync(dir)).toEqual([basename(temporaryPathFor(path))]);
+      staged.commit();
+      expect(readdirSync(dir)).toEqual(["a.json"]);
+      expect(readFileSync(path, "utf8")).toBe("new");
+      stageBytes({ path, what: "a" }, "newer").discard();
+      expect(readdirSync(dir)).toEqual(["a.json"]);
+    } finally {
+      allowUnnamedStaging(true);
+    }
   });
 
   test("commitAll stops at the first failing rename and discards the rest: the last write never appears", () => {
