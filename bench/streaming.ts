@@ -16,7 +16,10 @@
  *     read size (one read per layer): the trunk rate and the resident load rate are set next to
  *     it, and each streamed run's steady s/token is reported as a ratio to its disk floor, the
  *     bytes it reads per token over that bandwidth (target: at most 1.1x at 1.5 and 3 GB).
- * The 1.5 GB run's measured peak RSS is set against the memory plan's forecast TOTAL.
+ * The 1.5 GB run's measured peak RSS is set against the memory plan's forecast TOTAL. Right
+ * before the resident and the 1.5 GB runs, `k3 doctor --json` with the same budgets forecasts
+ * their s/token from this machine's measurements; each forecast must lie within 30% of the steady
+ * s/token its run then measures (issue 27), both printed side by side.
  *
  * The checkpoint lives in $K3_BENCH_DIR (default /var/tmp/k3-bench/k3width), never inside the
  * repository; it is generated with tools/k3width/generate.ts only when absent (config.json is
@@ -487,8 +490,36 @@ export interface StreamingBench {
   floors: FloorRatio[];
   /** The variants compared, and whether each gave the reference's ids and logits. */
   variants: { isa: string; ids: boolean; logits: boolean; steadySecondsPerToken: number | undefined }[];
+  /** `k3 doctor --json`'s forecast, taken right before the run of the same budgets, and that run's steady s/token. */
+  forecasts: DoctorForecast[];
   /** Everything that makes this benchmark a failure; empty when it passed. */
   failures: string[];
+}
+
+/** Issue 27: doctor's forecast within 30% of the s/token a real run measures right after it. */
+const forecastTolerance = 0.3;
+const forecastBudgetGb = 1.5;
+
+export interface DoctorForecast {
+  label: string;
+  expected: number | null;
+  low: number | null;
+  high: number | null;
+  binds: string | null;
+  /** The run's steady s/token (steps after step 0), filled in after the runs. */
+  measured: number | undefined;
+}
+
+/** `dist/k3 doctor --json` with the run's memory flags (and its --cache-gb): its one forecast row. */
+async function doctorForecast(label: string, paths: StreamingPaths, extra: string[]): Promise<DoctorForecast> {
+  const args = ["doctor", paths.dir, ...extra, "--cache-gb", String(cacheGb), "--json"];
+  progress(`forecast '${label}': dist/k3 ${args.join(" ")}`);
+  const child = Bun.spawn([executablePath, ...args], { stdin: "ignore", stdout: "pipe", stderr: "pipe" });
+  const [stdout, stderr, code] = await Promise.all([new Response(child.stdout).text(), new Response(child.stderr).text(), child.exited]);
+  if (code !== 0) throw new Error(`k3 doctor exited ${code}: ${stderr.trimEnd().split("\n").slice(-3).join(" | ")}`);
+  const row = (JSON.parse(stdout) as { forecast: { rows: { seconds_per_token: { expected: number | null; low: number | null; high: number | null }; binds: string | null }[] } }).forecast.rows[0];
+  if (!row) throw new Error(`k3 doctor printed no forecast row for '${label}'`);
+  return { label, ...row.seconds_per_token, binds: row.binds, measured: undefined };
 }
 
 /** The whole benchmark. Throws only when it cannot run at all (build, generation, packing). */
@@ -516,9 +547,15 @@ export async function benchStreaming(paths = benchPaths()): Promise<StreamingBen
   const variants = runnableVariants();
   const outDir = mkdtempSync(join(tmpdir(), "k3-bench-streaming-"));
   const runs: StreamingRun[] = [];
+  const forecasts: DoctorForecast[] = [];
   try {
+    forecasts.push(await doctorForecast("resident", paths, []));
     runs.push(await runK3("resident", paths, [], outDir, { logits: true }));
-    for (const gbBudget of streamedBudgets) runs.push(await runK3(`--trunk-gb ${gbBudget}`, paths, ["--trunk", paths.trunkDir, "--trunk-gb", String(gbBudget)], outDir));
+    for (const gbBudget of streamedBudgets) {
+      const args = ["--trunk", paths.trunkDir, "--trunk-gb", String(gbBudget)];
+      if (gbBudget === forecastBudgetGb) forecasts.push(await doctorForecast(`--trunk-gb ${gbBudget}`, paths, args));
+      runs.push(await runK3(`--trunk-gb ${gbBudget}`, paths, args, outDir));
+    }
     runs.push(await runK3("resident, all experts cached", paths, [], outDir, { gen: steadyGenTokens, cacheGb: cachedAllGb }));
     for (const isa of variants) runs.push(await runK3(`K3_ISA=${isa}`, paths, [], outDir, { gen: variantGenTokens, isa, logits: true }));
   } finally {
@@ -575,6 +612,15 @@ export async function benchStreaming(paths = benchPaths()): Promise<StreamingBen
     });
   }
 
+  for (const f of forecasts) {
+    const run = runs.find((r) => r.label === f.label);
+    f.measured = run?.steadySecondsPerToken;
+    if (f.expected === null || f.measured === undefined) failures.push(`doctor's forecast for '${f.label}' or its run gave no s/token`);
+    else if (Math.abs(f.expected / f.measured - 1) > forecastTolerance) {
+      failures.push(`doctor's forecast for '${f.label}' is ${f.expected.toFixed(3)} s/token, ${((100 * f.expected) / f.measured).toFixed(0)}% of the ${f.measured.toFixed(3)} measured (allowed: within ${100 * forecastTolerance}%)`);
+    }
+  }
+
   let memory: MemoryCheck | undefined;
   const small = runs.find((r) => r.label === "--trunk-gb 1.5");
   if (small?.peakRss !== undefined && small.planTotal !== undefined) {
@@ -584,7 +630,7 @@ export async function benchStreaming(paths = benchPaths()): Promise<StreamingBen
   } else if (small && small.code === 0) {
     failures.push("--trunk-gb 1.5: the results carry no peak RSS or plan TOTAL to compare");
   }
-  return { paths, trunkBytes, prepareSeconds, generateSeconds, packSeconds, direct, directSeconds, runs, identical, memory, readBandwidth, floors, variants: variantResults, failures };
+  return { paths, trunkBytes, prepareSeconds, generateSeconds, packSeconds, direct, directSeconds, runs, identical, memory, readBandwidth, floors, variants: variantResults, forecasts, failures };
 }
 
 /**
@@ -713,6 +759,14 @@ export function streamingReport(b: StreamingBench): string {
     out.push(
       `    ${f.label.padEnd(30)} ${f.secondsPerToken.toFixed(3)} s/token; ${gb(f.bytesPerToken)} per token / ${(f.limitBytesPerSecond / 1e9).toFixed(2)} GB/s ${limit} = ` +
         `${f.floorSeconds.toFixed(3)} s floor: ${f.ratio.toFixed(2)}x${f.target === undefined ? "" : ` (target <= ${f.target}x${f.ratio <= f.target ? ", met" : ", NOT met"})`}; ${f.note}`,
+    );
+  }
+  for (const f of b.forecasts) {
+    const ratio = f.expected !== null && f.measured !== undefined ? f.expected / f.measured : undefined;
+    out.push(
+      `  doctor's forecast, ${f.label}: ${fixed(f.expected ?? undefined, 3)} s/token (range ${fixed(f.low ?? undefined, 3)}-${fixed(f.high ?? undefined, 3)}, bound by ${f.binds ?? "?"}) ` +
+        `against ${fixed(f.measured, 3)} measured right after: ${ratio === undefined ? "-" : `${ratio.toFixed(2)}x`}` +
+        `${ratio === undefined ? "" : Math.abs(ratio - 1) <= forecastTolerance ? " (within 30%: met)" : " (NOT within 30%)"}`,
     );
   }
   if (b.variants.length > 0) {
