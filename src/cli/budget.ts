@@ -6,7 +6,8 @@
  */
 import { envValue } from "../env.ts";
 import { ExitCode, usageError } from "../errors.ts";
-import { ranges, tensorBudget, tensorClasses, type TensorBudget } from "../ops/tensor-budget.ts";
+import { budgetCensus, ranges, tensorBudget, tensorClasses, type TensorBudget } from "../ops/tensor-budget.ts";
+import { mxfp4BytesPerWeight, tokenCensus } from "../plan/forecast.ts";
 import { emit } from "../report/log.ts";
 import { formatBytes } from "../units.ts";
 import type { OptionDef } from "./args.ts";
@@ -16,8 +17,6 @@ import { findPreset } from "../plan/presets.ts";
 import { assumedBf16StoredShare, tokenBytes } from "../plan/token-bytes.ts";
 import { stagingPiece } from "../weights/compressed-trunk.ts";
 
-/** MXFP4: a 4-bit code per weight plus one 8-bit scale per 32 (model.md 5). */
-export const mxfp4BytesPerParameter = 0.53125;
 const cacheSizesGb = [8, 16, 32, 64, 128, 256, 512, 1024] as const;
 
 const command: CommandInfo<Record<string, never>> = {
@@ -51,7 +50,7 @@ export function budgetReport(b: TensorBudget): string {
   if (b.routedExperts > 0) {
     const expertBytes = (b.byClass.get("routed experts")?.bytes ?? 0) / b.routedExperts;
     const perParameter = b.routedParameters > 0 ? (b.byClass.get("routed experts")?.bytes ?? 0) / b.routedParameters : 0;
-    lines.push(`  experts    : ${b.routedExperts} routed experts, ${Math.round(expertBytes)} bytes each; ${perParameter.toFixed(5)} bytes/parameter measured (MXFP4 predicts ${mxfp4BytesPerParameter})`);
+    lines.push(`  experts    : ${b.routedExperts} routed experts, ${Math.round(expertBytes)} bytes each; ${perParameter.toFixed(5)} bytes/parameter measured (MXFP4 predicts ${mxfp4BytesPerWeight})`);
     lines.push("", "  expert cache sizes:");
     for (const gb of cacheSizesGb) {
       const slots = Math.floor((gb * 1e9) / expertBytes);
@@ -77,32 +76,31 @@ export function budgetReport(b: TensorBudget): string {
 const forecastPresets = ["laptop", "desktop", "workstation"] as const;
 
 /**
- * Bytes read from disk a token at the presets, plain pack against compressed: the trunk the plan
- * leaves unpinned, and the routed experts a token picks with no reuse (the original measured
- * almost none below ~36 GB of cache on the real model).
+ * Bytes read from disk a token at the presets, plain pack against compressed: the forecast's own
+ * census (src/plan/forecast.ts, which `k3 doctor` turns into seconds), so the two never disagree.
  */
 function tokenBytesLines(b: TensorBudget): string[] {
-  const topK = b.expertsPerToken;
-  if (b.trunkLayers.length === 0 || b.routedExperts === 0 || topK === undefined) return [];
-  const expertBytes = (b.byClass.get("routed experts")?.bytes ?? 0) / b.routedExperts;
-  const moeLayers = b.layers.filter((l) => l.ffn === "MoE").length;
-  const experts = topK * moeLayers * expertBytes;
+  const model = budgetCensus(b);
+  if (!model) return [];
   const largest = Math.max(...b.trunkLayers.map((l) => l.bytes - l.bf16MatrixBytes * (1 - assumedBf16StoredShare)));
   const compressed = { share: assumedBf16StoredShare, piece: stagingPiece(largest) };
   const gb = formatBytes;
   const lines = [
-    "", `  per token from disk (trunk not pinned + ${topK} x ${moeLayers} routed experts, ${gb(experts)}, no expert reuse assumed):`,
+    "", `  per token from disk (trunk not pinned + the misses of ${model.expertsPerToken} x ${model.moeLayers} routed experts, ${gb(model.expertsPerToken * model.moeLayers * model.expertBytes)} in all):`,
+    `    experts: routing spread evenly, so a cache of S slots serves S/${model.routedExperts} of the picks; seconds on this machine: k3 doctor ${b.dir} --preset <name>`,
     `    compressed assumes bf16 matrices stored in ${(100 * assumedBf16StoredShare).toFixed(1)}% (K3-width, normal weights; pack-trunk --compress prints a real trunk's)`,
   ];
   for (const name of forecastPresets) {
     const preset = findPreset(name);
     if (!preset) continue;
-    const budget = preset.trunkGb * 1e9;
-    const plain = tokenBytes(b.trunkLayers, budget, experts);
-    const packed = tokenBytes(b.trunkLayers, budget, experts, compressed);
+    const budget = { label: name, trunkBytes: preset.trunkGb * 1e9, cacheBytes: preset.cacheGb * 1e9 };
+    const plain = tokenCensus(model, budget);
+    const plainBytes = plain.trunkDiskBytes + plain.expertDiskBytes;
+    const packed = tokenBytes(b.trunkLayers, budget.trunkBytes, plain.expertDiskBytes, compressed);
+    const ratio = plainBytes > 0 ? `${(packed.totalBytes / plainBytes).toFixed(2)}x` : "1.00x";
     lines.push(
-      `    ${name.padEnd(12)} (--trunk-gb ${preset.trunkGb}): plain ${gb(plain.totalBytes)} (${plain.pinnedLayers} layers pinned, trunk ${gb(plain.trunkBytes)}); ` +
-        `compressed ${gb(packed.totalBytes)} (${packed.pinnedLayers} pinned, trunk ${gb(packed.trunkBytes)}): ${(packed.totalBytes / plain.totalBytes).toFixed(2)}x`,
+      `    ${name.padEnd(12)} (--trunk-gb ${preset.trunkGb}): plain ${gb(plainBytes)} (${plain.pinnedLayers} layers pinned, trunk ${gb(plain.trunkDiskBytes)}, experts ${(100 * plain.expertHitShare).toFixed(1)}% cached); ` +
+        `compressed ${gb(packed.totalBytes)} (${packed.pinnedLayers} pinned, trunk ${gb(packed.trunkBytes)}): ${ratio}`,
     );
   }
   return lines;

@@ -193,9 +193,10 @@ describe.concurrent("k3 budget", () => {
     expect(run.stdout).toContain(`MoE      : ${config.numLayers - config.firstKDenseReplace} layers: ${config.firstKDenseReplace}-${config.numLayers - 1}; ${config.numExperts} experts per layer`);
     expect(run.stdout).toMatch(/ {4}8 GB: +\d+ experts/);
     // Bytes a token at the presets, plain against compressed (tiny: everything pins, so the experts are all).
-    expect(run.stdout).toContain(`per token from disk (trunk not pinned + ${config.numExpertsPerToken} x ${config.numLayers - config.firstKDenseReplace} routed experts, `);
+    expect(run.stdout).toContain(`per token from disk (trunk not pinned + the misses of ${config.numExpertsPerToken} x ${config.numLayers - config.firstKDenseReplace} routed experts, `);
+    expect(run.stdout).toContain(`seconds on this machine: k3 doctor ${dir} --preset <name>`);
     for (const preset of ["laptop", "desktop", "workstation"]) {
-      expect(run.stdout).toMatch(new RegExp(`    ${preset} +\\(--trunk-gb [\\d.]+\\): plain [\\d.]+ [KMG]?B \\(${config.numLayers} layers pinned, trunk 0 B\\); compressed [\\d.]+ [KMG]?B \\(${config.numLayers} pinned, trunk 0 B\\): 1\\.00x`));
+      expect(run.stdout).toMatch(new RegExp(`    ${preset} +\\(--trunk-gb [\\d.]+\\): plain 0 B \\(${config.numLayers} layers pinned, trunk 0 B, experts 100\\.0% cached\\); compressed 0 B \\(${config.numLayers} pinned, trunk 0 B\\): 1\\.00x`));
     }
     expect(run.stdout).toContain(`${index.tensorCount} tensors, ${(total / 1e6).toFixed(2)} MB`);
   });
