@@ -4,9 +4,9 @@
  * device or FIFO is written in place, a symlink's target is what gets replaced), a failed write
  * leaves no temporary behind, and a failure names the file (and the flag) and the errno. Where
  * the filesystem allows (Linux, O_TMPFILE), the content is staged in an unnamed file that gets a
- * name only at commit, so even a SIGKILL mid-write leaves nothing beside the target.
+ * name only at commit, so even a SIGKILL mid-write leaves nothing beside the target (the link
+ * call comes from src/native once libk3 is loaded, which every command that writes large files does).
  */
-import { dlopen, FFIType, ptr } from "bun:ffi";
 import { accessSync, closeSync, constants, copyFileSync, fstatSync, lstatSync, openSync, readlinkSync, readSync, realpathSync, renameSync, statSync, unlinkSync, writeSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import { ExitCode, K3Error, runtimeError, usageError, type ExitCodeValue } from "./errors.ts";
@@ -199,25 +199,17 @@ export function writeFully(fd: number, bytes: Uint8Array, position?: number): vo
 
 /** Linux's O_TMPFILE (__O_TMPFILE | O_DIRECTORY; Node does not export it): an unnamed file in a directory. */
 const openUnnamedFlag = 0o20000000 | constants.O_DIRECTORY;
-const atFdCwd = -100;
-const atSymlinkFollow = 0x400;
 
-type Linker = (from: string, to: string) => boolean;
-let linker: Linker | null | undefined;
+/** Gives an open unnamed file a name (linkat); false when it cannot. */
+export type UnnamedLinker = (fd: number, path: string) => boolean;
+let linker: UnnamedLinker | undefined;
 
-/** linkat(2) from libc, which gives an O_TMPFILE file its name; null where there is none. */
-function unnamedLinker(): Linker | null {
-  if (linker !== undefined) return linker;
-  linker = null;
-  if (process.platform !== "linux") return linker;
-  try {
-    const libc = dlopen("libc.so.6", { linkat: { args: [FFIType.i32, FFIType.ptr, FFIType.i32, FFIType.ptr, FFIType.i32], returns: FFIType.i32 } });
-    const text = (value: string) => ptr(Buffer.from(`${value}\0`));
-    linker = (from, to) => libc.symbols.linkat(atFdCwd, text(from), atFdCwd, text(to), atSymlinkFollow) === 0;
-  } catch {
-    // No glibc (musl, another OS): staged writes use a named temporary.
-  }
-  return linker;
+/**
+ * src/native provides the link call when libk3 loads (bun:ffi stays there). Until then, and
+ * where it is missing, staged writes use a named temporary.
+ */
+export function provideUnnamedLinker(link: UnnamedLinker): void {
+  linker = link;
 }
 
 let unnamedAllowed = true;
@@ -229,7 +221,7 @@ export function allowUnnamedStaging(allowed: boolean): void {
 
 /** An unnamed file in `dir` open for writing, or undefined where the kernel or filesystem refuses O_TMPFILE. */
 function openUnnamed(dir: string): number | undefined {
-  if (!unnamedAllowed || !unnamedLinker()) return undefined;
+  if (!unnamedAllowed || !linker || process.platform !== "linux") return undefined;
   try {
     return openSync(dir, openUnnamedFlag | constants.O_WRONLY, 0o666);
   } catch {
@@ -344,7 +336,7 @@ function stageUnnamed(spec: OutputSpec, path: string, fd: number, fill: (fd: num
     const temporary = temporaryPathFor(path);
     try {
       // linkat can fail where the open worked (no /proc): then the content is copied to the name.
-      if (!(unnamedLinker() as Linker)(self, temporary)) copyFileSync(self, temporary);
+      if (!(linker as UnnamedLinker)(fd, temporary)) copyFileSync(self, temporary);
       renameSync(temporary, path);
     } catch (error) {
       removeQuietly(temporary);

@@ -8,6 +8,8 @@ import { arch } from "node:os";
 import libraryPath from "../../zig-out/lib/libk3.so" with { type: "file" };
 import { envValue } from "../env.ts";
 import { runtimeError } from "../errors.ts";
+import { provideUnnamedLinker } from "../fs.ts";
+import { linkUnnamed } from "./unnamed-link.ts";
 import { cpuRefusal } from "./cpu.ts";
 import { abiVersion, symbols } from "./abi.ts";
 import { selectIsaAtLoad } from "./isa.ts";
@@ -54,6 +56,7 @@ export function native(): Native {
     throw runtimeError(`libk3 ABI version ${version} does not match the binding (${abiVersion}); rebuild with 'bun run build'`);
   }
   selectIsaAtLoad(lib.symbols);
+  provideUnnamedLinker(linkUnnamed);
   loaded = lib.symbols;
   return loaded;
 }

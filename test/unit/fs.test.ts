@@ -6,8 +6,12 @@ import { describe, expect, test } from "bun:test";
 import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync, writeSync } from "node:fs";
 import { basename, join } from "node:path";
 import { ExitCode, K3Error } from "../../src/errors.ts";
-import { allowUnnamedStaging, checkOutputDir, checkOutputFile, commitAll, outputTarget, stageBytes, stageWrite, temporaryPathFor, writeAtomically } from "../../src/fs.ts";
+import { allowUnnamedStaging, checkOutputDir, provideUnnamedLinker, checkOutputFile, commitAll, outputTarget, stageBytes, stageWrite, temporaryPathFor, writeAtomically } from "../../src/fs.ts";
+import { linkUnnamed } from "../../src/native/unnamed-link.ts";
 import { tempDir } from "../support/tmp.ts";
+
+// What loading libk3 does in a run (src/native/library.ts).
+provideUnnamedLinker(linkUnnamed);
 
 function failure(run: () => unknown): K3Error {
   try {
