@@ -22,7 +22,7 @@
 import { availableParallelism, loadavg } from "node:os";
 import { f32View, NativeBuffer, offsetPointer } from "../src/native/memory.ts";
 import { availableIsas, initPool, isaInUse, matmul, matmulMxfp4, memReadSum, setIsa, type F32Ref } from "../src/native/kernels.ts";
-import { native } from "../src/native/library.ts";
+import { fillRandom, fmaPeakFlops } from "../src/ops/machine-speed.ts";
 import { benchCeiling, ceilingReport } from "./ceiling.ts";
 
 const GB = 1e9;
@@ -61,32 +61,10 @@ function floatsOf(buffer: NativeBuffer, floats: number): F32Ref & { a: Float32Ar
   return { ptr: buffer.ptr, length: floats, a: f32View(buffer.ptr, 0, floats) };
 }
 
-/** Pseudo-random bytes (xorshift), fast enough for hundreds of MB. */
-function fillRandom(buffer: NativeBuffer, mask = 0xffffffff, or = 0): void {
-  const bytes = buffer.u8();
-  const words = new Uint32Array(bytes.buffer, bytes.byteOffset, Math.floor(buffer.bytes / 4));
-  let s = 0x9e3779b9;
-  for (let i = 0; i < words.length; i++) {
-    s ^= s << 13;
-    s ^= s >>> 17;
-    s ^= s << 5;
-    words[i] = ((s >>> 0) & mask) | or;
-  }
-}
-
-/** Rounds per thread of `k3_fma_peak` (12 four-wide FMAs each): ~30 ms at ~3.5 GHz. */
-const fmaSteps = 16 * (1 << 20);
-
-function fmaPeak(): number {
-  const flops = Number(native().k3_fma_peak(fmaSteps));
-  if (flops === 0) throw new Error("k3_fma_peak refused its step count");
-  return flops;
-}
-
 /** The f64 FMA peak of the variant in use on the pool as it is now: best of 7 runs, GFLOP/s. */
 export function measureFmaPeak(): { seconds: number; gflops: number } {
-  const flops = fmaPeak(); // warm, and the count at this thread count
-  const seconds = best(7, fmaPeak);
+  const flops = fmaPeakFlops(); // warm, and the count at this thread count
+  const seconds = best(7, fmaPeakFlops);
   return { seconds, gflops: flops / seconds / GB };
 }
 

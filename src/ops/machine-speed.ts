@@ -41,8 +41,11 @@ function fastest(calls: number, f: () => unknown): number {
   return best;
 }
 
-/** Fills with xorshift words masked by `mask` and or-ed with `or`: finite bf16 pairs, valid MXFP4 scales. */
-function fill(buffer: NativeBuffer, mask: number, or: number): void {
+/**
+ * Fills with xorshift words masked by `mask` and or-ed with `or` (finite bf16 pairs, valid MXFP4
+ * scales); fast enough for hundreds of MB. The same seed every call, so runs read the same bytes.
+ */
+export function fillRandom(buffer: NativeBuffer, mask = 0xffffffff, or = 0): void {
   const bytes = buffer.u8();
   const words = new Uint32Array(bytes.buffer, bytes.byteOffset, Math.floor(buffer.bytes / 4));
   let s = 0x9e3779b9;
@@ -52,6 +55,13 @@ function fill(buffer: NativeBuffer, mask: number, or: number): void {
     s ^= s << 5;
     words[i] = ((s >>> 0) & mask) | or;
   }
+}
+
+/** One `k3_fma_peak` call on every pool thread: the f64 operations it did (time the call for FLOP/s). */
+export function fmaPeakFlops(): number {
+  const flops = Number(native().k3_fma_peak(fmaSteps));
+  if (flops === 0) throw new Error("k3_fma_peak refused its step count");
+  return flops;
 }
 
 function withBuffers<T>(sizes: readonly [number, string][], use: (buffers: NativeBuffer[]) => T): T {
@@ -70,8 +80,8 @@ function bf16Rate(): { memory: number; bf16: number } {
   return withBuffers([[weightBytes, "doctor bf16 probe"], [bf16Cols * 4, "doctor probe x"], [rows * 4, "doctor probe y"]], ([w, x, y]) => {
     const [W, X, Y] = [w as NativeBuffer, x as NativeBuffer, y as NativeBuffer];
     // Exponents kept below 0x3f80 (|w| < 1): finite bf16, as a checkpoint's weights are.
-    fill(W, 0x3f7f3f7f, 0);
-    fill(X, 0x3f7fffff, 0);
+    fillRandom(W, 0x3f7f3f7f, 0);
+    fillRandom(X, 0x3f7fffff, 0);
     const memory = weightBytes / fastest(timedCalls, () => memReadSum(W));
     const bf16 = weightBytes / fastest(timedCalls, () => matmul({ ptr: W.ptr, rows, cols: bf16Cols, dtype: "BF16" }, { ptr: X.ptr, length: bf16Cols }, { ptr: Y.ptr, length: rows }, 1));
     return { memory, bf16 };
@@ -85,22 +95,18 @@ function mxfp4Rate(): { bytes: number; weights: number } {
   const scaleBytes = Math.ceil((rows * groups) / 4) * 4;
   return withBuffers([[packedBytes, "doctor MXFP4 probe"], [scaleBytes, "doctor MXFP4 scales"], [mxfp4Cols * 4, "doctor probe x"], [rows * 4, "doctor probe y"]], ([p, s, x, y]) => {
     const [P, S, X, Y] = [p as NativeBuffer, s as NativeBuffer, x as NativeBuffer, y as NativeBuffer];
-    fill(P, 0xffffffff, 0);
+    fillRandom(P, 0xffffffff, 0);
     // Scale bytes 0x78-0x7f (2^-7 to 2^0): never 255, the NaN scale the kernels count.
-    fill(S, 0x07070707, 0x78787878);
-    fill(X, 0x3f7fffff, 0);
+    fillRandom(S, 0x07070707, 0x78787878);
+    fillRandom(X, 0x3f7fffff, 0);
     const seconds = fastest(timedCalls, () => matmulMxfp4({ packed: P.ptr, scales: S.ptr, rows, cols: mxfp4Cols }, { ptr: X.ptr, length: mxfp4Cols }, { ptr: Y.ptr, length: rows }, 1));
     return { bytes: (packedBytes + rows * groups) / seconds, weights: (rows * mxfp4Cols) / seconds };
   });
 }
 
 function fmaRate(): number {
-  let flops = 0;
-  const seconds = fastest(timedCalls, () => {
-    flops = Number(native().k3_fma_peak(fmaSteps));
-  });
-  if (flops === 0) throw new Error("k3_fma_peak refused its step count");
-  return flops / 2 / seconds;
+  const flops = fmaPeakFlops();
+  return flops / 2 / fastest(timedCalls, fmaPeakFlops);
 }
 
 /** Measures every rate on the compute pool as a run would size it (K3_THREADS, else every CPU). */
