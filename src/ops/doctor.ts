@@ -18,7 +18,7 @@ import { loadConfig } from "../checkpoint/config.ts";
 import { indexCheckpoint } from "../checkpoint/safetensors.ts";
 import { K3Error } from "../errors.ts";
 import { autoBudget, budgetRequest, resolveBudgets, trunkBudgetGiven, type BudgetAction, type MemoryFacts } from "../plan/budget.ts";
-import { expertReadsInFlight, forecast, tokenCensus, type Forecast, type ForecastBudget, type ModelCensus } from "../plan/forecast.ts";
+import { expertReadsInFlight, forecastOf, tokenCensus, type Forecast, type ForecastBudget, type ModelCensus } from "../plan/forecast.ts";
 import { findPreset } from "../plan/presets.ts";
 import { kernelVariant, type KernelVariant } from "../native/kernels.ts";
 import { trunkReadPattern } from "../native/file.ts";
@@ -393,10 +393,10 @@ function checkForecast(r: DoctorReport, o: DoctorOptions, memory: MemoryFacts, s
   for (const budget of budgets) {
     const census = tokenCensus(model, budget);
     const depth = disk ? expertDepth(disk, expertReadsInFlight(model, census)) : undefined;
-    const f: Forecast = forecast(model, budget, {
+    const f: Forecast = forecastOf(budget, census, {
       ...kernelRates, trunkDiskBytesPerSecond: disk ? disk.trunk.mbPerSecond * 1e6 : undefined, expertDiskBytesPerSecond: depth ? depth.mbPerSecond * 1e6 : undefined,
     });
-    const c = f.census;
+    const c = census;
     const trunkPart = budget.trunkBytes === undefined ? "trunk resident" : `${c.pinnedLayers}/${c.layers} layers pinned, trunk ${formatBytes(c.trunkDiskBytes)}`;
     const figure = f.expectedSeconds === undefined
       ? `in RAM ${seconds(f.kernelSeconds)} s; the disk terms need the disk measured (drop --no-disk)`

@@ -132,7 +132,11 @@ export interface Forecast {
 
 /** The forecast of one budget; the disk terms need the disk's rates (a resident run with every expert cached does not). */
 export function forecast(model: ModelCensus, budget: ForecastBudget, rates: MeasuredRates): Forecast {
-  const census = tokenCensus(model, budget);
+  return forecastOf(budget, tokenCensus(model, budget), rates);
+}
+
+/** `forecast` from a census already taken (the doctor picks the expert reads' disk rate from it first). */
+export function forecastOf(budget: ForecastBudget, census: TokenCensus, rates: MeasuredRates): Forecast {
   const kernelSeconds = census.bf16Bytes / rates.bf16BytesPerSecond + census.mxfp4Bytes / rates.mxfp4BytesPerSecond;
   const memoryFloorSeconds = census.ramBytes / rates.memoryBytesPerSecond;
   const computeFloorSeconds = census.multiplyAdds / rates.multiplyAddsPerSecond;
