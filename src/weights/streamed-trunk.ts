@@ -7,7 +7,7 @@
  * the disk keeps reading whatever the budget allows. Each layer's content hash is checked the
  * first time it is read.
  */
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import type { ModelConfig } from "../checkpoint/config.ts";
 import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { K3Error, ExitCode } from "../errors.ts";
@@ -17,7 +17,7 @@ import { allocAlignment, NativeBuffer, offsetPointer } from "../native/memory.ts
 import { bindLayer, vectorBytes } from "./bind.ts";
 import type { Trunk } from "./trunk.ts";
 import type { TensorReader } from "./tensor-reader.ts";
-import { checkLayerBytes, layerSource, layoutOfPacked, readTrunkManifest, trunkBinName, type PackedLayer, type TrunkCodec } from "./trunk-file.ts";
+import { checkLayerBytes, layerSource, layoutOfPacked, readTrunkManifest, recordedRun, trunkBinName, type PackedLayer, type TrunkCodec } from "./trunk-file.ts";
 import type { LayerLayout } from "./trunk-layout.ts";
 import type { LayerWeights } from "./types.ts";
 import { VectorArena } from "./vector-arena.ts";
@@ -68,11 +68,11 @@ function checkMatches(packed: PackedLayer, layout: LayerLayout, dir: string, ind
   }
   // Where the layer's run lies in the checkpoint: recorded by pack-trunk, so checked, not trusted.
   if (layout.run) {
-    const shard = basename(index.shards[layout.run.shard]?.path ?? "");
-    if (packed.shard !== shard || packed.run_start !== layout.run.start) {
+    const here = recordedRun(index, layout.run);
+    if (packed.shard !== here.shard || packed.run_start !== here.run_start) {
       throw new K3Error(
         ExitCode.runtime,
-        `${dir}: layer ${packed.layer} of the packed trunk records its run at ${packed.shard} byte ${packed.run_start}; this checkpoint has it at ${shard} byte ${layout.run.start}; re-run 'k3 pack-trunk'`,
+        `${dir}: layer ${packed.layer} of the packed trunk records its run at ${packed.shard} byte ${packed.run_start}; this checkpoint has it at ${here.shard} byte ${here.run_start}; re-run 'k3 pack-trunk'`,
       );
     }
   }

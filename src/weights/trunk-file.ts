@@ -11,9 +11,9 @@
  * two entries' offsets and hashes swapped, or a byte changed, are refused too.
  */
 import { existsSync, statSync } from "node:fs";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { configCeilings } from "../checkpoint/config.ts";
-import { dtypeBytes, type Dtype } from "../checkpoint/safetensors.ts";
+import { dtypeBytes, type CheckpointIndex, type Dtype } from "../checkpoint/safetensors.ts";
 import { displayName, excerpt, K3Error, ExitCode } from "../errors.ts";
 import { readCapped } from "../fs.ts";
 import { inputLimits } from "../input-limits.ts";
@@ -133,6 +133,11 @@ export function layerSource(reader: TensorReader, layout: LayerLayout): string {
     if (tail > 0) hash = Bun.hash.wyhash(reader.readRange(entry.shard, entry.offset + entry.nbytes - tail, tail), hash);
   }
   return hex64(hash);
+}
+
+/** Where a layer's run lies in the checkpoint, as trunk.json records it (pack-trunk writes it, opening checks it). */
+export function recordedRun(index: CheckpointIndex, run: { shard: number; start: number }): { shard: string; run_start: number } {
+  return { shard: basename(index.shards[run.shard]?.path ?? ""), run_start: run.start };
 }
 
 export function alignUp(n: number): number {

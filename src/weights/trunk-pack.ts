@@ -4,7 +4,7 @@
  * place, trunk.json last: an interrupted pack never leaves a complete-looking pack behind.
  */
 import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
-import { basename, join } from "node:path";
+import { join } from "node:path";
 import type { ModelConfig } from "../checkpoint/config.ts";
 import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
 import { K3Error, ExitCode } from "../errors.ts";
@@ -15,7 +15,7 @@ import { blockCount, codeBound, decodeBlocks, encodeLayer, trunkEntryBytes } fro
 import { stopIfSignalled } from "../native/signals.ts";
 import type { TensorReader } from "./tensor-reader.ts";
 import {
-  alignUp, defaultCodecBlockBytes, hashChunkBytes, hashSeed, layerHash, layerSource, readTrunkManifest, tableHash, trunkBinName, trunkCodecName, trunkFormatVersion, trunkJsonName,
+  alignUp, defaultCodecBlockBytes, hashChunkBytes, hashSeed, layerHash, layerSource, readTrunkManifest, recordedRun, tableHash, trunkBinName, trunkCodecName, trunkFormatVersion, trunkJsonName,
   type PackedLayer, type TrunkCodec, type TrunkManifest,
 } from "./trunk-file.ts";
 import { layerLayout, packRefusal } from "./trunk-layout.ts";
@@ -48,7 +48,7 @@ function plannedLayers(index: CheckpointIndex, reader: TensorReader, config: Mod
     if (refusal || !layout.run) throw new K3Error(ExitCode.runtime, `${index.dir}: cannot pack: ${refusal}`);
     const nbytes = alignUp(layout.bytes);
     layers.push({
-      layer, shard: basename(index.shards[layout.run.shard]!.path), run_start: layout.run.start, nbytes,
+      layer, ...recordedRun(index, layout.run), nbytes,
       payload_bytes: layout.bytes, file_off: fileOff, source: layerSource(reader, layout), hash: "",
       tensors: Object.fromEntries(layout.tensors.map((t) => [t.name, { off: t.off, nbytes: t.nbytes, dtype: t.dtype, shape: t.shape }])),
     });
