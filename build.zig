@@ -32,6 +32,18 @@ pub fn build(b: *std.Build) void {
     const lib = b.addLibrary(.{ .name = if (safe) "k3-safe" else "k3", .linkage = .dynamic, .root_module = root });
     b.installArtifact(lib);
 
+    // zig-out/abi/kernels.ts: the kernels' bun:ffi declarations, derived from zig/kernels/table.zig
+    // by zig/abi_gen.zig run on the build machine (the release builds share it: the ABI is the
+    // same on every target). The safe build, run beside this one, leaves it to this one.
+    if (!safe) {
+        const host = b.graph.host;
+        const gen_root = b.createModule(.{ .root_source_file = b.path("zig/abi_gen.zig"), .target = host, .optimize = .Debug });
+        gen_root.addImport("kernels", kernelsModule(b, host, .Debug, poolModule(b, host, .Debug, platformModule(b, host, .Debug, false))));
+        const gen = b.addRunArtifact(b.addExecutable(.{ .name = "abi-gen", .root_module = gen_root }));
+        const generated = gen.addOutputFileArg("kernels.ts");
+        b.getInstallStep().dependOn(&b.addInstallFileWithDir(generated, .prefix, "abi/kernels.ts").step);
+    }
+
     // Zig unit tests: the ABI/IO/dispatch root, the kernels (with the real pool), the pool.
     const test_step = b.step("test", "Run the Zig unit tests");
     const pool = poolModule(b, target, optimize, platformModule(b, target, optimize, false));

@@ -17,7 +17,7 @@ const status = @import("status.zig");
 const platform = @import("platform");
 const trunk_code = @import("codec/bf16_planes.zig");
 
-pub const abi_version: u32 = 10;
+pub const abi_version: u32 = 11;
 
 pub const Status = status.Status;
 const code = status.code;
@@ -184,34 +184,16 @@ test {
 }
 
 // =============================================================================================
-// Kernels: numeric operators of the forward pass, the compute thread pool; at the end, the
-// bench/test-only machine probes.
+// Kernels: the compute thread pool, the kernel variants, the kernels (declared once, in
+// zig/kernels/table.zig `entries`, where their contracts are), and a few test-only probes.
 // Everything above this line is the I/O section.
-//
-// Common contract for every kernel export below:
-// - Activations are f32 in native memory, row-major; "[T][n]" means T contiguous rows of n.
-//   Weights are bf16 bit patterns (u16), f32, or MXFP4 (packed u8 + E8M0 scale u8), always
-//   W[out][in]. Dimensions are u32 and must be non-zero; pointers must be non-null unless
-//   marked "nullable". Violations return `bad_argument`; scratch growth failure returns
-//   `out_of_memory`. Nothing is allocated per call once scratch has reached its high-water mark.
-// - One call covers T tokens where the operator allows; per-token arithmetic never depends on
-//   T, on the thread count or on the scalar/SIMD path (model.md §8.4). Each kernel's summation
-//   order is documented in its zig/kernels/*.zig file.
-// - Outputs must not overlap inputs unless "in place allowed" is stated.
-// - The pool is driven from one thread (the JavaScript thread); calls do not nest.
 // =============================================================================================
 
 // `pub` only so Zig-side experiments (e.g. a bench harness built with -M) can reach the kernels.
 pub const pool = @import("pool");
 pub const kernels = @import("kernels");
 pub const dispatch = @import("isa/dispatch.zig");
-const kcommon = kernels.common;
-const matvec_mxfp4 = kernels.matvec_mxfp4;
-const situ = kernels.situ;
-const mla = kernels.mla;
-const attnres = kernels.attnres;
-const router = kernels.router;
-const moe = kernels.moe;
+const kentry = kernels.entry;
 
 // The one pool, as the kernel variants compiled for other CPUs reach it (zig/isa/pool_proxy.zig):
 // a hidden symbol, resolved when libk3 is linked and invisible outside it.
@@ -225,14 +207,6 @@ fn kstatus(result: kernels.Result) i32 {
         .bad_argument => code(.bad_argument),
         .out_of_memory => code(.out_of_memory),
     };
-}
-
-/// Maps a count result (MXFP4 bad-scale tallies) to a status and stores the count.
-fn kcount(result: kernels.Result, n: u64, out: ?*u64) i32 {
-    if (result == .ok) if (out) |o| {
-        o.* = n;
-    };
-    return kstatus(result);
 }
 
 /// The variant every kernel below runs (zig/isa/dispatch.zig).
@@ -291,189 +265,40 @@ export fn k3_isa_support(isa: u32) u32 {
 
 pub const Support = dispatch.Support;
 
-/// y[T][rows] = x[T][cols] · Wᵀ for bf16 W[rows][cols] (u16 bit patterns). f64 products and
-/// 16-lane accumulation, one f32 rounding (matvec_bf16.zig). Bit-identical to k3_matmul_f32
-/// on the widened weights, and to T separate calls with T = 1.
-export fn k3_matmul_bf16(w: ?[*]const u16, rows: u32, cols: u32, x: ?[*]const f32, y: ?[*]f32, tokens: u32) i32 {
-    return kstatus(variant().matmul_bf16(w orelse return code(.bad_argument), rows, cols, x orelse return code(.bad_argument), y orelse return code(.bad_argument), tokens));
+// The kernels themselves: one `k3_<name>` per declaration of zig/kernels/table.zig `entries`,
+// derived from its signature (zig/kernels/entry.zig): the arguments as the C ABI carries them,
+// null pointers and unknown codes refused, the count (if any) through a last, nullable out
+// parameter; then the call through the variant in use.
+comptime {
+    for (@typeInfo(kernels.entries).@"struct".decls) |d| @export(kernelExport(d.name), .{ .name = "k3_" ++ d.name });
 }
 
-/// As k3_matmul_bf16 with f32 weights W[rows][cols].
-export fn k3_matmul_f32(w: ?[*]const f32, rows: u32, cols: u32, x: ?[*]const f32, y: ?[*]f32, tokens: u32) i32 {
-    return kstatus(variant().matmul_f32(w orelse return code(.bad_argument), rows, cols, x orelse return code(.bad_argument), y orelse return code(.bad_argument), tokens));
-}
-
-/// y[T][rows] = x[T][cols] · Wᵀ straight from MXFP4: packed [rows][cols/2] (low nibble = even
-/// element), scales [rows][cols/32] (2^(s−127)); cols a multiple of 32. Scale byte 255 makes
-/// its group contribute zero; `bad_scales_out` (nullable) receives how many such bytes the
-/// matrix has (counted once, not per token).
-export fn k3_matmul_mxfp4(packed_w: ?[*]const u8, scales: ?[*]const u8, rows: u32, cols: u32, x: ?[*]const f32, y: ?[*]f32, tokens: u32, bad_scales_out: ?*u64) i32 {
-    var bad: u64 = 0;
-    return kcount(variant().matmul_mxfp4(packed_w orelse return code(.bad_argument), scales orelse return code(.bad_argument), rows, cols, x orelse return code(.bad_argument), y orelse return code(.bad_argument), tokens, &bad), bad, bad_scales_out);
-}
-
-/// Decodes one MXFP4 row of `cols` elements exactly into out[cols] (E2M1 × 2^(s−127) as f32;
-/// a 255 scale decodes to signed zeros and is counted into `bad_scales_out`, nullable).
-export fn k3_mxfp4_decode_row(packed_row: ?[*]const u8, scales_row: ?[*]const u8, cols: u32, out: ?[*]f32, bad_scales_out: ?*u64) i32 {
-    const p = packed_row orelse return code(.bad_argument);
-    const s = scales_row orelse return code(.bad_argument);
-    const o = out orelse return code(.bad_argument);
-    if (cols == 0 or cols % matvec_mxfp4.group != 0) return code(.bad_argument);
-    const bad = matvec_mxfp4.decodeRow(p[0 .. cols / 2], s[0 .. cols / matvec_mxfp4.group], o[0..cols]);
-    if (bad_scales_out) |b| b.* = bad;
-    return code(.ok);
-}
-
-/// RMSNorm of `rows` rows of n: y = f32(f32(w·x)·r), r = f32(1/sqrt(Σx²/n + eps)) with Σ in
-/// f64. `w` [n] is nullable (no gain: y = f32(x·r)). In place allowed (y = x).
-export fn k3_rmsnorm(x: ?[*]const f32, w: ?[*]const f32, y: ?[*]f32, rows: u32, n: u32, eps: f32) i32 {
-    return kstatus(variant().rmsnorm(x orelse return code(.bad_argument), w, y orelse return code(.bad_argument), rows, n, eps));
-}
-
-/// L2Norm of `rows` rows of n: y = f32(x·r), r = f32(1/sqrt(Σx² + 1e-6)) (SUM of squares).
-/// In place allowed.
-export fn k3_l2norm(x: ?[*]const f32, y: ?[*]f32, rows: u32, n: u32) i32 {
-    return kstatus(variant().l2norm(x orelse return code(.bad_argument), y orelse return code(.bad_argument), rows, n));
-}
-
-/// y[i] = op(x[i], g[i]) for i < count; in place allowed (y = x or y = g). Ops (situ.zig `Op`):
-///   0 exp(x)   1 σ(x)   2 tanh(x)   3 x·σ(x)   4 ln(1+e^x)   (g unused, nullable)
-///   5 x·σ(g)   (gate; KDA's gate after o_norm is k3_kda_gated_norm, MLA's gate is this)
-///   6 x + g    7 x + f32(a·g)    8 SiTU-GLU(gate = x, up = g) with β1 = a, β2 = b
-/// Unused scalars a, b are ignored.
-export fn k3_elementwise(op: u32, x: ?[*]const f32, g: ?[*]const f32, y: ?[*]f32, count: u32, a: f32, b: f32) i32 {
-    const o = std.meta.intToEnum(situ.Op, op) catch return code(.bad_argument);
-    return kstatus(variant().elementwise(o, x orelse return code(.bad_argument), g, y orelse return code(.bad_argument), count, a, b));
-}
-
-/// dst[i] = f32(src[i]) for bf16 bit patterns (exact 16-bit shift). Embedding rows, vectors.
-export fn k3_widen_bf16(src: ?[*]const u16, dst: ?[*]f32, count: u32) i32 {
-    if (count == 0) return code(.bad_argument);
-    kcommon.widenBf16(src orelse return code(.bad_argument), dst orelse return code(.bad_argument), count);
-    return code(.ok);
-}
-
-/// Depthwise causal ShortConv with SiLU over T tokens of `channels` channels: x, y [T][C];
-/// taps [C][kc] (the [C, 1, kc] tensor); hist [C][kc−1] previous raw inputs, oldest first,
-/// updated in place (nullable only when kc = 1). In place allowed (y = x). kc ≤ 16.
-export fn k3_shortconv(x: ?[*]const f32, taps: ?[*]const f32, hist: ?[*]f32, y: ?[*]f32, tokens: u32, channels: u32, kc: u32) i32 {
-    return kstatus(variant().shortconv(x orelse return code(.bad_argument), taps orelse return code(.bad_argument), hist, y orelse return code(.bad_argument), tokens, channels, kc));
-}
-
-/// KDA decay chain for T tokens: z [T][P] (W_fb·W_fa·x, before dt_bias), a_log [heads] (the
-/// first Hk values of A_log: one per HEAD), dt_bias [P] → alpha [T][P] = exp(gmin·σ(e^A·(z +
-/// dt_bias))) and, if g_out is non-null, the log-decay g [T][P]. P = heads·head_dim,
-/// head-major. In place allowed.
-export fn k3_kda_decay(z: ?[*]const f32, a_log: ?[*]const f32, dt_bias: ?[*]const f32, alpha: ?[*]f32, g_out: ?[*]f32, tokens: u32, heads: u32, head_dim: u32, gmin: f32) i32 {
-    return kstatus(variant().kda_decay(z orelse return code(.bad_argument), a_log orelse return code(.bad_argument), dt_bias orelse return code(.bad_argument), alpha orelse return code(.bad_argument), g_out, tokens, heads, head_dim, gmin));
-}
-
-/// KDA delta-rule recurrence for T tokens in order: q, k [T][P] L2-normalised, v [T][P],
-/// alpha [T][P], beta [T][heads] (after σ), state [heads][D][D] (row = key channel) updated in
-/// place, o [T][P] out. q is multiplied by `q_scale` first (pass f32(D^−1/2), or 1 for q
-/// already scaled). Per token: decay, read u from the decayed state, write, output from the
-/// updated state (kda.zig). head_dim ≤ 512.
-export fn k3_kda_recurrence(q: ?[*]const f32, k: ?[*]const f32, v: ?[*]const f32, alpha: ?[*]const f32, beta: ?[*]const f32, state: ?[*]f32, o: ?[*]f32, tokens: u32, heads: u32, head_dim: u32, q_scale: f32) i32 {
-    return kstatus(variant().kda_recurrence(q orelse return code(.bad_argument), k orelse return code(.bad_argument), v orelse return code(.bad_argument), alpha orelse return code(.bad_argument), beta orelse return code(.bad_argument), state orelse return code(.bad_argument), o orelse return code(.bad_argument), tokens, heads, head_dim, q_scale));
-}
-
-/// KDA output: y = RMSNorm per head (gain w [D] shared by all heads, eps) of o, then ⊙ σ(gate);
-/// o, gate, y [T][P]. Norm first, then gate. In place allowed.
-export fn k3_kda_gated_norm(o: ?[*]const f32, w: ?[*]const f32, gate: ?[*]const f32, y: ?[*]f32, tokens: u32, heads: u32, head_dim: u32, eps: f32) i32 {
-    return kstatus(variant().kda_gated_norm(o orelse return code(.bad_argument), w orelse return code(.bad_argument), gate orelse return code(.bad_argument), y orelse return code(.bad_argument), tokens, heads, head_dim, eps));
-}
-
-/// Gated-MLA attention core (NoPE) over the latent cache, kv_b_proj absorbed (mla.zig has the
-/// canonical order), T queries at positions pos0 … pos0+T−1:
-///   q [T][H][dn+dr] (q_b_proj output); w = kv_b_proj [H·(dn+dv)][rank] as shipped, w_dtype
-///   0 = bf16 bits, 1 = f32 (mla.zig `Dtype`), read in place; ckv [pos0+T][rank] (normalised
-///   latents) and kr [pos0+T][dr] (shared rope-slot keys, raw) of every position, the new ones
-///   already appended; out [T][H][dv]. Causal: query t attends to positions ≤ pos0+t. Scale
-///   (dn+dr)^−1/2. kr is nullable only when dr = 0. Scratch (pool-owned, grows to the
-///   high-water mark): shared H·(pos0+T) f32 + (8·⌈H/8⌉·(rank+dr) + H·rank) f64, and per
-///   thread (H + 32)·rank f64.
-export fn k3_mla_latent_attention(q: ?[*]const f32, w: ?*const anyopaque, w_dtype: u32, ckv: ?[*]const f32, kr: ?[*]const f32, out: ?[*]f32, tokens: u32, pos0: u32, heads: u32, dn: u32, dr: u32, dv: u32, rank: u32) i32 {
-    if (dr > 0 and kr == null) return code(.bad_argument);
-    const qp = q orelse return code(.bad_argument);
-    const wp = w orelse return code(.bad_argument);
-    const cp = ckv orelse return code(.bad_argument);
-    const op = out orelse return code(.bad_argument);
-    var none: [1]f32 = undefined;
-    const krp = kr orelse &none;
-    const shape = mla.Shape{ .heads = heads, .dn = dn, .dr = dr, .dv = dv, .rank = rank };
-    const dtype = std.meta.intToEnum(mla.Dtype, w_dtype) catch return code(.bad_argument);
-    return kstatus(variant().mla_attention(qp, wp, dtype, cp, krp, op, tokens, pos0, &shape));
-}
-
-/// Attention-Residuals aggregation for T tokens: `sources` is an array of n addresses, each of
-/// a [T][e] f32 buffer (block list in push order, partial sum last); phi [e] = norm ⊙ proj;
-/// out [T][e]; probs [T][n] (nullable) receives the softmax weights. n ≤ 64.
-export fn k3_attnres(sources: ?[*]const ?[*]const f32, n: u32, phi: ?[*]const f32, out: ?[*]f32, probs: ?[*]f32, tokens: u32, e: u32, eps: f32) i32 {
-    const list = sources orelse return code(.bad_argument);
-    if (n == 0 or n > attnres.max_sources) return code(.bad_argument);
-    for (list[0..n]) |s| if (s == null) return code(.bad_argument);
-    return kstatus(variant().attnres(@ptrCast(list), n, phi orelse return code(.bad_argument), out orelse return code(.bad_argument), probs, tokens, e, eps));
-}
-
-/// MoE router for T tokens: w [experts][e] with w_dtype 0 = bf16 bits, 1 = f32; bias [experts];
-/// x [T][e] (the full-width normalised hidden). Writes idx [T][k] (u32, selection order:
-/// descending biased score, ties to the lowest index), weights [T][k] (unbiased σ scores,
-/// renormalised if `renormalize` ≠ 0, times rho) and, if non-null, scores [T][experts] (σ of
-/// every logit). k ≤ 256.
-export fn k3_router(w: ?*const anyopaque, w_dtype: u32, bias: ?[*]const f32, x: ?[*]const f32, tokens: u32, experts: u32, e: u32, k: u32, renormalize: u32, rho: f32, idx: ?[*]u32, weights: ?[*]f32, scores: ?[*]f32) i32 {
-    const wp = w orelse return code(.bad_argument);
-    const b = bias orelse return code(.bad_argument);
-    const xp = x orelse return code(.bad_argument);
-    const ip = idx orelse return code(.bad_argument);
-    const wo = weights orelse return code(.bad_argument);
-    const params = router.Params{ .experts = experts, .e = e, .k = k, .renormalize = renormalize != 0, .rho = rho };
-    const dtype = std.meta.intToEnum(router.Dtype, w_dtype) catch return code(.bad_argument);
-    return kstatus(variant().router(wp, dtype, b, xp, tokens, &params, ip, wo, scores));
-}
-
-/// Routed experts of a LatentMoE block for T tokens: z [T][lam] (routed_expert_down_proj
-/// output); experts: [T][k] records of six addresses (w1 packed, w1 scale, w3 packed,
-/// w3 scale, w2 packed, w2 scale; w1 = gate [inter][lam], w3 = up, w2 = down [lam][inter]);
-/// weights [T][k] (router weights, same order). acc [T][lam] is overwritten with
-/// Σ_j w_j · W2(SiTU(W1 z, W3 z)) accumulated in f32 in top-k order. bad_scales_out nullable.
-export fn k3_moe_routed(z: ?[*]const f32, experts: ?[*]const moe.ExpertPtrs, weights: ?[*]const f32, acc: ?[*]f32, tokens: u32, k: u32, lam: u32, inter: u32, beta1: f32, beta2: f32, bad_scales_out: ?*u64) i32 {
-    const list = experts orelse return code(.bad_argument);
-    const params = moe.Params{ .tokens = tokens, .k = k, .lam = lam, .inter = inter, .beta1 = beta1, .beta2 = beta2 };
-    var bad: u64 = 0;
-    return kcount(variant().moe_routed(z orelse return code(.bad_argument), list, weights orelse return code(.bad_argument), acc orelse return code(.bad_argument), &params, &bad), bad, bad_scales_out);
-}
-
-/// The int8 draft container I8R (zig/kernels/matvec_i8r.zig): W[rows][cols] as rows of
-/// [f32 scale][int8 × cols], `4 + cols` bytes a row, unaligned. y[T][rows] = x[T][cols] · Wᵀ with
-/// the weights f32(scale·q), in the canonical order of k3_matmul_bf16: bit-identical to
-/// k3_matmul_f32 on the k3_dequant_i8r output, and to T separate calls with T = 1.
-export fn k3_matmul_i8r(w: ?[*]const u8, rows: u32, cols: u32, x: ?[*]const f32, y: ?[*]f32, tokens: u32) i32 {
-    return kstatus(variant().matmul_i8r(w orelse return code(.bad_argument), rows, cols, x orelse return code(.bad_argument), y orelse return code(.bad_argument), tokens));
-}
-
-/// dst[rows][cols] = f32(scale·q) of I8R rows: the weights k3_matmul_i8r multiplies by (for
-/// the kernels that read a matrix in bf16 or f32 only: the router, kv_b_proj).
-export fn k3_dequant_i8r(src: ?[*]const u8, rows: u32, cols: u32, dst: ?[*]f32) i32 {
-    return kstatus(variant().dequant_i8r(src orelse return code(.bad_argument), rows, cols, dst orelse return code(.bad_argument)));
-}
-
-/// bf16 W[rows][cols] → I8R rows (rows · (4 + cols) bytes at dst): per-row absmax / 127 scale,
-/// round half to even, clipped to [−127, 127]. `nonfinite_out` (nullable) receives how many
-/// weights were NaN or infinite (stored as 0; k3 refuses such a tensor).
-export fn k3_quantize_i8r(src: ?[*]const u16, rows: u32, cols: u32, dst: ?[*]u8, nonfinite_out: ?*u64) i32 {
-    var bad: u64 = 0;
-    return kcount(variant().quantize_i8r(src orelse return code(.bad_argument), rows, cols, dst orelse return code(.bad_argument), &bad), bad, nonfinite_out);
+fn kernelExport(comptime name: []const u8) *const kentry.CFn(kentry.abiParams(@field(kernels.entries, name)), i32) {
+    const f = @field(kernels.entries, name);
+    const ps = kentry.params(f);
+    return kentry.cFunction(kentry.abiParams(f), i32, struct {
+        fn body(args: std.meta.Tuple(kentry.abiParams(f))) i32 {
+            var inner: std.meta.Tuple(kentry.tableParams(f)) = undefined;
+            inline for (ps, 0..) |T, i| inner[i] = switch (@typeInfo(T)) {
+                .pointer => args[i] orelse return code(.bad_argument),
+                .@"enum" => std.meta.intToEnum(T, args[i]) catch return code(.bad_argument),
+                else => args[i],
+            };
+            var count: u64 = 0;
+            if (comptime kentry.counts(f)) inner[ps.len] = &count;
+            const r = @call(.auto, @field(variant(), name), inner);
+            if (comptime kentry.counts(f)) {
+                if (r == .ok) if (args[ps.len]) |out| {
+                    out.* = count;
+                };
+            }
+            return kstatus(r);
+        }
+    }.body);
 }
 
 // ---------------------------------------------------------------------------------------------
-// Bench and test only: machine probes. They measure the limits bench/kernels.ts reports the
-// kernels against (memory read bandwidth, FMA peak); the forward pass never calls them.
-
-/// Bandwidth probe: wrapping sum of the bytes/8 u64 words at `ptr` (8-byte aligned), read
-/// once by all pool threads. Returns 0 on a bad argument.
-export fn k3_mem_read_sum(ptr: ?[*]const u8, bytes: u64) u64 {
-    return kernels.bandwidth.readSum(ptr orelse return 0, bytes) catch 0;
-}
+// Test only.
 
 /// 1 when this library was built with Zig's safety checks (libk3-safe, `zig build -Dsafe=true`:
 /// bounds, overflow and the kernels' assertions), 0 for the shipped ReleaseFast build.
@@ -488,14 +313,6 @@ export fn k3_safety_probe(index: u32) i32 {
     if (!std.debug.runtime_safety and index >= 4) return code(.bad_argument);
     std.debug.assert(index < 4);
     return code(.ok);
-}
-
-/// FMA-peak probe: on every pool thread, `steps` rounds of 12 independent 4-wide f64 fused
-/// multiply-adds (fma_peak.zig); returns the f64 operations done (time the call for FLOP/s),
-/// or 0 when `steps` is not a positive multiple of 16.
-export fn k3_fma_peak(steps: u64) u64 {
-    var flops: u64 = 0;
-    return if (variant().fma_peak(steps, &flops) == .ok) flops else 0;
 }
 
 test {

@@ -1,11 +1,16 @@
 /**
- * The libk3 ABI as TypeScript sees it, mirroring zig/abi.zig: every `export fn` (same names,
- * same order, same argument order and FFI types) and every constant both sides must agree on.
- * Each constant's comment names the Zig declaration it mirrors ("Mirrors zig/… `name`");
- * test/unit/abi.test.ts reads those names, parses the Zig files and fails on any difference,
- * so a change on one side only cannot pass the tests.
+ * The libk3 ABI as TypeScript sees it. The kernels' declarations are not written here: `zig
+ * build` derives them from zig/kernels/table.zig `entries` into zig-out/abi/kernels.ts, with the
+ * elementwise operator codes. What is written here mirrors zig/abi.zig by hand: every `export
+ * fn` of its own (same names, same order, same argument order and FFI types) and every
+ * constant both sides must agree on. Each constant's comment names the Zig declaration it
+ * mirrors ("Mirrors zig/… `name`"); test/unit/abi.test.ts reads those names, parses the Zig
+ * files and fails on any difference, so a change on one side only cannot pass the tests.
  */
 import { FFIType } from "bun:ffi";
+import { ElementwiseOp, elementwiseTakesSecond, kernelSymbols } from "../../zig-out/abi/kernels.ts";
+
+export { ElementwiseOp, elementwiseTakesSecond };
 
 const u32 = FFIType.u32;
 const u64 = FFIType.u64;
@@ -13,7 +18,6 @@ const i32 = FFIType.i32;
 const ptr = FFIType.ptr;
 const cstring = FFIType.cstring;
 const none = FFIType.void;
-const f32 = FFIType.f32;
 
 export const symbols = {
   k3_abi_version: { args: [], returns: u32 },
@@ -33,41 +37,22 @@ export const symbols = {
   k3_trunk_code_bound: { args: [u64, u32], returns: u64 },
   k3_trunk_encode: { args: [ptr, u64, u32, u32, ptr, u64, ptr], returns: i32 },
   k3_trunk_decode: { args: [ptr, u32, u64, u32, ptr, u64, u64, ptr, u64, u32, u32, ptr], returns: i32 },
-  // Kernels (zig/abi.zig, kernels section; contracts documented there).
+  // The compute pool and the kernel variants (zig/abi.zig, kernels section).
   k3_pool_init: { args: [u32], returns: i32 },
   k3_pool_threads: { args: [], returns: u32 },
   k3_pool_fine_grain: { args: [u32], returns: none },
   k3_isa_select: { args: [u32], returns: i32 },
   k3_isa_current: { args: [], returns: u32 },
   k3_isa_support: { args: [u32], returns: u32 },
-  k3_matmul_bf16: { args: [ptr, u32, u32, ptr, ptr, u32], returns: i32 },
-  k3_matmul_f32: { args: [ptr, u32, u32, ptr, ptr, u32], returns: i32 },
-  k3_matmul_mxfp4: { args: [ptr, ptr, u32, u32, ptr, ptr, u32, ptr], returns: i32 },
-  k3_mxfp4_decode_row: { args: [ptr, ptr, u32, ptr, ptr], returns: i32 },
-  k3_rmsnorm: { args: [ptr, ptr, ptr, u32, u32, f32], returns: i32 },
-  k3_l2norm: { args: [ptr, ptr, u32, u32], returns: i32 },
-  k3_elementwise: { args: [u32, ptr, ptr, ptr, u32, f32, f32], returns: i32 },
-  k3_widen_bf16: { args: [ptr, ptr, u32], returns: i32 },
-  k3_shortconv: { args: [ptr, ptr, ptr, ptr, u32, u32, u32], returns: i32 },
-  k3_kda_decay: { args: [ptr, ptr, ptr, ptr, ptr, u32, u32, u32, f32], returns: i32 },
-  k3_kda_recurrence: { args: [ptr, ptr, ptr, ptr, ptr, ptr, ptr, u32, u32, u32, f32], returns: i32 },
-  k3_kda_gated_norm: { args: [ptr, ptr, ptr, ptr, u32, u32, u32, f32], returns: i32 },
-  k3_mla_latent_attention: { args: [ptr, ptr, u32, ptr, ptr, ptr, u32, u32, u32, u32, u32, u32, u32], returns: i32 },
-  k3_attnres: { args: [ptr, u32, ptr, ptr, ptr, u32, u32, f32], returns: i32 },
-  k3_router: { args: [ptr, u32, ptr, ptr, u32, u32, u32, u32, u32, f32, ptr, ptr, ptr], returns: i32 },
-  k3_moe_routed: { args: [ptr, ptr, ptr, ptr, u32, u32, u32, u32, f32, f32, ptr], returns: i32 },
-  k3_matmul_i8r: { args: [ptr, u32, u32, ptr, ptr, u32], returns: i32 },
-  k3_dequant_i8r: { args: [ptr, u32, u32, ptr], returns: i32 },
-  k3_quantize_i8r: { args: [ptr, u32, u32, ptr, ptr], returns: i32 },
-  // Bench and test only: machine probes (zig/abi.zig, last section).
-  k3_mem_read_sum: { args: [ptr, u64], returns: u64 },
+  // Test only (zig/abi.zig, last section).
   k3_build_safe: { args: [], returns: u32 },
   k3_safety_probe: { args: [u32], returns: i32 },
-  k3_fma_peak: { args: [u64], returns: u64 },
+  // The kernels, in zig/kernels/table.zig's order.
+  ...kernelSymbols,
 } as const;
 
 /** Mirrors zig/abi.zig `abi_version`: what `k3_abi_version` must return for this binding. */
-export const abiVersion = 10;
+export const abiVersion = 11;
 
 /** Mirrors zig/status.zig `Status`: k3's own status codes; -1 .. -4095 are negated errno values. */
 export const Status = {
@@ -98,30 +83,11 @@ export const IsaCode = {
   neon: 3,
 } as const;
 
-/** Mirrors zig/kernels/situ.zig `Op`: the operator codes of `k3_elementwise`. */
-export const ElementwiseOp = {
-  exp: 0,
-  sigmoid: 1,
-  tanh: 2,
-  silu: 3,
-  softplus: 4,
-  gate: 5,
-  add: 6,
-  axpy: 7,
-  situ: 8,
-} as const;
-
 /** Mirrors zig/kernels/router.zig `Dtype`: the `w_dtype` codes of `k3_router`. */
 export const RouterDtype = {
   bf16: 0,
   f32: 1,
 } as const;
-
-/**
- * Mirrors zig/kernels/moe.zig `ExpertPtrs`: the six addresses of one record of the expert list
- * `k3_moe_routed` takes, in memory order.
- */
-export const expertRecordFields = ["w1Packed", "w1Scale", "w3Packed", "w3Scale", "w2Packed", "w2Scale"] as const;
 
 /** Mirrors zig/isa/dispatch.zig `Support`: what `k3_isa_support` answers for a variant. */
 export const IsaSupport = {

@@ -1,6 +1,6 @@
 /**
- * Typed wrappers over libk3's numeric kernels (zig/abi.zig, kernels section, documents every
- * contract: shapes, layouts, in-place rules, summation order). One call per operator covers all
+ * Typed wrappers over libk3's numeric kernels (zig/kernels/table.zig `entries` documents every
+ * contract: shapes, layouts, in-place rules; each kernel's file its summation order). One call per operator covers all
  * the tokens of a step. Arguments are checked here; a failed check is a programming error and
  * throws a plain Error. A native allocation failure becomes a K3Error (exit 1).
  *
@@ -23,7 +23,7 @@ import { currentIsa, isaDescription, runnableIsas, selectIsa, type IsaName } fro
 import { native, type Native } from "./library.ts";
 import { NativeBuffer } from "./memory.ts";
 import {
-  ElementwiseOp, expertRecordFields, i8rScaleBytes, maxAttnResSources, maxConvTaps, maxKdaHeadDim, maxRouterK, maxThreads,
+  ElementwiseOp, elementwiseTakesSecond, i8rScaleBytes, maxAttnResSources, maxConvTaps, maxKdaHeadDim, maxRouterK, maxThreads,
   MlaWeightDtype, mxfp4Group, RouterDtype, Status,
 } from "./abi.ts";
 
@@ -53,16 +53,6 @@ export interface Mxfp4Ref {
   readonly scales: Pointer;
   readonly rows: number;
   readonly cols: number;
-}
-
-/** One routed expert's tensors: w1 = gate [I][Λ], w3 = up [I][Λ], w2 = down [Λ][I]. */
-export interface ExpertRef {
-  readonly w1Packed: Pointer;
-  readonly w1Scale: Pointer;
-  readonly w3Packed: Pointer;
-  readonly w3Scale: Pointer;
-  readonly w2Packed: Pointer;
-  readonly w2Scale: Pointer;
 }
 
 export interface MlaShape {
@@ -353,7 +343,7 @@ export function l2norm(x: F32Ref, y: F32Ref, rows: number, width: number): void 
 export function elementwise(op: ElementwiseOpName, x: F32Ref, g: F32Ref | undefined, y: F32Ref, length: number, a = 0, b = 0): void {
   const what = `elementwise ${op}`;
   const n = dim(length, "length", what);
-  const needsG = op === "gate" || op === "add" || op === "axpy" || op === "situ";
+  const needsG = (elementwiseTakesSecond as readonly string[]).includes(op);
   if (needsG && !g) throw new Error(`${what}: needs a second operand`);
   const gp = needsG && g ? f32(g, n, "g", what) : null;
   check(lib().k3_elementwise(ElementwiseOp[op], f32(x, n, "x", what), gp, f32(y, n, "y", what), n, finite(a, "a", what), finite(b, "b", what)), what);
@@ -454,7 +444,7 @@ export function kdaGatedNorm(o: F32Ref, gain: F32Ref, gate: F32Ref, y: F32Ref, t
 }
 
 // ---------------------------------------------------------------------------------------------
-// MLA, AttnRes, router, routed experts
+// MLA, AttnRes, router; machine probes
 
 /**
  * Causal NoPE attention for `tokens` queries at positions first … first+tokens−1 over the
@@ -530,38 +520,18 @@ export function route(wAsBound: MatrixRef, bias: F32Ref, x: F32Ref, tokens: numb
   );
 }
 
-const recordLength = expertRecordFields.length;
-let expertList = new BigUint64Array(recordLength * 64);
+const probeOut = new BigUint64Array(1);
 
-/**
- * The routed experts of one LatentMoE block: acc[t] = Σ_j weights[t][j] · W2(SiTU(W1 z, W3 z))
- * for the experts in `experts` ([tokens][k], top-k order), f32 accumulation in that order.
- * Returns the number of 255 scale bytes met (also added to `badScaleBytes()`).
- */
-export function moeRouted(z: F32Ref, experts: readonly ExpertRef[], weights: Float32Array, acc: F32Ref, tokens: number, k: number, latent: number, inter: number, beta1: number, beta2: number): number {
-  const what = "moeRouted";
-  const T = dim(tokens, "tokens", what);
-  const K = dim(k, "k", what);
-  const lam = dim(latent, "latent", what);
-  const I = dim(inter, "inter", what);
-  if (lam % mxfp4Group !== 0 || I % mxfp4Group !== 0) throw new Error(`${what}: latent and inter must be multiples of ${mxfp4Group}`);
-  if (experts.length < T * K || weights.length < T * K) throw new Error(`${what}: need ${T * K} experts and weights`);
-  if (expertList.length < recordLength * T * K) expertList = new BigUint64Array(recordLength * T * K);
-  for (let i = 0; i < T * K; i++) {
-    const e = experts[i] as ExpertRef;
-    expertRecordFields.forEach((field, j) => {
-      expertList[recordLength * i + j] = BigInt(e[field]);
-    });
-  }
-  check(
-    lib().k3_moe_routed(f32(z, T * lam, "z", what), expertList, weights, f32(acc, T * lam, "acc", what), T, K, lam, I, finite(beta1, "beta1", what), finite(beta2, "beta2", what), badScales),
-    what,
-  );
-  return tallyBadScales();
-}
-
-/** Reads every byte of `buffer` once on all pool threads (bench/kernels.ts); returns a checksum. */
+/** Reads every byte of `buffer` once on all pool threads (memory read bandwidth); returns a checksum. */
 export function memReadSum(buffer: NativeBuffer): bigint {
   if (buffer.bytes < 8) throw new Error("memReadSum: buffer shorter than 8 bytes");
-  return lib().k3_mem_read_sum(buffer.ptr, buffer.bytes) as bigint;
+  check(lib().k3_mem_read_sum(buffer.ptr, buffer.bytes, probeOut), "memReadSum");
+  return probeOut[0] as bigint;
+}
+
+/** `steps` rounds of the FMA-peak probe on every pool thread; returns the f64 operations done (time the call for FLOP/s). */
+export function fmaPeak(steps: number): number {
+  if (!Number.isInteger(steps) || steps < 16 || steps % 16 !== 0) throw new Error(`fmaPeak: steps must be a positive multiple of 16 (got ${steps})`);
+  check(lib().k3_fma_peak(steps, probeOut), "fmaPeak");
+  return Number(probeOut[0]);
 }

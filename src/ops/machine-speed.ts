@@ -5,8 +5,7 @@
  * matrices far larger than the caches (what a decode token actually runs at). Each figure is
  * the best of a few timed calls after one warm call; the whole probe takes about a second.
  */
-import { native } from "../native/library.ts";
-import { initPool, matmul, matmulMxfp4, memReadSum } from "../native/kernels.ts";
+import { fmaPeak, initPool, matmul, matmulMxfp4, memReadSum } from "../native/kernels.ts";
 import { NativeBuffer } from "../native/memory.ts";
 
 export interface MachineSpeed {
@@ -59,9 +58,7 @@ export function fillRandom(buffer: NativeBuffer, mask = 0xffffffff, or = 0): voi
 
 /** One `k3_fma_peak` call on every pool thread: the f64 operations it did (time the call for FLOP/s). */
 export function fmaPeakFlops(): number {
-  const flops = Number(native().k3_fma_peak(fmaSteps));
-  if (flops === 0) throw new Error("k3_fma_peak refused its step count");
-  return flops;
+  return fmaPeak(fmaSteps);
 }
 
 function withBuffers<T>(sizes: readonly [number, string][], use: (buffers: NativeBuffer[]) => T): T {

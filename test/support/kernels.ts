@@ -4,8 +4,10 @@
  * transcriptions of the canonical summation orders (model.md §5, §6.1, §8.3).
  */
 import { expect } from "bun:test";
-import { f32View, NativeBuffer, u16View, u8View, type Pointer } from "../../src/native/memory.ts";
-import { availableIsas, initPool, isaInUse, setFineGrain, setIsa, type F32Ref } from "../../src/native/kernels.ts";
+import { f32View, NativeBuffer, offsetPointer, u16View, u8View, type Pointer } from "../../src/native/memory.ts";
+import {
+  availableIsas, axpy, initPool, isaInUse, matmulMxfp4, setFineGrain, setIsa, situGlu, type F32Ref, type Mxfp4Ref,
+} from "../../src/native/kernels.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Native memory and random inputs
@@ -213,3 +215,39 @@ export function mxfp4DotCanonical(packed: Uint8Array, scales: Uint8Array, cols: 
   }
   return fr(total);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The routed experts of a LatentMoE block, as src/model/blocks.ts composes them
+
+/** One routed expert's MXFP4 matrices: w1 = gate [I][Λ], w3 = up [I][Λ], w2 = down [Λ][I]. */
+export interface ExpertMatrices {
+  w1: Mxfp4Ref;
+  w3: Mxfp4Ref;
+  w2: Mxfp4Ref;
+}
+
+/**
+ * acc[t] = Σ_j f32(w_j · W2(SiTU(W1 z_t, W3 z_t))) over the picks of token t in top-k order,
+ * from +0, built from the kernels the model calls (matmulMxfp4, situGlu, axpy), one token at a
+ * time. Returns the 255 scale bytes met.
+ */
+export function routedExperts(z: F32Ref, picks: readonly ExpertMatrices[], weights: Float32Array, acc: F32Ref, tokens: number, k: number, latent: number, inter: number, beta1: number, beta2: number): number {
+  const gate = f32(inter);
+  const up = f32(inter);
+  const down = f32(latent);
+  let bad = 0;
+  f32View(acc.ptr, 0, tokens * latent).fill(0);
+  for (let t = 0; t < tokens; t++) {
+    const zt = { ptr: offsetPointer(z.ptr, t * latent * 4), length: latent };
+    const at = { ptr: offsetPointer(acc.ptr, t * latent * 4), length: latent };
+    for (let j = 0; j < k; j++) {
+      const m = picks[t * k + j] as ExpertMatrices;
+      bad += matmulMxfp4(m.w1, zt, gate, 1) + matmulMxfp4(m.w3, zt, up, 1);
+      situGlu(gate, up, gate, inter, beta1, beta2);
+      bad += matmulMxfp4(m.w2, gate, down, 1);
+      axpy(at, down, latent, weights[t * k + j] as number);
+    }
+  }
+  return bad;
+}
+

@@ -1,15 +1,19 @@
 /**
- * The kernel boundary is written on two sides, zig/abi.zig and src/native/abi.ts; this test is
- * what makes them one declaration. It reads the Zig side as text: the `export fn` signatures
- * (over one line or several) and the constants that abi.ts names in its "Mirrors zig/… `name`"
- * comments. Any difference in names, order, arity, FFI types or values fails it, so a change
- * made on one side only cannot pass.
+ * The native boundary. The kernels are declared once (zig/kernels/table.zig `entries`) and
+ * their exports and bun:ffi declarations (zig-out/abi/kernels.ts) are derived by the build, so
+ * this test checks the derivation's result names the same kernels in the same order. The rest
+ * is written on two sides, zig/abi.zig and src/native/abi.ts; this test is what makes them one
+ * declaration. It reads the Zig side as text: the `export fn` signatures (over one line or
+ * several) and the constants that abi.ts names in its "Mirrors zig/… `name`" comments. Any
+ * difference in names, order, arity, FFI types or values fails it, so a change made on one
+ * side only cannot pass.
  */
 import { describe, expect, test } from "bun:test";
 import { FFIType } from "bun:ffi";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import * as abi from "../../src/native/abi.ts";
+import * as generated from "../../zig-out/abi/kernels.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const abiZig = "zig/abi.zig";
@@ -92,7 +96,10 @@ function ffiName(type: number): string {
   return name;
 }
 
-const tsSignatures: Signature[] = Object.entries(abi.symbols).map(([name, s]) => ({
+const kernelNames = new Set(Object.keys(generated.kernelSymbols));
+
+/** The functions abi.ts declares by hand: every symbol but the generated kernels'. */
+const tsSignatures: Signature[] = Object.entries(abi.symbols).filter(([name]) => !kernelNames.has(name)).map(([name, s]) => ({
   name,
   args: (s.args as readonly number[]).map(ffiName),
   returns: ffiName(s.returns),
@@ -153,6 +160,40 @@ function zigFiles(dir: string): string[] {
   });
 }
 
+/** The declaration names of zig/kernels/table.zig `entries`, in order. */
+function kernelEntries(): string[] {
+  const source = zigSource("zig/kernels/table.zig");
+  const open = source.indexOf("pub const entries = struct {");
+  if (open < 0) throw new Error("zig/kernels/table.zig has no `pub const entries = struct {`");
+  let depth = 0;
+  let at = source.indexOf("{", open);
+  const start = at;
+  do {
+    const ch = source[at++];
+    if (ch === "{") depth++;
+    else if (ch === "}") depth--;
+  } while (depth > 0 && at < source.length);
+  return [...source.slice(start, at).matchAll(/\bpub const (\w+)\s*=/g)].map((m) => m[1] as string);
+}
+
+describe("the kernels: zig/kernels/table.zig `entries` and the generated declarations", () => {
+  test("one bun:ffi declaration per entry, k3_<name>, in the table's order", () => {
+    const entries = kernelEntries();
+    expect(entries.length).toBeGreaterThan(15);
+    expect(Object.keys(generated.kernelSymbols)).toEqual(entries.map((name) => `k3_${name}`));
+  });
+
+  test("abi.ts loads every generated kernel and declares none by hand", () => {
+    for (const name of kernelNames) expect(abi.symbols[name as keyof typeof abi.symbols]).toBe(generated.kernelSymbols[name as keyof typeof generated.kernelSymbols]);
+    expect(exportedFunctions(zigSource(abiZig)).filter((f) => kernelNames.has(f.name))).toEqual([]);
+  });
+
+  test("the elementwise codes are zig/kernels/elementwise.zig `Op`", () => {
+    const zig = zigConstant("zig/kernels/elementwise.zig", "Op");
+    expect(zig.kind === "enum" && zig.members).toEqual(abi.ElementwiseOp);
+  });
+});
+
 describe("the ABI: zig/abi.zig and src/native/abi.ts", () => {
   const zigSignatures = exportedFunctions(zigSource(abiZig));
 
@@ -162,7 +203,7 @@ describe("the ABI: zig/abi.zig and src/native/abi.ts", () => {
   });
 
   test("the same functions, in the same order", () => {
-    expect(zigSignatures.length).toBeGreaterThan(30);
+    expect(zigSignatures.length).toBeGreaterThan(20);
     expect(tsSignatures.map((s) => s.name)).toEqual(zigSignatures.map((s) => s.name));
   });
 
@@ -176,7 +217,7 @@ describe("the ABI: zig/abi.zig and src/native/abi.ts", () => {
   const mirrors = declaredMirrors();
 
   test("every constant of abi.ts names the Zig declaration it mirrors", () => {
-    const exported = Object.keys(abi).filter((name) => name !== "symbols").sort();
+    const exported = Object.keys(abi).filter((name) => name !== "symbols" && !(name in generated)).sort();
     expect(mirrors.map((m) => m.ts).sort()).toEqual(exported);
   });
 

@@ -10,13 +10,14 @@
  * - every kernel variant this machine runs (the scalar reference, v3, v4, ...) at 1, 2 and 3
  *   threads, the pool splitting jobs into one-item chunks at 2 and 3;
  * - for bf16, the same call with the weights widened to f32.
- * The routed-expert kernel (matmuls with T = 1 inside) equals its kernels called one by one,
- * and those equal the multi-token matmuls over all the tokens that chose the expert.
+ * The routed experts as the model computes them (each expert's matmuls over every token that
+ * chose it, in one multi-token call; src/model/blocks.ts) equal the kernels called one token
+ * at a time, and the hidden activations match expert by expert.
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { offsetPointer } from "../../src/native/memory.ts";
 import {
-  axpy, initPool, matmul, matmulMxfp4, moeRouted, situGlu, type ExpertRef, type F32Ref, type MatrixRef, type Mxfp4Ref,
+  axpy, initPool, matmul, matmulMxfp4, situGlu, type F32Ref, type MatrixRef, type Mxfp4Ref,
 } from "../../src/native/kernels.ts";
 import {
   bf16ToF32, bytes, dotCanonical, executionPaths, expectBits, f32, f32ToBf16Trunc, freeTestBuffers, mxfp4DotCanonical, onPath, rng, u16, type F32Buf,
@@ -189,7 +190,7 @@ describe("MXFP4 matmul: T tokens in one call == T calls with T = 1, on every pat
   });
 });
 
-describe("routed experts (T = 1 matmuls inside) == the kernels one by one == multi-token matmuls", () => {
+describe("routed experts as the model batches them == the kernels one token at a time == multi-token matmuls", () => {
   test("3 tokens x top-2 over 3 experts, bit for bit", () => {
     const r = rng(300);
     const lam = 96;
@@ -198,14 +199,32 @@ describe("routed experts (T = 1 matmuls inside) == the kernels one by one == mul
     const K = 2;
     const experts = Array.from({ length: 3 }, () => ({ w1: mxfp4Matrix(inter, lam, r), w3: mxfp4Matrix(inter, lam, r), w2: mxfp4Matrix(lam, inter, r) }));
     const sel = [2, 0, 0, 1, 2, 0];
-    const refs: ExpertRef[] = sel.map((e) => {
-      const m = experts[e] as (typeof experts)[number];
-      return { w1Packed: m.w1.M.packed, w1Scale: m.w1.M.scales, w3Packed: m.w3.M.packed, w3Scale: m.w3.M.scales, w2Packed: m.w2.M.packed, w2Scale: m.w2.M.scales };
-    });
     const weights = Float32Array.from([0.7, 0.3, 0.6, 0.4, 0.5, 0.5]);
     const z = spreadActivations(T * lam, r, 4);
+    // as the model does: each expert over the rows of every token that chose it, one call each,
+    // then per token the weighted outputs in top-k order from +0
+    const outputs = f32(T * K * lam);
+    for (let e = 0; e < experts.length; e++) {
+      const picks = sel.flatMap((s, i) => (s === e ? [i] : []));
+      const M = picks.length;
+      if (M === 0) continue;
+      const rows = f32(M * lam);
+      picks.forEach((pick, i) => rows.a.set(z.a.subarray(Math.floor(pick / K) * lam, (Math.floor(pick / K) + 1) * lam), i * lam));
+      const gm = f32(M * inter);
+      const um = f32(M * inter);
+      const dm = f32(M * lam);
+      const m = experts[e] as (typeof experts)[number];
+      matmulMxfp4(m.w1.M, rows, gm, M);
+      matmulMxfp4(m.w3.M, rows, um, M);
+      situGlu(gm, um, gm, M * inter, 4, 25);
+      matmulMxfp4(m.w2.M, gm, dm, M);
+      picks.forEach((pick, i) => outputs.a.set(dm.a.subarray(i * lam, (i + 1) * lam), pick * lam));
+    }
     const acc = f32(T * lam);
-    moeRouted(z, refs, weights, acc, T, K, lam, inter, 4, 25);
+    acc.a.fill(0);
+    for (let t = 0; t < T; t++) {
+      for (let j = 0; j < K; j++) axpy(tokenRow(acc, t, lam), tokenRow(outputs, t * K + j, lam), lam, weights[t * K + j] as number);
+    }
     const got = acc.a.slice();
 
     // one by one, T = 1 everywhere

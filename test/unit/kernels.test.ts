@@ -12,12 +12,12 @@ import { afterAll, describe, expect, test } from "bun:test";
 import { offsetPointer } from "../../src/native/memory.ts";
 import {
   attnRes, badScaleBytes, elementwise, initPool, kdaDecay, kdaGatedNorm, kdaQueryScale, kdaRecurrence, l2norm, matmul, matmulMxfp4,
-  mlaLatentAttention, moeRouted, mxfp4DecodeRow, poolThreads, resetBadScaleBytes, rmsnorm, route, setFineGrain, setIsa, isaInUse, shortConv, situGlu, threadsFromEnv,
-  widenBf16, type ExpertRef, type F32Ref, type MatrixRef, type Mxfp4Ref,
+  mlaLatentAttention, mxfp4DecodeRow, poolThreads, resetBadScaleBytes, rmsnorm, route, setFineGrain, setIsa, isaInUse, shortConv, situGlu, threadsFromEnv,
+  widenBf16, type F32Ref, type MatrixRef, type Mxfp4Ref,
 } from "../../src/native/kernels.ts";
 import {
   bf16ToF32, bits, bytes, dotCanonical, expectBits, expectClose, expectPathIdentity, f32, f32From, f32ToBf16Trunc, fillNormal, fr, freeTestBuffers,
-  mxfp4DotCanonical, mxfp4Element, rng, u16, type F32Buf,
+  mxfp4DotCanonical, mxfp4Element, rng, routedExperts, u16, type ExpertMatrices, type F32Buf,
 } from "../support/kernels.ts";
 
 afterAll(() => {
@@ -871,7 +871,7 @@ describe("router", () => {
 });
 
 describe("routed experts (LatentMoE step 3)", () => {
-  test("one call == the spec loop over experts in top-k order", () => {
+  test("the kernels composed as the model composes them == the spec loop over experts in top-k order", () => {
     const r = rng(10);
     const lam = 64;
     const inter = 96;
@@ -886,15 +886,16 @@ describe("routed experts (LatentMoE step 3)", () => {
     };
     const experts = Array.from({ length: 3 }, () => ({ w1: makeMatrix(inter, lam), w3: makeMatrix(inter, lam), w2: makeMatrix(lam, inter) }));
     const sel = [2, 0, 1, 2, 0, 1];
-    const refs: ExpertRef[] = sel.map((e) => {
+    const mx = (m: ReturnType<typeof makeMatrix>) => ({ packed: m.p.ptr, scales: m.s.ptr, rows: m.rows, cols: m.cols });
+    const picks: ExpertMatrices[] = sel.map((e) => {
       const m = experts[e] as (typeof experts)[number];
-      return { w1Packed: m.w1.p.ptr, w1Scale: m.w1.s.ptr, w3Packed: m.w3.p.ptr, w3Scale: m.w3.s.ptr, w2Packed: m.w2.p.ptr, w2Scale: m.w2.s.ptr };
+      return { w1: mx(m.w1), w3: mx(m.w3), w2: mx(m.w2) };
     });
     const weights = Float32Array.from([0.7, 0.3, 0.6, 0.4, 0.5, 0.5]);
     const z = f32(T * lam);
     fillNormal(z, r);
     const acc = f32(T * lam);
-    moeRouted(z, refs, weights, acc, T, K, lam, inter, 4, 25);
+    routedExperts(z, picks, weights, acc, T, K, lam, inter, 4, 25);
     const dense = (m: ReturnType<typeof makeMatrix>, v: ArrayLike<number>) =>
       Array.from({ length: m.rows }, (_, o) => {
         let s = 0;
@@ -917,7 +918,7 @@ describe("routed experts (LatentMoE step 3)", () => {
     }
     expectClose(acc.a, want, "routed experts");
     expectPathIdentity("routed experts", () => {
-      moeRouted(z, refs, weights, acc, T, K, lam, inter, 4, 25);
+      routedExperts(z, picks, weights, acc, T, K, lam, inter, 4, 25);
       return [acc.a];
     });
   });

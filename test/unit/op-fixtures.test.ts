@@ -15,10 +15,11 @@ import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { f32View, NativeBuffer, offsetPointer, u16View, u8View, type Pointer } from "../../src/native/memory.ts";
 import {
-  add, attnRes, kdaDecay, kdaGatedNorm, kdaRecurrence, l2norm, matmul, matmulMxfp4, mlaLatentAttention, moeRouted,
-  mxfp4DecodeRow, rmsnorm, route, shortConv, sigmoid, sigmoidGate, situGlu, widenBf16, type ExpertRef, type F32Ref,
+  add, attnRes, kdaDecay, kdaGatedNorm, kdaRecurrence, l2norm, matmul, matmulMxfp4, mlaLatentAttention,
+  mxfp4DecodeRow, rmsnorm, route, shortConv, sigmoid, sigmoidGate, situGlu, widenBf16, type F32Ref,
   type MatrixRef,
 } from "../../src/native/kernels.ts";
+import { routedExperts, type ExpertMatrices } from "../support/kernels.ts";
 
 const opsDir = resolve(import.meta.dir, "../fixtures/ops");
 
@@ -398,14 +399,14 @@ describe.skipIf(!fixturesPresent)("op fixtures (tools/reference)", () => {
       w2p: stack("experts.w2.weight_packed"), w2s: stack("experts.w2.weight_scale"),
       w3p: stack("experts.w3.weight_packed"), w3s: stack("experts.w3.weight_scale"),
     };
-    const p = (b: { ptr: Pointer }, e: number, bytesPer: number) => offsetPointer(b.ptr, e * bytesPer);
-    const refs: ExpertRef[] = Array.from(experts, (e) => ({
-      w1Packed: p(w.w1p, e, (I * lam) / 2), w1Scale: p(w.w1s, e, (I * lam) / 32),
-      w3Packed: p(w.w3p, e, (I * lam) / 2), w3Scale: p(w.w3s, e, (I * lam) / 32),
-      w2Packed: p(w.w2p, e, (lam * I) / 2), w2Scale: p(w.w2s, e, (lam * I) / 32),
+    const mx = (packed: { ptr: Pointer }, scales: { ptr: Pointer }, e: number, rows: number, cols: number) => ({
+      packed: offsetPointer(packed.ptr, (e * rows * cols) / 2), scales: offsetPointer(scales.ptr, (e * rows * cols) / 32), rows, cols,
+    });
+    const picks: ExpertMatrices[] = Array.from(experts, (e) => ({
+      w1: mx(w.w1p, w.w1s, e, I, lam), w3: mx(w.w3p, w.w3s, e, I, lam), w2: mx(w.w2p, w.w2s, e, lam, I),
     }));
     const acc = f32(T * lam);
-    expect(moeRouted(z, refs, weights, acc, T, K, lam, I, b1, b2)).toBe(0);
+    expect(routedExperts(z, picks, weights, acc, T, K, lam, I, b1, b2)).toBe(0);
     rmsnorm(acc, f32Of(weight(f, "routed_expert_norm.weight")), acc, T, lam, eps);
     const yr = f32(T * E);
     matmul(matrix(f, "routed_expert_up_proj.weight"), acc, yr, T);

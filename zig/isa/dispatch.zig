@@ -97,7 +97,7 @@ fn choose() *const Table {
 /// switch (zig/abi.zig's contract), so a plain store is enough.
 pub fn select(isa: Isa) error{Unsupported}!void {
     if (!supported(isa)) return error.Unsupported;
-    kernels.table.set_scalar(@intFromBool(isa == .scalar));
+    kernels.common.setPath(if (isa == .scalar) .scalar else .simd);
     active_table = compiled(isa).?;
     active_isa = isa;
 }

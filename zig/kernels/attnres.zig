@@ -106,6 +106,13 @@ pub fn aggregate(sources: [*]const [*]const f32, n: usize, phi: [*]const f32, ou
     pool.parallelFor(tokens, 1, &job, Job.run);
 }
 
+/// `aggregate` for the ABI (table.zig `attnres`): the address list may hold nulls, refused.
+pub fn aggregateList(sources: [*]const ?[*]const f32, n: usize, phi: [*]const f32, out: [*]f32, probs: ?[*]f32, tokens: usize, e: usize, eps: f32) Error!void {
+    if (n == 0 or n > max_sources) return error.BadArgument;
+    for (sources[0..n]) |s| if (s == null) return error.BadArgument;
+    return aggregate(@ptrCast(sources), n, phi, out, probs, tokens, e, eps);
+}
+
 // ---------------------------------------------------------------------------------------------
 // Tests
 

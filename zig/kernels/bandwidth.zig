@@ -42,7 +42,7 @@ var partial: [max_chunks]u64 = undefined;
 
 /// Wrapping sum of the `bytes / 8` little-endian u64 words at `ptr` (8-byte aligned), read by
 /// all pool threads.
-pub fn readSum(ptr: [*]const u8, bytes: usize) common.Error!u64 {
+pub fn readSum(ptr: [*]const u8, bytes: u64) common.Error!u64 {
     if (bytes < 8 or @intFromPtr(ptr) % 8 != 0) return error.BadArgument;
     const words = bytes / 8;
     const chunks = (words * 8 + chunk_bytes - 1) / chunk_bytes;

@@ -48,6 +48,12 @@ pub fn widenBf16(src: [*]const u16, dst: [*]f32, count: usize) void {
     while (i < count) : (i += 1) dst[i] = bf16ToF32(src[i]);
 }
 
+/// `widenBf16` for the ABI (table.zig `widen_bf16`): refuses an empty count.
+pub fn widenBf16Checked(src: [*]const u16, dst: [*]f32, count: usize) Error!void {
+    if (count == 0) return error.BadArgument;
+    widenBf16(src, dst, count);
+}
+
 /// True in the compilation of the AVX-512 variant (x86-64-v4: AVX512F, BW, DQ, VL; zig/isa/):
 /// kernels with code of their own for it select that code at compile time with this.
 pub const wide = @import("builtin").cpu.arch == .x86_64 and

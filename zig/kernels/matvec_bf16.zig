@@ -457,6 +457,16 @@ pub fn grainRows(cols: usize, tokens: usize) usize {
 
 /// y[t][o] = Σ_i W[o][i]·x[t][i] for t < tokens; W is rows × cols, x is tokens × cols,
 /// y is tokens × rows (all row-major, contiguous). y must not overlap W or x.
+/// The bf16 entry point (table.zig `matmul_bf16`).
+pub fn matmulBf16(w: [*]const u16, rows: usize, cols: usize, x: [*]const f32, y: [*]f32, tokens: usize) Error!void {
+    return matmul(u16, w, rows, cols, x, y, tokens);
+}
+
+/// The f32 entry point (table.zig `matmul_f32`).
+pub fn matmulF32(w: [*]const f32, rows: usize, cols: usize, x: [*]const f32, y: [*]f32, tokens: usize) Error!void {
+    return matmul(f32, w, rows, cols, x, y, tokens);
+}
+
 pub fn matmul(comptime W: type, w: [*]const W, rows: usize, cols: usize, x: [*]const f32, y: [*]f32, tokens: usize) Error!void {
     if (rows == 0 or cols == 0 or tokens == 0) return error.BadArgument;
     _ = try common.mulSize(rows, cols);

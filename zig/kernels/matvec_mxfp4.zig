@@ -84,6 +84,13 @@ pub fn decodeRow(packed_row: []const u8, scales_row: []const u8, out: []f32) usi
 
 /// The scalar reference for one row and one token: plain loops, true E2M1 values, separate
 /// multiply and add, the canonical order.
+/// `decodeRow` for the ABI (table.zig `mxfp4_decode_row`): `cols` a positive multiple of the
+/// group; returns the 255-scale count.
+pub fn decodeRowChecked(packed_row: [*]const u8, scales_row: [*]const u8, cols: usize, out: [*]f32) Error!u64 {
+    if (cols == 0 or cols % group != 0) return error.BadArgument;
+    return decodeRow(packed_row[0 .. cols / 2], scales_row[0 .. cols / group], out[0..cols]);
+}
+
 pub fn dotScalar(packed_row: []const u8, scales_row: []const u8, x: []const f32, bad: *usize) f32 {
     var total: f64 = 0;
     for (scales_row, 0..) |s, g| {

@@ -542,6 +542,19 @@ fn alignUp(bytes: usize) usize {
     return (bytes + pool.scratch_alignment - 1) / pool.scratch_alignment * pool.scratch_alignment;
 }
 
+/// `attention` for the ABI (table.zig `mla_latent_attention`): kv_b_proj `w` in the dtype
+/// `w_dtype` says, the shape as counts; `kr` may be null only when dr = 0.
+pub fn latentAttention(q: [*]const f32, w: *const anyopaque, w_dtype: Dtype, ckv: [*]const f32, kr: ?[*]const f32, out: [*]f32, tokens: usize, pos0: usize, heads: usize, dn: usize, dr: usize, dv: usize, rank: usize) Error!void {
+    if (dr > 0 and kr == null) return error.BadArgument;
+    var none: [1]f32 = undefined;
+    const krp = kr orelse &none;
+    const shape = Shape{ .heads = heads, .dn = dn, .dr = dr, .dv = dv, .rank = rank };
+    return switch (w_dtype) {
+        .bf16 => attention(u16, q, @ptrCast(@alignCast(w)), ckv, krp, out, tokens, pos0, shape),
+        .f32 => attention(f32, q, @ptrCast(@alignCast(w)), ckv, krp, out, tokens, pos0, shape),
+    };
+}
+
 /// Causal latent attention for T queries at positions pos0 … pos0+T−1 (see the file comment
 /// for layouts and the order). `out` must not alias the inputs.
 pub fn attention(comptime W: type, q: [*]const f32, w: [*]const W, ckv: [*]const f32, kr: [*]const f32, out: [*]f32, tokens: usize, pos0: usize, shape: Shape) Error!void {

@@ -114,6 +114,16 @@ fn select(scores: []f32, bias: []const f32, k: usize, renormalize: bool, rho: f3
     for (weights[0..k]) |*w| w.* = w.* * rho;
 }
 
+/// `route` for the ABI (table.zig `router`): `w` in the dtype `w_dtype` says, the parameters
+/// as counts (`renormalize` ≠ 0 renormalises).
+pub fn routeEntry(w: *const anyopaque, w_dtype: Dtype, bias: [*]const f32, x: [*]const f32, tokens: usize, experts: usize, e: usize, k: usize, renormalize: u32, rho: f32, idx: [*]u32, weights: [*]f32, scores: ?[*]f32) Error!void {
+    const p = Params{ .experts = experts, .e = e, .k = k, .renormalize = renormalize != 0, .rho = rho };
+    return switch (w_dtype) {
+        .bf16 => route(u16, @ptrCast(@alignCast(w)), bias, x, tokens, p, idx, weights, scores),
+        .f32 => route(f32, @ptrCast(@alignCast(w)), bias, x, tokens, p, idx, weights, scores),
+    };
+}
+
 /// Routes T tokens. x: [T][E] f32; w: [experts][E] bf16 bits or f32; bias: [experts] f32.
 /// idx: [T][k] u32 in selection order; weights: [T][k] f32. scores (optional, [T][experts])
 /// receives σ(logit) for every expert; when null the kernel uses pool scratch instead.

@@ -10,8 +10,9 @@
 //! a variant gets there differs.
 //!
 //! The table crosses compilations, so it is an extern struct of C-callable functions taking
-//! plain pointers and integers (arguments already unwrapped and null-checked by zig/abi.zig)
-//! and returning a `Result` code instead of a Zig error.
+//! plain pointers and integers (arguments already unwrapped and checked by zig/abi.zig) and
+//! returning a `Result` code instead of a Zig error. It is derived from `entries`, the one
+//! list of kernels, as the exports and the TypeScript declarations are (entry.zig).
 const std = @import("std");
 
 pub const common = @import("common.zig");
@@ -19,161 +20,132 @@ pub const numerics = @import("numerics.zig");
 pub const matvec_bf16 = @import("matvec_bf16.zig");
 pub const matvec_mxfp4 = @import("matvec_mxfp4.zig");
 pub const norm = @import("norm.zig");
-pub const situ = @import("situ.zig");
+pub const elementwise = @import("elementwise.zig");
 pub const conv = @import("conv.zig");
 pub const kda = @import("kda.zig");
 pub const mla = @import("mla.zig");
 pub const attnres = @import("attnres.zig");
 pub const router = @import("router.zig");
-pub const moe = @import("moe.zig");
 pub const bandwidth = @import("bandwidth.zig");
 pub const fma_peak = @import("fma_peak.zig");
 pub const matvec_i8r = @import("matvec_i8r.zig");
 
-/// An entry point's outcome (the ABI layer maps it to a status code).
-pub const Result = enum(u32) { ok = 0, bad_argument = 1, out_of_memory = 2 };
+pub const entry = @import("entry.zig");
+pub const Result = entry.Result;
 
-fn result(r: common.Error!void) Result {
-    r catch |err| return switch (err) {
-        error.BadArgument => .bad_argument,
-        error.OutOfMemory => .out_of_memory,
-    };
-    return .ok;
-}
+/// Every kernel libk3 exports, declared once: `k3_<name>` calls the function of the same name
+/// here in the variant in use. The signature is the whole declaration (entry.zig has the
+/// rules); the comment is the contract. Common to all:
+/// - Activations are f32 in native memory, row-major; "[T][n]" means T contiguous rows of n.
+///   Weights are bf16 bit patterns (u16), f32, or MXFP4 (packed u8 + E8M0 scale u8), always
+///   W[out][in]. Dimensions must be non-zero; pointers must be non-null unless their type is
+///   optional. Violations return `bad_argument`; scratch growth failure returns
+///   `out_of_memory`. Nothing is allocated per call once scratch has reached its high-water mark.
+/// - One call covers T tokens where the operator allows; per-token arithmetic never depends on
+///   T, on the thread count or on the scalar/SIMD path (model.md §8.4). Each kernel's summation
+///   order is documented in its file.
+/// - Outputs must not overlap inputs unless "in place allowed" is stated.
+/// - The pool is driven from one thread (the JavaScript thread); calls do not nest.
+pub const entries = struct {
+    /// y[T][rows] = x[T][cols] · Wᵀ for bf16 W[rows][cols] (u16 bit patterns). f64 products and
+    /// 16-lane accumulation, one f32 rounding. Bit-identical to matmul_f32 on the widened
+    /// weights, and to T separate calls with T = 1.
+    pub const matmul_bf16 = matvec_bf16.matmulBf16;
+    /// As matmul_bf16 with f32 weights W[rows][cols].
+    pub const matmul_f32 = matvec_bf16.matmulF32;
+    /// y[T][rows] = x[T][cols] · Wᵀ straight from MXFP4: packed [rows][cols/2] (low nibble = even
+    /// element), scales [rows][cols/32] (2^(s−127)); cols a multiple of 32. Scale byte 255 makes
+    /// its group contribute zero; the count is how many such bytes the matrix has (once, not
+    /// per token).
+    pub const matmul_mxfp4 = matvec_mxfp4.matmul;
+    /// Decodes one MXFP4 row of `cols` elements exactly into out[cols] (E2M1 × 2^(s−127) as f32;
+    /// a 255 scale decodes to signed zeros and is counted).
+    pub const mxfp4_decode_row = matvec_mxfp4.decodeRowChecked;
+    /// RMSNorm of `rows` rows of n: y = f32(f32(w·x)·r), r = f32(1/sqrt(Σx²/n + eps)) with Σ in
+    /// f64. `w` [n] is nullable (no gain: y = f32(x·r)). In place allowed (y = x).
+    pub const rmsnorm = norm.rmsnorm;
+    /// L2Norm of `rows` rows of n: y = f32(x·r), r = f32(1/sqrt(Σx² + 1e-6)) (SUM of squares).
+    /// In place allowed.
+    pub const l2norm = norm.l2norm;
+    /// y[i] = op(x[i], g[i]) for i < count; in place allowed (y = x or y = g). The ops and which
+    /// take g are elementwise.zig's `Op` and `takesSecond`; unused scalars a, b are ignored.
+    pub const elementwise = elementwise_.elementwise;
+    /// dst[i] = f32(src[i]) for bf16 bit patterns (exact 16-bit shift). Embedding rows, vectors.
+    pub const widen_bf16 = common.widenBf16Checked;
+    /// Depthwise causal ShortConv with SiLU over T tokens of `channels` channels: x, y [T][C];
+    /// taps [C][kc] (the [C, 1, kc] tensor); hist [C][kc−1] previous raw inputs, oldest first,
+    /// updated in place (nullable only when kc = 1). In place allowed (y = x). kc ≤ 16.
+    pub const shortconv = conv.shortconv;
+    /// KDA decay chain for T tokens: z [T][P] (W_fb·W_fa·x, before dt_bias), a_log [heads] (the
+    /// first Hk values of A_log: one per HEAD), dt_bias [P] → alpha [T][P] = exp(gmin·σ(e^A·(z +
+    /// dt_bias))) and, if g_out is non-null, the log-decay g [T][P]. P = heads·head_dim,
+    /// head-major. In place allowed.
+    pub const kda_decay = kda.decay;
+    /// KDA delta-rule recurrence for T tokens in order: q, k [T][P] L2-normalised, v [T][P],
+    /// alpha [T][P], beta [T][heads] (after σ), state [heads][D][D] (row = key channel) updated
+    /// in place, o [T][P] out. q is multiplied by `q_scale` first (pass f32(D^−1/2), or 1 for q
+    /// already scaled). Per token: decay, read u from the decayed state, write, output from the
+    /// updated state. head_dim ≤ 512.
+    pub const kda_recurrence = kda.recurrence;
+    /// KDA output: y = RMSNorm per head (gain w [D] shared by all heads, eps) of o, then ⊙
+    /// σ(gate); o, gate, y [T][P]. Norm first, then gate. In place allowed.
+    pub const kda_gated_norm = kda.gatedNorm;
+    /// Gated-MLA attention core (NoPE) over the latent cache, kv_b_proj absorbed (mla.zig has
+    /// the canonical order, the layouts and the scratch), T queries at positions pos0 …
+    /// pos0+T−1; w_dtype is mla.zig's `Dtype`. Causal. kr is nullable only when dr = 0.
+    pub const mla_latent_attention = mla.latentAttention;
+    /// Attention-Residuals aggregation for T tokens: `sources` is an array of n addresses, each
+    /// of a [T][e] f32 buffer (block list in push order, partial sum last); phi [e] = norm ⊙
+    /// proj; out [T][e]; probs [T][n] (nullable) receives the softmax weights. n ≤ 64.
+    pub const attnres = attnres_.aggregateList;
+    /// MoE router for T tokens: w [experts][e] (router.zig `Dtype`); bias [experts]; x [T][e]
+    /// (the full-width normalised hidden). Writes idx [T][k] (selection order: descending
+    /// biased score, ties to the lowest index), weights [T][k] (unbiased σ scores, renormalised
+    /// if `renormalize` ≠ 0, times rho) and, if non-null, scores [T][experts] (σ of every
+    /// logit). k ≤ 256.
+    pub const router = router_.routeEntry;
+    /// The int8 draft container I8R (matvec_i8r.zig): W[rows][cols] as rows of [f32
+    /// scale][int8 × cols], `4 + cols` bytes a row, unaligned. y[T][rows] = x[T][cols] · Wᵀ
+    /// with the weights f32(scale·q) in the order of matmul_bf16: bit-identical to matmul_f32
+    /// on the dequant_i8r output, and to T separate calls with T = 1.
+    pub const matmul_i8r = matvec_i8r.matmul;
+    /// dst[rows][cols] = f32(scale·q) of I8R rows: the weights matmul_i8r multiplies by (for
+    /// the kernels that read a matrix in bf16 or f32 only: the router, kv_b_proj).
+    pub const dequant_i8r = matvec_i8r.dequant;
+    /// bf16 W[rows][cols] → I8R rows (rows · (4 + cols) bytes at dst): per-row absmax / 127
+    /// scale, round half to even, clipped to [−127, 127]. The count is how many weights were
+    /// NaN or infinite (stored as 0; k3 refuses such a tensor).
+    pub const quantize_i8r = matvec_i8r.quantize;
+    /// Bench and test only, a machine probe: wrapping sum of the bytes/8 u64 words at `ptr`
+    /// (8-byte aligned), read once by all pool threads (memory read bandwidth).
+    pub const mem_read_sum = bandwidth.readSum;
+    /// Bench and test only, a machine probe: on every pool thread, `steps` rounds of 12
+    /// independent f64 fused multiply-adds at this variant's widest vectors; the count is the
+    /// f64 operations done (time the call for FLOP/s). `steps` a positive multiple of 16.
+    pub const fma_peak = fma_peak_.fmaPeak;
+};
 
-fn counted(r: common.Error!u64, out: *u64) Result {
-    out.* = r catch |err| return result(err);
-    return .ok;
-}
+const elementwise_ = elementwise;
+const attnres_ = attnres;
+const router_ = router;
+const fma_peak_ = fma_peak;
+const decls = @typeInfo(entries).@"struct".decls;
 
-pub const Table = extern struct {
-    /// Selects this compilation's scalar reference (`scalar` ≠ 0) or its SIMD code.
-    set_scalar: *const fn (scalar: u32) callconv(.c) void,
-    matmul_bf16: *const fn (w: [*]const u16, rows: u32, cols: u32, x: [*]const f32, y: [*]f32, tokens: u32) callconv(.c) Result,
-    matmul_f32: *const fn (w: [*]const f32, rows: u32, cols: u32, x: [*]const f32, y: [*]f32, tokens: u32) callconv(.c) Result,
-    matmul_mxfp4: *const fn (packed_w: [*]const u8, scales: [*]const u8, rows: u32, cols: u32, x: [*]const f32, y: [*]f32, tokens: u32, bad_scales: *u64) callconv(.c) Result,
-    rmsnorm: *const fn (x: [*]const f32, w: ?[*]const f32, y: [*]f32, rows: u32, n: u32, eps: f32) callconv(.c) Result,
-    l2norm: *const fn (x: [*]const f32, y: [*]f32, rows: u32, n: u32) callconv(.c) Result,
-    elementwise: *const fn (op: situ.Op, x: [*]const f32, g: ?[*]const f32, y: [*]f32, count: u32, a: f32, b: f32) callconv(.c) Result,
-    shortconv: *const fn (x: [*]const f32, taps: [*]const f32, hist: ?[*]f32, y: [*]f32, tokens: u32, channels: u32, kc: u32) callconv(.c) Result,
-    kda_decay: *const fn (z: [*]const f32, a_log: [*]const f32, dt_bias: [*]const f32, alpha: [*]f32, g_out: ?[*]f32, tokens: u32, heads: u32, head_dim: u32, gmin: f32) callconv(.c) Result,
-    kda_recurrence: *const fn (q: [*]const f32, k: [*]const f32, v: [*]const f32, alpha: [*]const f32, beta: [*]const f32, state: [*]f32, o: [*]f32, tokens: u32, heads: u32, head_dim: u32, q_scale: f32) callconv(.c) Result,
-    kda_gated_norm: *const fn (o: [*]const f32, w: [*]const f32, gate: [*]const f32, y: [*]f32, tokens: u32, heads: u32, head_dim: u32, eps: f32) callconv(.c) Result,
-    mla_attention: *const fn (q: [*]const f32, w: *const anyopaque, w_dtype: mla.Dtype, ckv: [*]const f32, kr: [*]const f32, out: [*]f32, tokens: u32, pos0: u32, shape: *const mla.Shape) callconv(.c) Result,
-    attnres: *const fn (sources: [*]const [*]const f32, n: u32, phi: [*]const f32, out: [*]f32, probs: ?[*]f32, tokens: u32, e: u32, eps: f32) callconv(.c) Result,
-    router: *const fn (w: *const anyopaque, w_dtype: router.Dtype, bias: [*]const f32, x: [*]const f32, tokens: u32, params: *const router.Params, idx: [*]u32, weights: [*]f32, scores: ?[*]f32) callconv(.c) Result,
-    moe_routed: *const fn (z: [*]const f32, experts: [*]const moe.ExpertPtrs, weights: [*]const f32, acc: [*]f32, params: *const moe.Params, bad_scales: *u64) callconv(.c) Result,
-    /// The FMA-peak probe at this compilation's widest vectors (`flops` receives the count).
-    fma_peak: *const fn (steps: u64, flops: *u64) callconv(.c) Result,
-    /// The int8 draft container (matvec_i8r.zig).
-    matmul_i8r: *const fn (w: [*]const u8, rows: u32, cols: u32, x: [*]const f32, y: [*]f32, tokens: u32) callconv(.c) Result,
-    dequant_i8r: *const fn (src: [*]const u8, rows: u32, cols: u32, dst: [*]f32) callconv(.c) Result,
-    quantize_i8r: *const fn (src: [*]const u16, rows: u32, cols: u32, dst: [*]u8, nonfinite: *u64) callconv(.c) Result,
+/// One compilation's entry points: a C-callable function per kernel of `entries`, in order.
+pub const Table = blk: {
+    var fields: [decls.len]std.builtin.Type.StructField = undefined;
+    for (decls, 0..) |d, i| {
+        const F = *const entry.CFn(entry.tableParams(@field(entries, d.name)), Result);
+        fields[i] = .{ .name = d.name, .type = F, .default_value_ptr = null, .is_comptime = false, .alignment = @alignOf(F) };
+    }
+    break :blk @Type(.{ .@"struct" = .{ .layout = .@"extern", .fields = &fields, .decls = &.{}, .is_tuple = false } });
 };
 
 /// This compilation's entry points.
-pub const table = Table{
-    .set_scalar = struct {
-        fn f(scalar: u32) callconv(.c) void {
-            common.setPath(if (scalar != 0) .scalar else .simd);
-        }
-    }.f,
-    .matmul_bf16 = struct {
-        fn f(w: [*]const u16, rows: u32, cols: u32, x: [*]const f32, y: [*]f32, tokens: u32) callconv(.c) Result {
-            return result(matvec_bf16.matmul(u16, w, rows, cols, x, y, tokens));
-        }
-    }.f,
-    .matmul_f32 = struct {
-        fn f(w: [*]const f32, rows: u32, cols: u32, x: [*]const f32, y: [*]f32, tokens: u32) callconv(.c) Result {
-            return result(matvec_bf16.matmul(f32, w, rows, cols, x, y, tokens));
-        }
-    }.f,
-    .matmul_mxfp4 = struct {
-        fn f(packed_w: [*]const u8, scales: [*]const u8, rows: u32, cols: u32, x: [*]const f32, y: [*]f32, tokens: u32, bad_scales: *u64) callconv(.c) Result {
-            return counted(matvec_mxfp4.matmul(packed_w, scales, rows, cols, x, y, tokens), bad_scales);
-        }
-    }.f,
-    .rmsnorm = struct {
-        fn f(x: [*]const f32, w: ?[*]const f32, y: [*]f32, rows: u32, n: u32, eps: f32) callconv(.c) Result {
-            return result(norm.rmsnorm(x, w, y, rows, n, eps));
-        }
-    }.f,
-    .l2norm = struct {
-        fn f(x: [*]const f32, y: [*]f32, rows: u32, n: u32) callconv(.c) Result {
-            return result(norm.l2norm(x, y, rows, n));
-        }
-    }.f,
-    .elementwise = struct {
-        fn f(op: situ.Op, x: [*]const f32, g: ?[*]const f32, y: [*]f32, count: u32, a: f32, b: f32) callconv(.c) Result {
-            return result(situ.elementwise(op, x, g, y, count, a, b));
-        }
-    }.f,
-    .shortconv = struct {
-        fn f(x: [*]const f32, taps: [*]const f32, hist: ?[*]f32, y: [*]f32, tokens: u32, channels: u32, kc: u32) callconv(.c) Result {
-            return result(conv.shortconv(x, taps, hist, y, tokens, channels, kc));
-        }
-    }.f,
-    .kda_decay = struct {
-        fn f(z: [*]const f32, a_log: [*]const f32, dt_bias: [*]const f32, alpha: [*]f32, g_out: ?[*]f32, tokens: u32, heads: u32, head_dim: u32, gmin: f32) callconv(.c) Result {
-            return result(kda.decay(z, a_log, dt_bias, alpha, g_out, tokens, heads, head_dim, gmin));
-        }
-    }.f,
-    .kda_recurrence = struct {
-        fn f(q: [*]const f32, k: [*]const f32, v: [*]const f32, alpha: [*]const f32, beta: [*]const f32, state: [*]f32, o: [*]f32, tokens: u32, heads: u32, head_dim: u32, q_scale: f32) callconv(.c) Result {
-            return result(kda.recurrence(q, k, v, alpha, beta, state, o, tokens, heads, head_dim, q_scale));
-        }
-    }.f,
-    .kda_gated_norm = struct {
-        fn f(o: [*]const f32, w: [*]const f32, gate: [*]const f32, y: [*]f32, tokens: u32, heads: u32, head_dim: u32, eps: f32) callconv(.c) Result {
-            return result(kda.gatedNorm(o, w, gate, y, tokens, heads, head_dim, eps));
-        }
-    }.f,
-    .mla_attention = struct {
-        fn f(q: [*]const f32, w: *const anyopaque, w_dtype: mla.Dtype, ckv: [*]const f32, kr: [*]const f32, out: [*]f32, tokens: u32, pos0: u32, shape: *const mla.Shape) callconv(.c) Result {
-            return switch (w_dtype) {
-                .bf16 => result(mla.attention(u16, q, @ptrCast(@alignCast(w)), ckv, kr, out, tokens, pos0, shape.*)),
-                .f32 => result(mla.attention(f32, q, @ptrCast(@alignCast(w)), ckv, kr, out, tokens, pos0, shape.*)),
-            };
-        }
-    }.f,
-    .attnres = struct {
-        fn f(sources: [*]const [*]const f32, n: u32, phi: [*]const f32, out: [*]f32, probs: ?[*]f32, tokens: u32, e: u32, eps: f32) callconv(.c) Result {
-            return result(attnres.aggregate(sources, n, phi, out, probs, tokens, e, eps));
-        }
-    }.f,
-    .router = struct {
-        fn f(w: *const anyopaque, w_dtype: router.Dtype, bias: [*]const f32, x: [*]const f32, tokens: u32, params: *const router.Params, idx: [*]u32, weights: [*]f32, scores: ?[*]f32) callconv(.c) Result {
-            return switch (w_dtype) {
-                .bf16 => result(router.route(u16, @ptrCast(@alignCast(w)), bias, x, tokens, params.*, idx, weights, scores)),
-                .f32 => result(router.route(f32, @ptrCast(@alignCast(w)), bias, x, tokens, params.*, idx, weights, scores)),
-            };
-        }
-    }.f,
-    .moe_routed = struct {
-        fn f(z: [*]const f32, experts: [*]const moe.ExpertPtrs, weights: [*]const f32, acc: [*]f32, params: *const moe.Params, bad_scales: *u64) callconv(.c) Result {
-            return counted(moe.routed(z, experts, weights, acc, params.*), bad_scales);
-        }
-    }.f,
-    .fma_peak = struct {
-        fn f(steps: u64, flops: *u64) callconv(.c) Result {
-            return counted(fma_peak.fmaPeak(steps), flops);
-        }
-    }.f,
-    .matmul_i8r = struct {
-        fn f(w: [*]const u8, rows: u32, cols: u32, x: [*]const f32, y: [*]f32, tokens: u32) callconv(.c) Result {
-            return result(matvec_i8r.matmul(w, rows, cols, x, y, tokens));
-        }
-    }.f,
-    .dequant_i8r = struct {
-        fn f(src: [*]const u8, rows: u32, cols: u32, dst: [*]f32) callconv(.c) Result {
-            return result(matvec_i8r.dequant(src, rows, cols, dst));
-        }
-    }.f,
-    .quantize_i8r = struct {
-        fn f(src: [*]const u16, rows: u32, cols: u32, dst: [*]u8, nonfinite: *u64) callconv(.c) Result {
-            return counted(matvec_i8r.quantize(src, rows, cols, dst), nonfinite);
-        }
-    }.f,
+pub const table: Table = blk: {
+    var t: Table = undefined;
+    for (decls) |d| @field(t, d.name) = entry.tableEntry(@field(entries, d.name));
+    break :blk t;
 };
 
 test {
@@ -181,13 +153,13 @@ test {
     _ = matvec_bf16;
     _ = matvec_mxfp4;
     _ = norm;
-    _ = situ;
+    _ = elementwise;
     _ = conv;
     _ = kda;
     _ = mla;
     _ = attnres;
     _ = router;
-    _ = moe;
+    _ = entry;
     _ = bandwidth;
     _ = fma_peak;
     _ = matvec_i8r;
