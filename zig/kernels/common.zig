@@ -36,6 +36,25 @@ pub inline fn bf16ToF32V(comptime N: comptime_int, bits: @Vector(N, u16)) @Vecto
     return @bitCast(w << @as(@Vector(N, u5), @splat(16)));
 }
 
+/// A weight (bf16 bits or f32) widened exactly to f64: every kernel that reads a matrix in
+/// place widens through these two.
+pub inline fn weightF64(comptime W: type, w: W) f64 {
+    return switch (W) {
+        u16 => bf16ToF32(w),
+        f32 => w,
+        else => @compileError("weights are bf16 bits (u16) or f32"),
+    };
+}
+
+/// N consecutive weights widened exactly to f64.
+pub inline fn weightsF64(comptime W: type, comptime N: usize, p: [*]const W) @Vector(N, f64) {
+    return switch (W) {
+        u16 => @floatCast(bf16ToF32V(N, p[0..N].*)),
+        f32 => @floatCast(@as(@Vector(N, f32), p[0..N].*)),
+        else => @compileError("weights are bf16 bits (u16) or f32"),
+    };
+}
+
 /// Overflow-checked product of sizes (element counts) for argument checks.
 pub fn mulSize(a: usize, b: usize) Error!usize {
     return std.math.mul(usize, a, b) catch error.BadArgument;

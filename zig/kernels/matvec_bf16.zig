@@ -71,18 +71,6 @@ const multi_block_rows = 32;
 /// rows (no column blocks) are ~30% slower, the activations then streaming from L2.
 const multi_block_cols = 512;
 
-fn Widen(comptime W: type) type {
-    return struct {
-        inline fn scalar(w: W) f64 {
-            return switch (W) {
-                u16 => common.bf16ToF32(w),
-                f32 => w,
-                else => @compileError("weights are bf16 bits (u16) or f32"),
-            };
-        }
-    };
-}
-
 /// The scalar reference: the canonical order written as plain loops over f32 activations,
 /// with separate multiply and add (no fused operation anywhere).
 pub fn dotScalar(comptime W: type, w: []const W, x: []const f32) f32 {
@@ -92,13 +80,13 @@ pub fn dotScalar(comptime W: type, w: []const W, x: []const f32) f32 {
     var a = [_]f64{0} ** lanes;
     var i: usize = 0;
     while (i < body) : (i += 1) {
-        const p = Widen(W).scalar(w[i]) * @as(f64, x[i]);
+        const p = common.weightF64(W, w[i]) * @as(f64, x[i]);
         a[i % lanes] = a[i % lanes] + p;
     }
     var c: [4]f64 = undefined;
     for (0..4) |m| c[m] = (a[m] + a[m + 4]) + (a[m + 8] + a[m + 12]);
     var acc = (c[0] + c[1]) + (c[2] + c[3]);
-    while (i < n) : (i += 1) acc = acc + Widen(W).scalar(w[i]) * @as(f64, x[i]);
+    while (i < n) : (i += 1) acc = acc + common.weightF64(W, w[i]) * @as(f64, x[i]);
     return @floatCast(acc);
 }
 
@@ -165,7 +153,7 @@ inline fn finish(comptime W: type, acc: [4]V4, w: [*]const W, x64: [*]const f64,
     const c = (acc[0] + acc[1]) + (acc[2] + acc[3]);
     var s = (c[0] + c[1]) + (c[2] + c[3]);
     var j = body;
-    while (j < n) : (j += 1) s = @mulAdd(f64, Widen(W).scalar(w[j]), x64[j], s);
+    while (j < n) : (j += 1) s = @mulAdd(f64, common.weightF64(W, w[j]), x64[j], s);
     return @floatCast(s);
 }
 
@@ -179,6 +167,12 @@ inline fn dotRowsSimd(comptime W: type, comptime R: usize, w: [R][*]const W, x64
     var out: [R]f32 = undefined;
     inline for (0..R) |r| out[r] = finish(W, acc[r][0], w[r], x64, body, n);
     return out;
+}
+
+/// One row against x already widened to f64, in the canonical order: the SIMD path's dot, for
+/// the kernels that take one (mla.zig's value output).
+pub fn dotSimd(comptime W: type, w: [*]const W, x64: [*]const f64, n: usize) f32 {
+    return dotRowsSimd(W, 1, .{w}, x64, n)[0];
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -417,7 +411,7 @@ inline fn finishGroups(comptime W: type, acc: [lane_groups]MVec, w: [*]const W, 
     const c = @shuffle(f64, p, undefined, [4]i32{ 0, 1, 2, 3 }) + @shuffle(f64, p, undefined, [4]i32{ 4, 5, 6, 7 });
     var s = (c[0] + c[1]) + (c[2] + c[3]);
     var j = body;
-    while (j < n) : (j += 1) s = @mulAdd(f64, Widen(W).scalar(w[j]), x64[j], s);
+    while (j < n) : (j += 1) s = @mulAdd(f64, common.weightF64(W, w[j]), x64[j], s);
     return @floatCast(s);
 }
 

@@ -58,7 +58,8 @@
 const std = @import("std");
 const common = @import("common.zig");
 const num = @import("numerics.zig");
-const widen = @import("matvec_bf16.zig").widen;
+const matvec_bf16 = @import("matvec_bf16.zig");
+const widen = matvec_bf16.widen;
 const pool = @import("pool");
 
 pub const Error = common.Error;
@@ -90,59 +91,10 @@ pub fn softmaxScale(dq: usize) f32 {
 
 /// Key rows the absorb phase streams side by side.
 const absorb_rows = 4;
-/// Lanes of the linear-map order (§6.1) used by the v-out step.
-const dot_lanes = 16;
-
-const D4 = @Vector(4, f64);
 
 /// Items per parallel chunk so that a chunk carries at least ~16K multiply-adds.
 fn grain(work_per_item: usize) usize {
     return @max(1, 16 * 1024 / @max(1, work_per_item));
-}
-
-fn widenScalar(comptime W: type, w: W) f64 {
-    return switch (W) {
-        u16 => common.bf16ToF32(w),
-        f32 => w,
-        else => @compileError("weights are bf16 bits (u16) or f32"),
-    };
-}
-
-/// N consecutive weights widened exactly to f64.
-inline fn widenN(comptime W: type, comptime N: usize, p: [*]const W) @Vector(N, f64) {
-    return switch (W) {
-        u16 => @floatCast(common.bf16ToF32V(N, p[0..N].*)),
-        f32 => @floatCast(@as(@Vector(N, f32), p[0..N].*)),
-        else => @compileError("weights are bf16 bits (u16) or f32"),
-    };
-}
-
-/// Step 5's row dot in the §6.1 order, plain loops (the scalar reference).
-fn dotLinearScalar(comptime W: type, w: [*]const W, x: [*]const f32, n: usize) f32 {
-    const body = n - n % dot_lanes;
-    var a = [_]f64{0} ** dot_lanes;
-    var i: usize = 0;
-    while (i < body) : (i += 1) a[i % dot_lanes] = a[i % dot_lanes] + widenScalar(W, w[i]) * @as(f64, x[i]);
-    var c: [4]f64 = undefined;
-    for (0..4) |m| c[m] = (a[m] + a[m + 4]) + (a[m + 8] + a[m + 12]);
-    var acc = (c[0] + c[1]) + (c[2] + c[3]);
-    while (i < n) : (i += 1) acc = acc + widenScalar(W, w[i]) * @as(f64, x[i]);
-    return @floatCast(acc);
-}
-
-/// The same dot with the 16 lanes in four f64 vectors (lane l = vector l/4, element l mod 4),
-/// against x already widened to f64.
-fn dotLinearSimd(comptime W: type, w: [*]const W, x64: [*]const f64, n: usize) f32 {
-    const body = n - n % dot_lanes;
-    var acc = [4]D4{ @splat(0), @splat(0), @splat(0), @splat(0) };
-    var i: usize = 0;
-    while (i < body) : (i += dot_lanes) {
-        inline for (0..4) |k| acc[k] = @mulAdd(D4, widenN(W, 4, w + i + 4 * k), x64[i + 4 * k ..][0..4].*, acc[k]);
-    }
-    const c = (acc[0] + acc[1]) + (acc[2] + acc[3]);
-    var s = (c[0] + c[1]) + (c[2] + c[3]);
-    while (i < n) : (i += 1) s = @mulAdd(f64, widenScalar(W, w[i]), x64[i], s);
-    return @floatCast(s);
 }
 
 /// In place: scores → f32(e_s / Z) with e_s = exp(score_s − max) in f32, Z = Σ e_s in f64.
@@ -248,7 +200,7 @@ fn ScalarJob(comptime W: type) type {
                 const wk = a.w + h * sh.headRows() * R;
                 for (0..R) |r| {
                     var acc: f64 = 0;
-                    for (0..sh.dn) |i| acc = acc + widenScalar(W, wk[i * R + r]) * @as(f64, qn[i]);
+                    for (0..sh.dn) |i| acc = acc + common.weightF64(W, wk[i * R + r]) * @as(f64, qn[i]);
                     ql[r] = @floatCast(acc);
                 }
                 for (0..n) |s| {
@@ -266,7 +218,7 @@ fn ScalarJob(comptime W: type) type {
                 }
                 const o = a.out + (t * sh.heads + h) * sh.dv;
                 const wv = wk + sh.dn * R;
-                for (0..sh.dv) |j| o[j] = dotLinearScalar(W, wv + j * R, ol, R);
+                for (0..sh.dv) |j| o[j] = matvec_bf16.dotScalar(W, (wv + j * R)[0..R], ol[0..R]);
             }
         }
     };
@@ -361,12 +313,12 @@ fn TokenJob(comptime W: type) type {
             var r: usize = 0;
             while (r + lanes <= R) : (r += lanes) {
                 var x: Vec = acc[r..][0..lanes].*;
-                inline for (0..K) |k| x = @mulAdd(Vec, widenN(W, lanes, w + k * R + r), qk[k], x);
+                inline for (0..K) |k| x = @mulAdd(Vec, common.weightsF64(W, lanes, w + k * R + r), qk[k], x);
                 acc[r..][0..lanes].* = x;
             }
             while (r < R) : (r += 1) {
                 var x = acc[r];
-                inline for (0..K) |k| x = @mulAdd(f64, widenScalar(W, w[k * R + r]), qk[k][0], x);
+                inline for (0..K) |k| x = @mulAdd(f64, common.weightF64(W, w[k * R + r]), qk[k][0], x);
                 acc[r] = x;
             }
         }
@@ -532,7 +484,7 @@ fn TokenJob(comptime W: type) type {
             for (begin..end) |h| {
                 const wv = self.a.w + (h * sh.headRows() + sh.dn) * R;
                 const o = self.a.out + (self.t * sh.heads + h) * sh.dv;
-                for (0..sh.dv) |j| o[j] = dotLinearSimd(W, wv + j * R, self.ol64 + h * R, R);
+                for (0..sh.dv) |j| o[j] = matvec_bf16.dotSimd(W, wv + j * R, self.ol64 + h * R, R);
             }
         }
     };

@@ -27,14 +27,6 @@ const ilp = 8;
 
 pub const Dtype = enum(u32) { bf16 = 0, f32 = 1 };
 
-fn widenOne(comptime W: type, w: W) f64 {
-    return switch (W) {
-        u16 => common.bf16ToF32(w),
-        f32 => w,
-        else => unreachable,
-    };
-}
-
 fn LogitJob(comptime W: type) type {
     return struct {
         w: [*]const W,
@@ -53,7 +45,7 @@ fn LogitJob(comptime W: type) type {
                     const x = self.x64 + t * E;
                     var acc = [_]f64{0} ** ilp;
                     for (0..E) |i| {
-                        inline for (0..ilp) |l| acc[l] = @mulAdd(f64, widenOne(W, self.w[(r + l) * E + i]), x[i], acc[l]);
+                        inline for (0..ilp) |l| acc[l] = @mulAdd(f64, common.weightF64(W, self.w[(r + l) * E + i]), x[i], acc[l]);
                     }
                     inline for (0..ilp) |l| self.logits[t * self.experts + r + l] = @floatCast(acc[l]);
                 }
@@ -62,7 +54,7 @@ fn LogitJob(comptime W: type) type {
                 for (0..self.tokens) |t| {
                     const x = self.x64 + t * E;
                     var acc: f64 = 0;
-                    for (0..E) |i| acc = acc + widenOne(W, self.w[r * E + i]) * x[i];
+                    for (0..E) |i| acc = acc + common.weightF64(W, self.w[r * E + i]) * x[i];
                     self.logits[t * self.experts + r] = @floatCast(acc);
                 }
             }
