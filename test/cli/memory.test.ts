@@ -20,12 +20,15 @@ describe.concurrent("presets and budgets", () => {
   test("a later option wins: --preset server --cache-gb 40, and the reverse", async () => {
     const a = await k3Async([tiny, ...prompt, "--gen", "1", "--out", "-", "--preset", "server", "--cache-gb", "40"]);
     expect(a.code).toBe(0);
-    expect(JSON.parse(a.stdout).plan.budgets).toMatchObject({ preset: "server", trunk_bytes: 110e9, cache_bytes: 40e9, auto: null });
-    expect(a.stderr).toContain("preset server (trunk 110 GB / expert cache 40 GB)");
+    const budgets = JSON.parse(a.stdout).plan.budgets;
+    expect(budgets).toMatchObject({ preset: "server", trunk_bytes: 110e9, cache_bytes: 40e9, auto: null });
+    // The banner is the contract here: it shows the budgets that won (the results' figures).
+    expect(a.stderr).toContain(`preset ${budgets.preset} (trunk ${budgets.trunk_bytes / 1e9} GB / expert cache ${budgets.cache_bytes / 1e9} GB)`);
     const b = await k3Async([tiny, ...prompt, "--gen", "1", "--out", "-", "--cache-gb", "40", "--preset", "server"]);
     expect(JSON.parse(b.stdout).plan.budgets).toMatchObject({ preset: "server", trunk_bytes: 110e9, cache_bytes: 13e9 });
   });
 
+  // The refusals' text is the contract: a refused run writes no results.
   test("an unknown preset is a usage error that lists the presets", async () => {
     const r = await k3Async([tiny, ...prompt, "--preset", "huge"]);
     expect(r.code).toBe(2);
@@ -80,6 +83,7 @@ describe.concurrent("presets and budgets", () => {
     for (const [i, argv] of argvs.entries()) expect([argv.join(" "), runs[i]!.code, runs[i]!.stderr]).toEqual([argv.join(" "), 2, line]);
     const preset = await presetRun;
     expect(preset.code).toBe(0);
+    // What it says it ignored is the contract (the results carry no such note).
     expect(preset.stderr).toContain("--preset without --trunk: the trunk is held resident, so only the preset's expert cache budget applies");
   });
 
@@ -92,7 +96,9 @@ describe.concurrent("presets and budgets", () => {
     expect([auto.trunk_bytes, auto.cache_bytes]).toEqual([trunk, cache]);
     // The tiny model's whole trunk fits, so auto gives it all (with the widen headroom) and the rest to the cache.
     expect(trunk + cache).toBeCloseTo(auto.available_bytes - auto.reserve_bytes, 0);
-    expect(r.stderr).toMatch(/auto budget: [\d.]+ GB available, [\d.]+ GB reserved -> trunk [\d.]+ GB \/ expert cache [\d.]+ GB/);
+    // "prints them": the line is the contract, its figures the results' (GB to two decimals).
+    const gb = (bytes: number) => (bytes / 1e9).toFixed(2);
+    expect(r.stderr).toContain(`auto budget: ${gb(auto.available_bytes)} GB available, ${gb(auto.reserve_bytes)} GB reserved -> trunk ${gb(trunk)} GB / expert cache ${gb(cache)} GB`);
     expect(results.generated_ids).toEqual(want.generated_ids.slice(0, 2));
   });
 
@@ -103,6 +109,7 @@ describe.concurrent("presets and budgets", () => {
     expect(memory.terms.map((t) => t.name)).toEqual(terms);
     expect(memory.terms.every((t) => t.bytes > 0)).toBe(true);
     expect(memory.total_bytes).toBe(memory.terms.reduce((sum, t) => sum + t.bytes, 0));
+    // "is printed": the text is the contract here (the figures are checked in the JSON above).
     for (const term of ["memory plan", ...terms, "TOTAL", "available"]) expect(r.stderr).toContain(term);
     expect(r.stderr.indexOf("memory plan")).toBeLessThan(r.stderr.indexOf("STEP"));
     expect(r.stderr).toContain("PEAK RSS for the whole run:");
@@ -136,6 +143,7 @@ describe.concurrent("the request ceiling: the model's context length, then the p
     const memory = JSON.parse(fits.stdout).plan.memory;
     expect(memory).toMatchObject({ positions: 16, context_length: 16, kv_bytes_per_position: 4 * (32 + 8) * 4 });
     expect(memory.terms.find((t: { name: string }) => t.name === "KV cache").bytes).toBe(16 * 4 * (32 + 8) * 4);
+    // Refused: no results, the line is the contract.
     const over = await k3Async([dir, "--ids", "1,2,3", "--gen", "13", "--out", "-"]);
     expect(over.code).toBe(2);
     expect(over.stdout).toBe("");
@@ -149,9 +157,6 @@ describe.concurrent("a routed expert that cannot be loaded", () => {
     const faults = Array.from({ length: 8 }, (_, e) => `1:${e}`).join(",");
     const r = await k3Async([tiny, ...prompt, "--gen", "2", "--out", "-"], { env: { K3_INJECT_EXPERT_FAULT: faults } });
     expect(r.code).toBe(4);
-    expect(r.stderr).toMatch(/EXPERT DROP: layer 1 expert \d failed to load; this token is CORRUPT \(.*file ends before the requested bytes/);
-    expect(r.stderr).toContain("RUN INVALID");
-    expect(r.stderr).toContain("The token ids above are CORRUPT.");
     const results = JSON.parse(r.stdout);
     expect(results.expert_drops).toBeGreaterThan(0);
     expect(results.drops).toHaveLength(results.expert_drops);
@@ -159,6 +164,12 @@ describe.concurrent("a routed expert that cannot be loaded", () => {
       expect(drop.layer).toBe(1);
       expect(drop.reason).toContain("file ends before the requested bytes");
     }
+    // The lines are the contract here (what a person sees as the tokens go bad), naming the results' drops.
+    const first = results.drops[0];
+    expect(r.stderr).toContain(`EXPERT DROP: layer ${first.layer} expert ${first.expert} failed to load; this token is CORRUPT (${first.reason})`);
+    expect(r.stderr).toContain("RUN INVALID");
+    expect(r.stderr).toContain("The token ids above are CORRUPT.");
+    expect(r.stderr).toContain(`  ${results.expert_drops} routed expert load(s) failed and were dropped from their MoE sums.`);
   });
 
   test("a malformed fault specification is refused", async () => {
@@ -188,6 +199,7 @@ describe.concurrent("--dump-cache-trace and k3 sim-cache", () => {
     }
   });
 
+  // A refusal: its line is the contract.
   test("--dump-cache-trace into a missing directory is refused", async () => {
     const r = await k3Async([tiny, ...prompt, "--dump-cache-trace", "/nonexistent/k3-trace"]);
     expect(r.code).toBe(2);
