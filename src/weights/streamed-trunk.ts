@@ -172,6 +172,7 @@ export class StreamedTrunk implements Trunk {
   #ring: Ring | undefined;
   /** The layer last handed out (in use until the next call), and the one being read ahead. */
   #current: Placed | undefined;
+  #closed = false;
   #next: Placed | undefined;
   readonly #verified = new Set<number>();
   readonly #warnings: string[];
@@ -215,6 +216,7 @@ export class StreamedTrunk implements Trunk {
   }
 
   layer(layer: number): LayerWeights {
+    if (this.#closed) throw new Error(`${this.#file.path}: layer ${layer} asked of a closed trunk`);
     this.stats.binds++;
     const weights = layer < this.plan.pinned ? this.#pinnedLayer(layer) : this.#ringLayer(layer);
     this.#prefetch(layer);
@@ -346,6 +348,8 @@ export class StreamedTrunk implements Trunk {
   }
 
   close(): void {
+    if (this.#closed) return;
+    this.#closed = true;
     this.#abandon();
     if (this.#ring) {
       this.#ring.buffer.free();
@@ -356,6 +360,9 @@ export class StreamedTrunk implements Trunk {
       buffer.free();
       arena.free();
     }
+    // nothing may hand out a view of the memory just freed
+    this.#pinned.clear();
+    this.#current = undefined;
     this.#file.close();
   }
 }

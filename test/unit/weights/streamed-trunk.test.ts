@@ -360,6 +360,9 @@ describe("close", () => {
       });
       expect(live.length).toBe(0);
       if (existsSync("/proc/self/fd")) expect(openFiles()).not.toContain(join(pack, trunkBinName));
+      // a pinned layer's view would point into freed memory: a closed trunk hands out nothing
+      expect(() => trunk.layer(0)).toThrow(/closed trunk/);
+      expect(() => trunk.layer(P)).toThrow(/closed trunk/);
     } finally {
       allocate.mockRestore();
     }
