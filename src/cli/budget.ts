@@ -6,7 +6,7 @@
  */
 import { envValue } from "../env.ts";
 import { ExitCode, usageError } from "../errors.ts";
-import { budgetCensus, ranges, tensorBudget, tensorClasses, type TensorBudget } from "../ops/tensor-budget.ts";
+import { budgetCensus, ranges, tensorBudget, tensorClasses, type TensorBudget } from "../doctor/tensor-budget.ts";
 import { mxfp4BytesPerWeight, tokenCensus } from "../plan/forecast.ts";
 import { emit } from "../report/log.ts";
 import { formatBytes } from "../units.ts";

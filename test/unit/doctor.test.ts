@@ -4,11 +4,11 @@
  * classes of `k3 budget`, and the forecast's byte census and arithmetic (src/plan/forecast.ts).
  */
 import { describe, expect, test } from "bun:test";
-import { cannotRun, presetThresholds, recommendPreset } from "../../src/ops/doctor.ts";
-import { releaseCensus } from "../../src/ops/release-shards.ts";
+import { cannotRun, presetThresholds, recommendPreset } from "../../src/doctor/doctor.ts";
+import { releaseCensus } from "../../src/fetch/release-shards.ts";
 import { expertReadsInFlight, forecast, tokenCensus, type MeasuredRates } from "../../src/plan/forecast.ts";
-import { cpuFacts, cpuFlags, gibTruncated, memoryFacts } from "../../src/ops/machine.ts";
-import { classifyTensor, ranges } from "../../src/ops/tensor-budget.ts";
+import { cpuFacts, cpuFlags, gibTruncated, memoryFacts } from "../../src/doctor/machine.ts";
+import { classifyTensor, ranges } from "../../src/doctor/tensor-budget.ts";
 import { findPreset } from "../../src/plan/presets.ts";
 import { classifyName } from "../support/tensor-classes.ts";
 

@@ -12,7 +12,7 @@ import {
   HubResponseError, hubResponseParsers, joinTreePages, parseContentLength, parseContentRange, parseNextLink,
   parseRetryAfterSeconds, parseRevisionInfo, parseTreePage, unsafePathReason,
 } from "../../src/hub/hub-response.ts";
-import { parseDownloadRecord } from "../../src/ops/download-record.ts";
+import { parseDownloadRecord } from "../../src/fetch/download-record.ts";
 import { pseudoRandomBytes } from "../support/fake-hub.ts";
 
 const sha = "0123456789abcdef0123456789abcdef01234567";

@@ -1,12 +1,12 @@
 /**
- * The release's per-shard table (src/ops/release-shards.ts) against the spec's run-length table
+ * The release's per-shard table (src/fetch/release-shards.ts) against the spec's run-length table
  * (runtime.md 11.2), derived here independently: 96 entries, the names, every size, the total.
  * Also the --include/--exclude patterns the downloader selects shards with.
  */
 import { describe, expect, test } from "bun:test";
 import { K3Error } from "../../src/errors.ts";
-import { addPatterns, emptySelection, isSelected, compilePattern } from "../../src/ops/file-patterns.ts";
-import { releaseShardCount, releaseShards, releaseTotalBytes } from "../../src/ops/release-shards.ts";
+import { addPatterns, emptySelection, isSelected, compilePattern } from "../../src/fetch/file-patterns.ts";
+import { releaseShardCount, releaseShards, releaseTotalBytes } from "../../src/fetch/release-shards.ts";
 
 /** runtime.md 11.2, row by row. */
 function specSize(index: number): number {

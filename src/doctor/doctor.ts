@@ -33,7 +33,7 @@ import { measureCodec } from "./codec-probe.ts";
 import { expertReadBytes, measureFile, measureSequential, prepareReaders, type DeviceMeasurement, type SequentialMeasurement } from "./device-bandwidth.ts";
 import { measureMachineSpeed, type MachineSpeed } from "./machine-speed.ts";
 import { cpuFacts, freeBytes, gibTruncated, memoryFacts, type CpuFacts } from "./machine.ts";
-import { releaseCensus, releaseShards, releaseTotalBytes } from "./release-shards.ts";
+import { releaseCensus, releaseShards, releaseTotalBytes } from "../fetch/release-shards.ts";
 import { budgetCensus, tensorBudget } from "./tensor-budget.ts";
 
 /** RAM-to-preset thresholds, keyed on MemAvailable in GiB (runtime.md 11.1). */

@@ -9,7 +9,7 @@
  *      holds it;
  *   4. with --hash, the sha256 of every file against the record `k3 download` wrote.
  *
- * The table is the release's (src/ops/release-shards.ts), unless the download record says the
+ * The table is the release's (src/fetch/release-shards.ts), unless the download record says the
  * directory is another repository; then the record's listing is the table. Shards the download
  * left out on purpose (--exclude) are reported as left out, not as missing.
  */
