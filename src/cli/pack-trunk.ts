@@ -11,7 +11,7 @@ import { log } from "../report/log.ts";
 import { formatBytes } from "../units.ts";
 import { TensorReader } from "../weights/tensor-reader.ts";
 import { trunkBinName, trunkJsonName } from "../weights/trunk-file.ts";
-import { packTrunk } from "../weights/trunk-pack.ts";
+import { packTrunk } from "../offline/trunk-pack.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
 import { checkLayers, configOption, helpOption, layersOption } from "./common-options.ts";
 import { parseCommandArgs, usageText, type CommandInfo } from "./usage.ts";

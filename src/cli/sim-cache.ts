@@ -5,7 +5,7 @@
  */
 import { argumentName, ExitCode, quoteArgument, usageError } from "../errors.ts";
 import { emit } from "../report/log.ts";
-import { replayAll, prepareReplay, reuseCount, type ReplayRow, type ReplayTrace } from "../weights/cache-sim.ts";
+import { replayAll, prepareReplay, reuseCount, type ReplayRow, type ReplayTrace } from "../offline/cache-sim.ts";
 import { maxTraceRequests, readTraceFile, type ExpertTrace } from "../weights/expert-trace.ts";
 import { findInfoFlag, parseInteger, parseOptions, type OptionDef, type PositionalDef } from "./args.ts";
 import { helpOption } from "./common-options.ts";

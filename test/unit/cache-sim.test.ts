@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { prepareReplay, replayAll, replayBelady, replayLru, replayPinLru, reuseCount } from "../../src/weights/cache-sim.ts";
+import { prepareReplay, replayAll, replayBelady, replayLru, replayPinLru, reuseCount } from "../../src/offline/cache-sim.ts";
 import {
   decodeTrace, dumpCacheTrace, encodeTrace, ExpertTraceRecorder, readTraceFile, traceIdLimit, traceWrittenLine, writeTraceFile,
 } from "../../src/weights/expert-trace.ts";

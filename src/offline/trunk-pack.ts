@@ -13,12 +13,12 @@ import { commitAll, errnoReason, stageBytes, stageWrite, writeFully, type Staged
 import { allocAlignment, NativeBuffer, u8View } from "../native/memory.ts";
 import { blockCount, codeBound, decodeBlocks, encodeLayer, trunkEntryBytes } from "../native/trunk-code.ts";
 import { stopIfSignalled } from "../native/signals.ts";
-import type { TensorReader } from "./tensor-reader.ts";
+import type { TensorReader } from "../weights/tensor-reader.ts";
 import {
   alignUp, defaultCodecBlockBytes, hashChunkBytes, hashSeed, layerHash, layerSource, readTrunkManifest, recordedRun, tableHash, trunkBinName, trunkCodecName, trunkFormatVersion, trunkJsonName,
   type PackedLayer, type TrunkCodec, type TrunkManifest,
-} from "./trunk-file.ts";
-import { layerLayout, packRefusal } from "./trunk-layout.ts";
+} from "../weights/trunk-file.ts";
+import { layerLayout, packRefusal } from "../weights/trunk-layout.ts";
 
 export interface PackProgress {
   layersDone: number;

@@ -14,11 +14,11 @@ import { writeAtomically, writeFileAtomically, writeFully } from "../fs.ts";
 import { DirectFile, readCapacity } from "../native/file.ts";
 import { i8rRowBytes, quantizeI8r } from "../native/kernels.ts";
 import { allocAlignment, NativeBuffer, offsetPointer } from "../native/memory.ts";
-import { isMatrixSpec } from "./bind.ts";
+import { isMatrixSpec } from "../weights/bind.ts";
 import {
   alignUp, checkLayerBytes, hashChunkBytes, hashSeed, readTrunkManifest, trunkBinName, trunkFormatVersion, trunkJsonName,
   type PackedLayer, type TrunkManifest,
-} from "./trunk-file.ts";
+} from "../weights/trunk-file.ts";
 import { removeStaleTemporaries, verifyPack } from "./trunk-pack.ts";
 
 /** Tensors inside a quantised run start at this boundary (the f32 scale of row 0 is aligned). */
