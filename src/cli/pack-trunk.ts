@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { loadConfig } from "../checkpoint/config.ts";
 import { indexCheckpoint } from "../checkpoint/safetensors.ts";
 import { envValue } from "../env.ts";
-import { watchSignals } from "../engine/signals.ts";
+import { watchSignals } from "../native/signals.ts";
 import { ExitCode, usageError } from "../errors.ts";
 import { checkOutputDir, checkOutputFile } from "../fs.ts";
 import { log } from "../report/log.ts";
