@@ -22,7 +22,7 @@ import { DirectFile, readCapacity } from "../src/native/file.ts";
 import { initPool } from "../src/native/kernels.ts";
 import { NativeBuffer } from "../src/native/memory.ts";
 import { blockCount, trunkEntryBytes } from "../src/native/trunk-code.ts";
-import { measureCode, timeDecode } from "../src/ops/codec-probe.ts";
+import { measureCode, timeDecode } from "../src/doctor/codec-probe.ts";
 import { planCompressedTrunk, planTrunk } from "../src/plan/trunk-plan.ts";
 import { stagingPiece } from "../src/weights/compressed-trunk.ts";
 import { openPackedTrunk } from "../src/weights/streamed-trunk.ts";

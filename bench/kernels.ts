@@ -22,7 +22,7 @@
 import { availableParallelism, loadavg } from "node:os";
 import { f32View, NativeBuffer, offsetPointer } from "../src/native/memory.ts";
 import { availableIsas, initPool, isaInUse, matmul, matmulMxfp4, memReadSum, setIsa, type F32Ref } from "../src/native/kernels.ts";
-import { fillRandom, fmaPeakFlops } from "../src/ops/machine-speed.ts";
+import { fillRandom, fmaPeakFlops } from "../src/doctor/machine-speed.ts";
 import { benchCeiling, ceilingReport } from "./ceiling.ts";
 
 const GB = 1e9;

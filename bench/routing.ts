@@ -15,7 +15,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { loadavg } from "node:os";
 import { loadConfig } from "../src/checkpoint/config.ts";
-import { prepareReplay, replayBelady, replayLru } from "../src/weights/cache-sim.ts";
+import { prepareReplay, replayBelady, replayLru } from "../src/offline/cache-sim.ts";
 import { readTraceFile } from "../src/weights/expert-trace.ts";
 import { expectation, fixturesDir, modelDir } from "../test/support/fixtures.ts";
 import { k3 } from "../test/support/k3.ts";

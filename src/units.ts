@@ -17,3 +17,9 @@ export function formatBytes(bytes: number): string {
 
 export const gbToBytes = (gb: number): number => gb * bytesPerGb;
 export const bytesToGb = (bytes: number): number => bytes / bytesPerGb;
+
+/** Bytes as GB with two decimals, without the unit: the figure beside "GB" in every message. */
+export const formatGb = (bytes: number): string => bytesToGb(bytes).toFixed(2);
+
+/** A budget as people gave it in GB: no trailing zeros, no float noise (0.31, not 0.31000000000000005). */
+export const budgetGb = (bytes: number): string => String(Number(bytesToGb(bytes).toPrecision(12)));

@@ -23,7 +23,7 @@ process.env.K3_SAFE_NATIVE = "1";
 // test models are so small that a second thread's spin-wait costs more than its share of the work
 // (a --recompute run of tiny13 takes 2-4x as long on two threads here), and tests that run
 // processes side by side would each spin against the other. Results are the same bits at every
-// thread count; the tests of that name their counts: test/unit/kernels*.test.ts (1-3 threads per
+// thread count; the tests of that name their counts: test/unit/native/kernels*.test.ts (1-3 threads per
 // kernel), the oracle gate (1-3 threads through dist/k3), test/cli/sampling.test.ts (2 threads).
 process.env.K3_THREADS ??= "1";
 removeStaleTestRoots();

@@ -1,8 +1,10 @@
-//! The exported C ABI of libk3: the only file with `export fn`.
+//! The exported C ABI of libk3: the only file with `export fn`, and where the kernels' exports
+//! are derived (one per zig/kernels/table.zig `entries` declaration; zig/abi_gen.zig writes
+//! their bun:ffi declarations, so nothing mirrors them by hand).
 //!
 //! Every function here is thin: it checks its arguments and calls into zig/io or zig/kernels.
-//! src/native/abi.ts mirrors this file one to one (functions and shared constants);
-//! test/unit/abi.test.ts compares the two, so change both together.
+//! src/native/abi.ts mirrors the rest of this file one to one (functions and shared constants);
+//! test/unit/native/abi.test.ts compares the two, so change both together.
 //!
 //! Conventions:
 //! - Status codes are i32: 0 is success, a negative value is an error. Values in

@@ -6,10 +6,11 @@
  */
 import { envValue } from "../env.ts";
 import { ExitCode, usageError } from "../errors.ts";
-import { budgetCensus, ranges, tensorBudget, tensorClasses, type TensorBudget } from "../ops/tensor-budget.ts";
+import { budgetCensus, ranges, tensorBudget, tensorClasses, type TensorBudget } from "../doctor/tensor-budget.ts";
 import { mxfp4BytesPerWeight, tokenCensus } from "../plan/forecast.ts";
 import { emit } from "../report/log.ts";
 import { formatBytes } from "../units.ts";
+import { percentText } from "../report/format.ts";
 import type { OptionDef } from "./args.ts";
 import { helpOption } from "./common-options.ts";
 import { parseCommandArgs, usageText, type CommandInfo } from "./usage.ts";
@@ -26,7 +27,6 @@ const command: CommandInfo<Record<string, never>> = {
   options: [helpOption as OptionDef<Record<string, never>>],
 };
 
-const pct = (part: number, whole: number) => (whole > 0 ? `${((100 * part) / whole).toFixed(2)}%` : "-");
 
 export function budgetReport(b: TensorBudget): string {
   const lines: string[] = [];
@@ -37,7 +37,7 @@ export function budgetReport(b: TensorBudget): string {
   for (const c of tensorClasses) {
     const t = b.byClass.get(c.name);
     if (!t) continue;
-    lines.push(`  ${c.name.padEnd(24)} ${String(t.tensors).padStart(8)} ${String(t.bytes).padStart(16)}  ${formatBytes(t.bytes).padEnd(10)}  ${pct(t.bytes, b.bytes)}  ${c.residency}`);
+    lines.push(`  ${c.name.padEnd(24)} ${String(t.tensors).padStart(8)} ${String(t.bytes).padStart(16)}  ${formatBytes(t.bytes).padEnd(10)}  ${percentText(t.bytes, b.bytes)}  ${c.residency}`);
   }
   lines.push("", "  per dtype:");
   for (const [dtype, t] of [...b.byDtype].sort((x, y) => y[1].bytes - x[1].bytes)) {
@@ -55,7 +55,7 @@ export function budgetReport(b: TensorBudget): string {
     for (const gb of cacheSizesGb) {
       const slots = Math.floor((gb * 1e9) / expertBytes);
       const held = Math.min(slots, b.routedExperts);
-      lines.push(`    ${`${gb} GB`.padStart(7)}: ${String(slots).padStart(9)} experts (${pct(held, b.routedExperts)} of the ${b.routedExperts})`);
+      lines.push(`    ${`${gb} GB`.padStart(7)}: ${String(slots).padStart(9)} experts (${percentText(held, b.routedExperts)} of the ${b.routedExperts})`);
     }
   }
   lines.push(...tokenBytesLines(b));
@@ -84,9 +84,8 @@ function tokenBytesLines(b: TensorBudget): string[] {
   if (!model) return [];
   const largest = Math.max(...b.trunkLayers.map((l) => l.bytes - l.bf16MatrixBytes * (1 - assumedBf16StoredShare)));
   const compressed = { share: assumedBf16StoredShare, piece: stagingPiece(largest) };
-  const gb = formatBytes;
   const lines = [
-    "", `  per token from disk (trunk not pinned + the misses of ${model.expertsPerToken} x ${model.moeLayers} routed experts, ${gb(model.expertsPerToken * model.moeLayers * model.expertBytes)} in all):`,
+    "", `  per token from disk (trunk not pinned + the misses of ${model.expertsPerToken} x ${model.moeLayers} routed experts, ${formatBytes(model.expertsPerToken * model.moeLayers * model.expertBytes)} in all):`,
     `    experts: routing spread evenly, so a cache of S slots serves S/${model.routedExperts} of the picks; seconds on this machine: k3 doctor ${b.dir} --preset <name>`,
     `    compressed assumes bf16 matrices stored in ${(100 * assumedBf16StoredShare).toFixed(1)}% (K3-width, normal weights; pack-trunk --compress prints a real trunk's)`,
   ];
@@ -99,8 +98,8 @@ function tokenBytesLines(b: TensorBudget): string[] {
     const packed = tokenBytes(b.trunkLayers, budget.trunkBytes, plain.expertDiskBytes, compressed);
     const ratio = plainBytes > 0 ? `${(packed.totalBytes / plainBytes).toFixed(2)}x` : "1.00x";
     lines.push(
-      `    ${name.padEnd(12)} (--trunk-gb ${preset.trunkGb}): plain ${gb(plainBytes)} (${plain.pinnedLayers} layers pinned, trunk ${gb(plain.trunkDiskBytes)}, experts ${(100 * plain.expertHitShare).toFixed(1)}% cached); ` +
-        `compressed ${gb(packed.totalBytes)} (${packed.pinnedLayers} pinned, trunk ${gb(packed.trunkBytes)}): ${ratio}`,
+      `    ${name.padEnd(12)} (--trunk-gb ${preset.trunkGb}): plain ${formatBytes(plainBytes)} (${plain.pinnedLayers} layers pinned, trunk ${formatBytes(plain.trunkDiskBytes)}, experts ${(100 * plain.expertHitShare).toFixed(1)}% cached); ` +
+        `compressed ${formatBytes(packed.totalBytes)} (${packed.pinnedLayers} pinned, trunk ${formatBytes(packed.trunkBytes)}): ${ratio}`,
     );
   }
   return lines;

@@ -13,7 +13,7 @@ import { budgetRequest, type BudgetAction, type BudgetRequest } from "../plan/bu
 import { defaultPrefillChunk, maxGeneratedTokens, maxPositions } from "../plan/limits.ts";
 import { recurrentStateBytes } from "../plan/memory-plan.ts";
 import { log } from "../report/log.ts";
-import { formatBytes } from "../report/format.ts";
+import { formatBytes } from "../units.ts";
 import { hybridBanner, speculationBanner } from "../report/run-report.ts";
 import type { ConversationOptions } from "../session/conversation.ts";
 import { loadTokenizer, type Tokenizer } from "../tokenizer/index.ts";

@@ -14,7 +14,7 @@ import { ExitCode, quoteArgument, usageError } from "../errors.ts";
 import { readOrFail, writeAtomically } from "../fs.ts";
 import { inputLimits } from "../input-limits.ts";
 import { JsonSyntaxError, parseJsonData } from "../json.ts";
-import { formatBytes } from "../report/format.ts";
+import { formatBytes } from "../units.ts";
 import { emit, log } from "../report/log.ts";
 import { visibleText } from "../report/visible-text.ts";
 import { statsOf, usageOf } from "../serve/turn-stats.ts";

@@ -9,7 +9,7 @@ import { samplingDefaults } from "../decode/sampling-options.ts";
 import { budgetRequest } from "../plan/budget.ts";
 import { defaultPrefillChunk } from "../plan/limits.ts";
 import { ExitCode } from "../errors.ts";
-import { watchSignals } from "../engine/signals.ts";
+import { watchSignals } from "../native/signals.ts";
 import { emit, log } from "../report/log.ts";
 import { visibleText } from "../report/visible-text.ts";
 import { parseInteger, type OptionDef } from "./args.ts";

@@ -3,7 +3,7 @@
  * and 16 on each file, in MB/s. The table is the command's data, on stdout.
  */
 import { ExitCode, usageError } from "../errors.ts";
-import { defaultDepths, defaultReads, expertReadBytes, measureFile, prepareReaders } from "../ops/device-bandwidth.ts";
+import { defaultDepths, defaultReads, expertReadBytes, measureFile, prepareReaders } from "../doctor/device-bandwidth.ts";
 import { emit } from "../report/log.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
 import { helpOption } from "./common-options.ts";

@@ -1,12 +1,12 @@
 /**
  * `k3 doctor [model_dir] [--trunk DIR] [--preset P | --trunk-gb X --cache-gb Y] [--json]`: can
  * this machine run Kimi K3, how fast will it be here, and the exact next command
- * (src/ops/doctor.ts). The report is the command's data, on stdout: text, or one JSON object
+ * (src/doctor/doctor.ts). The report is the command's data, on stdout: text, or one JSON object
  * with `--json`. Exit 0 unless the machine cannot run k3 at all.
  */
 import { ExitCode } from "../errors.ts";
 import type { BudgetAction } from "../plan/budget.ts";
-import { runDoctor } from "../ops/doctor.ts";
+import { runDoctor } from "../doctor/doctor.ts";
 import { emit } from "../report/log.ts";
 import type { OptionDef } from "./args.ts";
 import { helpOption, requirePath } from "./common-options.ts";

@@ -1,6 +1,6 @@
 /**
  * `k3 download <dest_dir>`: the checkpoint from the Hub, pinned to one commit, every file's size
- * and hash checked before it gets its name, resumable (src/ops/download.ts). HF_TOKEN is read
+ * and hash checked before it gets its name, resumable (src/fetch/download.ts). HF_TOKEN is read
  * from the environment and sent only to the Hub; K3_HUB_URL points at a mirror.
  */
 import { join } from "node:path";
@@ -8,9 +8,9 @@ import { envValue } from "../env.ts";
 import { ExitCode, K3Error, usageError, type ExitCodeValue } from "../errors.ts";
 import { checkRepoId, checkRevision, mayCarryToken, parseHubEndpoint, releaseRepo } from "../hub/hub-endpoint.ts";
 import { defaultRetryPolicy } from "../hub/hub-http.ts";
-import { defaultStallSeconds, defaultWorkers, Downloader, maxWorkers } from "../ops/download.ts";
-import { downloadRecordName } from "../ops/download-record.ts";
-import { addPatterns, emptySelection, type FileSelection } from "../ops/file-patterns.ts";
+import { defaultStallSeconds, defaultWorkers, Downloader, maxWorkers } from "../fetch/download.ts";
+import { downloadRecordName } from "../fetch/download-record.ts";
+import { addPatterns, emptySelection, type FileSelection } from "../fetch/file-patterns.ts";
 import { log } from "../report/log.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
 import { helpOption } from "./common-options.ts";

@@ -19,8 +19,8 @@ const runUsage = () => usageText(runCommand, subcommands);
 
 /** The version, and the kernel variant libk3 chose on this machine (loading it to ask). */
 async function versionText(): Promise<string> {
-  const { kernelsInUse } = await import("../engine/kernels.ts");
-  return `k3 ${version}\n${kernelsVersionLine(kernelsInUse())}\n`;
+  const { kernelVariant } = await import("../native/kernels.ts");
+  return `k3 ${version}\n${kernelsVersionLine(kernelVariant())}\n`;
 }
 
 /** `k3 <model_dir> ...`: the info flags are answered before anything else is checked. */

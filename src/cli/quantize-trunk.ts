@@ -3,7 +3,7 @@ import { ExitCode, usageError } from "../errors.ts";
 import { log } from "../report/log.ts";
 import { formatBytes } from "../units.ts";
 import { trunkBinName, trunkJsonName } from "../weights/trunk-file.ts";
-import { quantizeTrunk } from "../weights/trunk-quantize.ts";
+import { quantizeTrunk } from "../offline/trunk-quantize.ts";
 import type { OptionDef } from "./args.ts";
 import { helpOption } from "./common-options.ts";
 import { parseCommandArgs, usageText, type CommandInfo } from "./usage.ts";

@@ -8,7 +8,7 @@
 import type { ModelConfig } from "../checkpoint/config.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import { generateEach, type EachResult } from "../engine/generate-each.ts";
-import { stopIfSignalled } from "../engine/signals.ts";
+import { stopIfSignalled } from "../native/signals.ts";
 import { ExitCode, usageError, type ExitCodeValue } from "../errors.ts";
 import { readOrFail, writeAtomically } from "../fs.ts";
 import { inputLimits } from "../input-limits.ts";

@@ -3,7 +3,7 @@ import { join, resolve } from "node:path";
 import { loadConfig } from "../checkpoint/config.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import type { RunResult } from "../engine/result.ts";
-import { stopIfSignalled, watchSignals } from "../engine/signals.ts";
+import { stopIfSignalled, watchSignals } from "../native/signals.ts";
 import { resultJson } from "../report/results.ts";
 import { ExitCode, argumentName, usageError } from "../errors.ts";
 import { checkOutputDir, checkOutputFile, commitAll, outputTarget, stageBytes, type StagedWrite } from "../fs.ts";

@@ -4,9 +4,11 @@
  * a long run pays for it. The whole report is the command's data and goes to stdout.
  */
 import { argumentName, ExitCode, quoteArgument, usageError } from "../errors.ts";
+import { percentText } from "../report/format.ts";
 import { emit } from "../report/log.ts";
-import { replayAll, prepareReplay, reuseCount, type ReplayRow, type ReplayTrace } from "../weights/cache-sim.ts";
+import { replayAll, prepareReplay, reuseCount, type ReplayRow, type ReplayTrace } from "../offline/cache-sim.ts";
 import { maxTraceRequests, readTraceFile, type ExpertTrace } from "../weights/expert-trace.ts";
+import { formatGb } from "../units.ts";
 import { findInfoFlag, parseInteger, parseOptions, type OptionDef, type PositionalDef } from "./args.ts";
 import { helpOption } from "./common-options.ts";
 import { usageText, type CommandInfo } from "./usage.ts";
@@ -125,8 +127,6 @@ export function parseSimCacheArgs(args: readonly string[]): SimCacheOptions {
   return options;
 }
 
-const percent = (part: number, whole: number) => `${((100 * part) / whole).toFixed(2)}%`;
-const gb = (bytes: number) => (bytes / 1e9).toFixed(2);
 
 interface TraceFacts {
   trace: ReplayTrace;
@@ -170,11 +170,11 @@ function header(facts: TraceFacts, expertBytes: number): string {
   return [
     `trace: ${requests} requests, ${trace.distinct} distinct experts, ${facts.tokensText} token(s)`,
     `  tokens   : ${facts.tokensNote}`,
-    `  distinct : ${trace.distinct} of the ${k3RoutedExperts} routed experts of K3 (${percent(trace.distinct, k3RoutedExperts)})`,
+    `  distinct : ${trace.distinct} of the ${k3RoutedExperts} routed experts of K3 (${percentText(trace.distinct, k3RoutedExperts)})`,
     `  uncached : ${Number.isInteger(perToken) ? perToken : perToken.toFixed(1)} reads x ${(expertBytes / 1e6).toFixed(2)} MB ` +
-      `= ${gb(perToken * expertBytes)} GB per token if nothing were cached`,
+      `= ${formatGb(perToken * expertBytes)} GB per token if nothing were cached`,
     `  hottest  : ${hottest.join("  ")}`,
-    `  reuse    : ${reuse} of ${requests} requests (${percent(reuse, requests)}) repeat an earlier key`,
+    `  reuse    : ${reuse} of ${requests} requests (${percentText(reuse, requests)}) repeat an earlier key`,
     "",
   ].join("\n");
 }
@@ -188,7 +188,7 @@ function planRows(options: SimCacheOptions): { rows: PlannedRow[]; skipped: Plan
   const planned = options.capacities.map((c): PlannedRow =>
     c.unit === "GB"
       ? { label: `${c.value} GB`, slots: Math.floor((c.value * 1e9) / options.expertBytes) }
-      : { label: `${gb(c.value * options.expertBytes)} GB`, slots: c.value },
+      : { label: `${formatGb(c.value * options.expertBytes)} GB`, slots: c.value },
   );
   return { rows: planned.filter((r) => r.slots >= minCacheSlots), skipped: planned.filter((r) => r.slots < minCacheSlots) };
 }
@@ -208,9 +208,9 @@ function rowCells(row: ReplayRow, label: string, facts: TraceFacts, options: Sim
   return [
     label,
     String(row.slots),
-    percent(row.lru.hits, facts.requests),
-    percent(row.belady.hits, facts.requests),
-    percent(row.pinLru.hits, facts.requests),
+    percentText(row.lru.hits, facts.requests),
+    percentText(row.belady.hits, facts.requests),
+    percentText(row.pinLru.hits, facts.requests),
     readGbPerToken.toFixed(2),
     ((readGbPerToken * 1000) / options.diskMbs).toFixed(2),
   ];
@@ -219,8 +219,8 @@ function rowCells(row: ReplayRow, label: string, facts: TraceFacts, options: Sim
 function footer(facts: TraceFacts, expertBytes: number, skipped: readonly PlannedRow[]): string {
   const { trace, requests } = facts;
   const lines = [
-    `compulsory misses: ${trace.distinct} (one per distinct expert); no policy at any size hits more than ${percent(reuseCount(trace), requests)}`,
-    `every expert touched: ${gb(trace.distinct * expertBytes)} GB; the whole pool: ${gb(k3RoutedExperts * expertBytes)} GB`,
+    `compulsory misses: ${trace.distinct} (one per distinct expert); no policy at any size hits more than ${percentText(reuseCount(trace), requests)}`,
+    `every expert touched: ${formatGb(trace.distinct * expertBytes)} GB; the whole pool: ${formatGb(k3RoutedExperts * expertBytes)} GB`,
   ];
   if (skipped.length > 0) {
     const list = skipped.map((r) => `${r.label} (${r.slots} slots)`).join(", ");

@@ -1,13 +1,13 @@
 /**
  * `k3 verify <model_dir> [--hash]`: the directory against the release's per-shard table (or its
  * download record's listing), headers and tensors, and with --hash every file's sha256 against
- * the record (src/ops/verify.ts). The report is the command's data, on stdout; exit 0 only on a
+ * the record (src/fetch/verify.ts). The report is the command's data, on stdout; exit 0 only on a
  * byte-exact match.
  */
 import { existsSync, statSync } from "node:fs";
 import { ExitCode, runtimeError, usageError } from "../errors.ts";
 import { emit } from "../report/log.ts";
-import { verifyModel } from "../ops/verify.ts";
+import { verifyModel } from "../fetch/verify.ts";
 import type { OptionDef } from "./args.ts";
 import { helpOption } from "./common-options.ts";
 import { parseCommandArgs, usageText, type CommandInfo } from "./usage.ts";

@@ -12,14 +12,13 @@ import { indexCheckpoint, type CheckpointIndex } from "../checkpoint/safetensors
 import { modelTensors, tensorList } from "../checkpoint/tensor-names.ts";
 import { Model } from "../model/forward.ts";
 import { readCapacity, setBufferedFallbackReporter } from "../native/file.ts";
-import { badScaleBytes, threadsFromEnv } from "../native/kernels.ts";
+import { badScaleBytes, kernelVariant, threadsFromEnv, type KernelVariant } from "../native/kernels.ts";
 import type { DecodeMode } from "../decode/loop.ts";
 import { ExitCode, K3Error, usageError } from "../errors.ts";
 import { formatBytes } from "../units.ts";
 import { readMemory, resolveBudgets, trunkBudgetGiven, type BudgetRequest, type Budgets } from "../plan/budget.ts";
 import { checkKvFits, checkPlanFits, memoryPlan, recurrentSlotBytes, sequencesFitting, type MemoryPlan, type PlanInputs } from "../plan/memory-plan.ts";
 import { planCompressedTrunk, planTrunk, type CompressedTrunkPlan, type TrunkPlan } from "../plan/trunk-plan.ts";
-import { kernelsInUse, type KernelVariant } from "./kernels.ts";
 import { checkBindable, vectorBytes } from "../weights/bind.ts";
 import { CacheOnlyExperts } from "../weights/cache-only-experts.ts";
 import { openDraftTrunk } from "../weights/draft-trunk.ts";
@@ -205,7 +204,7 @@ export function openEngine(request: EngineRequest, events: EngineEvents = {}): E
   const openedAt = performance.now();
   const { config, layerCount } = request;
   threadsFromEnv(); // a bad K3_THREADS is a usage error before anything is loaded
-  const kernels = kernelsInUse(); // and a K3_ISA this CPU lacks is refused before anything is read
+  const kernels = kernelVariant(); // and a K3_ISA this CPU lacks is refused before anything is read
   setBufferedFallbackReporter(events.onBufferedFallback ?? (() => {}));
   const warn = events.onWarning ?? (() => {});
   if (request.budgets.ultraLowMemory && !request.trunkDir) {

@@ -45,7 +45,6 @@ export interface MlaSegment extends Segment {
 /** `width` floats a row, the segment's rows. */
 const part = (x: F32, s: Segment, width: number): F32 => x.sub(s.start * width, s.rows * width);
 
-/** An expert's six tensor addresses, as the routed-expert kernel takes them. */
 /**
  * model.md 6.6. `x` is the normalised input [tokens][E]; returns [tokens][E]. With a segment's
  * `record`, what its conv histories and recurrence consume is kept there, so a prefix of its

@@ -4,7 +4,7 @@
  * elementwise operator codes. What is written here mirrors zig/abi.zig by hand: every `export
  * fn` of its own (same names, same order, same argument order and FFI types) and every
  * constant both sides must agree on. Each constant's comment names the Zig declaration it
- * mirrors ("Mirrors zig/… `name`"); test/unit/abi.test.ts reads those names, parses the Zig
+ * mirrors ("Mirrors zig/… `name`"); test/unit/native/abi.test.ts reads those names, parses the Zig
  * files and fails on any difference, so a change on one side only cannot pass the tests.
  */
 import { FFIType } from "bun:ffi";

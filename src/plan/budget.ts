@@ -6,7 +6,7 @@
  */
 import { readFileSync } from "node:fs";
 import { usageError } from "../errors.ts";
-import { bytesToGb, gbToBytes } from "../units.ts";
+import { bytesToGb, formatGb, gbToBytes } from "../units.ts";
 import { findPreset, presets } from "./presets.ts";
 
 export const defaultTrunkBytes = gbToBytes(16);
@@ -89,7 +89,6 @@ export function readMemory(meminfo?: string): MemoryFacts | undefined {
   return availableBytes === undefined ? undefined : { availableBytes, totalBytes: kb("MemTotal") };
 }
 
-const gb = (bytes: number) => bytesToGb(bytes).toFixed(2);
 
 /** runtime.md 2.3, with the released model's constants replaced by this model's sizes. */
 export function autoBudget(memory: MemoryFacts, sizes: ModelSizes): AutoBudget {
@@ -99,7 +98,7 @@ export function autoBudget(memory: MemoryFacts, sizes: ModelSizes): AutoBudget {
   const usable = available - reserve;
   if (usable < k.slotMinBytes + k.cacheMinBytes) {
     throw usageError(
-      `--preset auto: ${gb(usable)} GB usable (${gb(available)} GB available - ${gb(reserve)} GB reserved) ` +
+      `--preset auto: ${formatGb(usable)} GB usable (${formatGb(available)} GB available - ${formatGb(reserve)} GB reserved) ` +
         `is below the ${bytesToGb(k.slotMinBytes + k.cacheMinBytes).toFixed(1)} GB floor; give --trunk-gb and --cache-gb explicitly`,
     );
   }

@@ -1,13 +1,10 @@
-/** Number formats the reports share. */
-import { bytesToGb } from "../units.ts";
+/**
+ * The percentages k3 prints, one definition per format. Sizes and GB figures are units.ts's,
+ * since plan's refusals print them too and plan cannot import report.
+ */
 
-export { formatBytes } from "../units.ts";
-
-/** part/whole as a percentage with one decimal; 0 when there is no whole. */
+/** part/whole with one decimal and no sign (the report writes "%"); 0 when there is no whole. */
 export const pct = (part: number, whole: number): string => (whole > 0 ? (100 * part) / whole : 0).toFixed(1);
 
-/** Bytes as GB with two decimals, without the unit. */
-export const gb = (bytes: number): string => bytesToGb(bytes).toFixed(2);
-
-/** A budget as people gave it in GB: no trailing zeros, no float noise (0.31, not 0.31000000000000005). */
-export const budgetGb = (bytes: number): string => String(Number(bytesToGb(bytes).toPrecision(12)));
+/** part/whole as "12.34%", two decimals and the sign: the tools' tables; "-" when there is no whole. */
+export const percentText = (part: number, whole: number): string => (whole > 0 ? `${((100 * part) / whole).toFixed(2)}%` : "-");

@@ -2,13 +2,13 @@
  * What is printed before anything large is allocated (runtime.md 2.2, 3.1, 5.4): the preset
  * listing, the budgets, the index, the memory plan and the trunk streaming banner.
  */
-import type { KernelVariant } from "../engine/kernels.ts";
+import type { KernelVariant } from "../native/kernels.ts";
 import type { EnginePlan } from "../engine/result.ts";
 import type { MemoryPlan } from "../plan/memory-plan.ts";
 import { autoPresetNote, presetFooter, presets } from "../plan/presets.ts";
 import type { TrunkPlan } from "../plan/trunk-plan.ts";
-import { budgetGb, formatBytes, gb, pct } from "./format.ts";
-import { bytesToGb } from "../units.ts";
+import { pct } from "./format.ts";
+import { budgetGb, bytesToGb, formatBytes, formatGb } from "../units.ts";
 
 /** The `--list-presets` text (runtime.md 2.2): name padded to 12, budgets to two decimals. */
 export function presetListing(): string {
@@ -78,7 +78,7 @@ export function openingLines(plan: EnginePlan, intent: RunIntent): string[] {
   const lines: string[] = [];
   const a = budgets.auto;
   if (a) {
-    lines.push(`auto budget: ${gb(a.availableBytes)} GB available, ${gb(a.reserveBytes)} GB reserved -> trunk ${gb(a.trunkBytes)} GB / expert cache ${gb(a.cacheBytes)} GB`);
+    lines.push(`auto budget: ${formatGb(a.availableBytes)} GB available, ${formatGb(a.reserveBytes)} GB reserved -> trunk ${formatGb(a.trunkBytes)} GB / expert cache ${formatGb(a.cacheBytes)} GB`);
   }
   lines.push(
     `model ${plan.modelDir}: ${plan.layerCount} layers, prompt ${intent.promptTokens} tokens, generating ${intent.maxNewTokens} (${intent.mode})` +

@@ -6,7 +6,8 @@
  */
 import type { DraftPlan, EnginePlan, ExpertCachePlan, ExpertDrop, ExpertStepStats, RunResult, TrunkStats } from "../engine/result.ts";
 import type { TrunkPlan } from "../plan/trunk-plan.ts";
-import { formatBytes, gb, pct } from "./format.ts";
+import { pct } from "./format.ts";
+import { formatBytes, formatGb } from "../units.ts";
 import { summaryLine } from "./table.ts";
 import { visibleText } from "./visible-text.ts";
 
@@ -22,7 +23,7 @@ function cacheReport(plan: ExpertCachePlan, step: ExpertStepStats, residentSlots
     `  slots        : ${plan.slots} of ${formatBytes(plan.slotBytes)} = ${formatBytes(plan.slots * plan.slotBytes)} arena (${residentSlots} resident)`,
     `  requests     : ${step.requests}  resident hits ${step.residentHits} (${pct(step.residentHits, step.requests)}%)  read ${step.reads}  evictions ${step.evictions}`,
     `  TRUE resident hit rate ${pct(step.residentHits, step.requests)}%: experts already in RAM before the token needed them`,
-    `  read from disk: ${gb(step.bytesRead)} GB in ${step.readSeconds.toFixed(2)} s of device time`,
+    `  read from disk: ${formatGb(step.bytesRead)} GB in ${step.readSeconds.toFixed(2)} s of device time`,
   ].join("\n");
 }
 
@@ -42,7 +43,7 @@ function ioShareReport(result: RunResult): string {
   return [
     `I/O share of wall clock: ${share.toFixed(1)}%  (waiting on trunk ${trunkWait.toFixed(2)} s + experts ${total.waitSeconds.toFixed(2)} s${tables} of ${decodeSeconds.toFixed(2)} s)`,
     `  both figures are WHOLE-RUN totals over ${steps} steps; device time of the reads: trunk ${(trunk?.readSeconds ?? 0).toFixed(2)} s, experts ${total.readSeconds.toFixed(2)} s (concurrent reads overlap)`,
-    `  experts, whole run: ${gb(total.bytesRead)} GB read | ${retained} of ${total.requests} requests retained in RAM (${pct(retained, total.requests)}%) | ${total.evictions} evictions`,
+    `  experts, whole run: ${formatGb(total.bytesRead)} GB read | ${retained} of ${total.requests} requests retained in RAM (${pct(retained, total.requests)}%) | ${total.evictions} evictions`,
   ].join("\n");
 }
 
@@ -109,7 +110,7 @@ function prefillReport(result: RunResult): string | undefined {
   return [
     `prefill: ${prompt} prompt ids in ${chunks} chunk(s) of up to ${chunk}, ${first.seconds.toFixed(2)} s (${(first.seconds / prompt).toFixed(4)} s per prompt id)`,
     `  expert picks ${e.picks} -> ${e.requests} distinct loads (the union per chunk and layer), ${e.reads} read from disk, ` +
-      `${gb(e.bytesRead)} GB (${gb(e.bytesRead / chunks)} GB per chunk)`,
+      `${formatGb(e.bytesRead)} GB (${formatGb(e.bytesRead / chunks)} GB per chunk)`,
   ].join("\n");
 }
 
@@ -121,7 +122,7 @@ export function speculationBanner(maxDraft: number): string {
 /** Said before the first step of a hybrid run (runtime.md 9.3). */
 export function hybridBanner(draft: DraftPlan, maxDraft: number): string[] {
   return [
-    `hybrid decode: draft trunk ${draft.dir} (${gb(draft.budgetBytes)} GB budget) proposes up to ${maxDraft} tokens per sweep;`,
+    `hybrid decode: draft trunk ${draft.dir} (${formatGb(draft.budgetBytes)} GB budget) proposes up to ${maxDraft} tokens per sweep;`,
     "  the exact model verifies every token before it is emitted (the draft routes only to experts already cached, never reading one)",
   ];
 }
@@ -151,7 +152,7 @@ function speculationReport(result: RunResult): string | undefined {
   if (!s || result.hybrid) return hybridReport(result);
   const perSweep = (n: number) => (s.sweeps > 0 ? (n / s.sweeps).toFixed(2) : "0");
   const emitted = s.emitted;
-  const rate = s.drafted > 0 ? ((100 * s.accepted) / s.drafted).toFixed(1) : "0.0";
+  const rate = pct(s.accepted, s.drafted);
   return `speculative decode: ${s.sweeps} verification sweeps; ${s.drafted} drafted, ${s.accepted} accepted (${rate}%), ` +
     `${emitted} emitted; per sweep ${perSweep(s.drafted)} drafted, ${perSweep(s.accepted)} accepted, ${perSweep(emitted)} emitted; ` +
     `${result.generatedIds.length - emitted} tokens decoded one at a time; ${s.replays} sweeps replayed what they kept (a partial acceptance)`;

@@ -1,5 +1,6 @@
 /** The per-step table and summary line (runtime.md 7.2, 7.3), for people, on stderr. */
 import type { StepResult } from "../engine/result.ts";
+import { formatGb } from "../units.ts";
 
 export const rule = "-".repeat(68);
 
@@ -11,7 +12,7 @@ export function stepHeader(): string {
 export function stepRow(r: StepResult): string {
   const rate = r.seconds > 0 ? (1 / r.seconds).toFixed(3) : "inf";
   const hit = r.experts.requests > 0 ? ((100 * r.experts.residentHits) / r.experts.requests).toFixed(1) : "-";
-  const read = (r.experts.bytesRead / 1e9).toFixed(2);
+  const read = formatGb(r.experts.bytesRead);
   return `${String(r.step).padEnd(6)}${String(r.token).padEnd(10)}${r.seconds.toFixed(2).padEnd(12)}${hit.padEnd(10)}${read.padEnd(10)}${rate}`;
 }
 

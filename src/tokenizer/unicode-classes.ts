@@ -6,7 +6,7 @@
  * The table is built from `unicode-data.ts` (Unicode 16.0, the parity oracle's version), never
  * from the JavaScript engine's `\p{...}`: Bun 1.4.5 already ships Unicode 17.0, and ids must not
  * change when the runtime is upgraded. Code points first assigned later have no class, exactly
- * as in tiktoken 1.0.22. `tokenizer-unicode.test.ts` checks the table against tiktoken.
+ * as in tiktoken 1.0.22. `test/unit/tokenizer/unicode-classes.test.ts` checks the table against tiktoken.
  */
 import { Category, CATEGORY_RUNS, HAN_RANGES, WHITE_SPACE } from "./unicode-data.ts";
 

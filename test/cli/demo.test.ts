@@ -11,7 +11,7 @@ import { copyFileSync, mkdirSync, readdirSync, readFileSync, statSync, writeFile
 import { join } from "node:path";
 import type OpenAI from "openai";
 import pkg from "../../package.json" with { type: "json" };
-import { downloadRecordName } from "../../src/ops/download-record.ts";
+import { downloadRecordName } from "../../src/fetch/download-record.ts";
 import { loadDictionary, wordsOf } from "../../tools/train-demo/words.ts";
 import { demoDir } from "../support/demo.ts";
 import { k3Async } from "../support/k3-async.ts";

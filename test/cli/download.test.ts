@@ -7,7 +7,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
-import { downloadRecordName } from "../../src/ops/download-record.ts";
+import { downloadRecordName } from "../../src/fetch/download-record.ts";
 import { FakeHub, pseudoRandomBytes, sha256Hex, type FakeFile, type FakeHubOptions } from "../support/fake-hub.ts";
 import { modelDir } from "../support/fixtures.ts";
 import { k3Async, spawnK3 } from "../support/k3-async.ts";

@@ -48,7 +48,7 @@ const escaped = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 const seeded = ["--temperature", "0.8", "--seed", "7"];
 /**
  * Seeded, but cold enough that the model still follows the repetitive prompt's lead, so drafts
- * fire (test/unit/speculative.test.ts verifies seeded drafts at 0.8 with drafts made to be right
+ * fire (test/unit/decode/loop-speculative.test.ts verifies seeded drafts at 0.8 with drafts made to be right
  * or wrong).
  */
 const coolSeeded = ["--temperature", "0.05", "--seed", "7"];

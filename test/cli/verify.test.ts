@@ -7,8 +7,8 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { appendFileSync, openSync, readFileSync, closeSync, rmSync, truncateSync, writeFileSync, writeSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { downloadRecordName } from "../../src/ops/download-record.ts";
-import { releaseShards, releaseTotalBytes } from "../../src/ops/release-shards.ts";
+import { downloadRecordName } from "../../src/fetch/download-record.ts";
+import { releaseShards, releaseTotalBytes } from "../../src/fetch/release-shards.ts";
 import { FakeHub } from "../support/fake-hub.ts";
 import { modelDir } from "../support/fixtures.ts";
 import { writeSparseRelease } from "../support/fake-release.ts";

@@ -8,7 +8,7 @@
 import { closeSync, copyFileSync, ftruncateSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { dtypeBytes, indexCheckpoint } from "../../src/checkpoint/safetensors.ts";
-import { releaseShards } from "../../src/ops/release-shards.ts";
+import { releaseShards } from "../../src/fetch/release-shards.ts";
 import { modelDir } from "./fixtures.ts";
 import { tempDir } from "./tmp.ts";
 

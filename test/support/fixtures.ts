@@ -52,7 +52,7 @@ import { openEngine, type Engine } from "../../src/engine/open.ts";
 import { gbToBytes } from "../../src/units.ts";
 import { TensorReader } from "../../src/weights/tensor-reader.ts";
 import { tempDir } from "./tmp.ts";
-import { packTrunk } from "../../src/weights/trunk-pack.ts";
+import { packTrunk } from "../../src/offline/trunk-pack.ts";
 import { budgetRequest } from "../../src/plan/budget.ts";
 
 /** The trunk of the checkpoint in `dir`, every layer, packed into `trunkDir` in-process (what `k3 pack-trunk` writes). */

@@ -1,5 +1,5 @@
 /**
- * Shared by the kernel tests (test/unit/kernels*.test.ts): native test buffers, a seeded PRNG,
+ * Shared by the kernel tests (test/unit/native/kernels*.test.ts): native test buffers, a seeded PRNG,
  * bit-level comparison, the execution-path sweep of model.md §8.4, and plain TypeScript
  * transcriptions of the canonical summation orders (model.md §5, §6.1, §8.3).
  */

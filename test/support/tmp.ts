@@ -16,7 +16,7 @@ export const testRootPrefix = "k3-tests-";
  * state files) then cost no device reads: on this machine's virtual disk the O_DIRECT reads of
  * a chunked-prefill run took 1.6x as long as from tmpfs. The reader takes the same path on both
  * (tmpfs accepts O_DIRECT, and the reader widens and aligns every read itself); the tests of the
- * device path name their parent (test/unit/direct-read.test.ts: /var/tmp).
+ * device path name their parent (test/unit/native/file-direct-read.test.ts: /var/tmp).
  */
 export const defaultParent = writable("/dev/shm") ? "/dev/shm" : tmpdir();
 

@@ -9,7 +9,7 @@
  *
  * Ranks: the 256 single bytes (rank = byte value), then every prefix of the XTML words below, in
  * the order listed, so each word encodes to one token the way the released table encodes them.
- * RANK COUNT: 401 (`CHAT_FIXTURE_RANK_COUNT`, checked by test/unit/chat-fixture.test.ts), so
+ * RANK COUNT: 401 (`CHAT_FIXTURE_RANK_COUNT`, checked by test/unit/repo/chat-fixture.test.ts), so
  * the vocabulary is 401 + 256 = 657 ids and a model using this tokenizer needs vocab_size 657.
  * The word list only grows at the end, so the ranks already there keep their ids (the special
  * ids move with the rank count).

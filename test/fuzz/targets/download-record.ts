@@ -1,9 +1,9 @@
 /**
- * The record k3 download keeps in the destination (src/ops/download-record.ts): a file on the
+ * The record k3 download keeps in the destination (src/fetch/download-record.ts): a file on the
  * user's disk, read by every later download and by k3 verify --hash. In process only (through
  * the binary it is one more JSON file under the same strict checks).
  */
-import { parseDownloadRecord } from "../../../src/ops/download-record.ts";
+import { parseDownloadRecord } from "../../../src/fetch/download-record.ts";
 import { text, utf8 } from "../fixtures.ts";
 import type { FuzzTarget, Seed } from "../harness.ts";
 import { mutateJson } from "../mutate.ts";

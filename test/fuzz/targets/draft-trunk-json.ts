@@ -11,7 +11,7 @@ import { openDraftTrunk } from "../../../src/weights/draft-trunk.ts";
 import { TensorReader } from "../../../src/weights/tensor-reader.ts";
 import { trunkJsonName } from "../../../src/weights/trunk-file.ts";
 import { layerLayout, type LayerLayout } from "../../../src/weights/trunk-layout.ts";
-import { quantizeTrunk } from "../../../src/weights/trunk-quantize.ts";
+import { quantizeTrunk } from "../../../src/offline/trunk-quantize.ts";
 import { dirWith, read, runIds, runTail, tinyModel, tinyPack } from "../fixtures.ts";
 import type { FuzzContext, FuzzTarget, Seed } from "../harness.ts";
 import { mutateJson } from "../mutate.ts";
