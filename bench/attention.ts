@@ -10,7 +10,9 @@
  * released config at 131,072 and 1,048,576 positions, latent against expanded.
  */
 import { f32View, NativeBuffer } from "../src/native/memory.ts";
-import { initPool, isaInUse, memReadSum, mlaLatentAttention, type F32Ref, type MatrixRef } from "../src/native/kernels.ts";
+import { memReadSum, mlaLatentAttention, type F32Ref, type MatrixRef } from "../src/native/kernels.ts";
+import { initPool } from "../src/native/kernel-runtime.ts";
+import { isaInUse } from "../test/support/kernel-hooks.ts";
 import { memoryPlan } from "../src/plan/memory-plan.ts";
 import { attentionKind } from "../src/checkpoint/tensor-names.ts";
 import { releasedConfig } from "../tools/checkpoint/released-config.ts";

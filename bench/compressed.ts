@@ -19,7 +19,7 @@ import { join, resolve } from "node:path";
 import { loadConfig } from "../src/checkpoint/config.ts";
 import { indexCheckpoint } from "../src/checkpoint/safetensors.ts";
 import { DirectFile, readCapacity } from "../src/native/file.ts";
-import { initPool } from "../src/native/kernels.ts";
+import { initPool } from "../src/native/kernel-runtime.ts";
 import { NativeBuffer } from "../src/native/memory.ts";
 import { blockCount, trunkEntryBytes } from "../src/native/trunk-code.ts";
 import { measureCode, timeDecode } from "../src/doctor/codec-probe.ts";

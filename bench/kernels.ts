@@ -21,7 +21,9 @@
  */
 import { availableParallelism, loadavg } from "node:os";
 import { f32View, NativeBuffer, offsetPointer } from "../src/native/memory.ts";
-import { availableIsas, initPool, isaInUse, matmul, matmulMxfp4, memReadSum, setIsa, type F32Ref } from "../src/native/kernels.ts";
+import { matmul, matmulMxfp4, memReadSum, type F32Ref } from "../src/native/kernels.ts";
+import { initPool } from "../src/native/kernel-runtime.ts";
+import { availableIsas, isaInUse, setIsa } from "../test/support/kernel-hooks.ts";
 import { fillRandom, fmaPeakFlops } from "../src/doctor/machine-speed.ts";
 import { benchCeiling, ceilingReport } from "./ceiling.ts";
 

@@ -9,7 +9,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { initPool } from "../src/native/kernels.ts";
+import { initPool } from "../src/native/kernel-runtime.ts";
 import { executablePath } from "../tools/build.ts";
 import { measureFmaPeak } from "./kernels.ts";
 import { benchIds, benchPaths, ensureExecutable, prepare, type StreamingPaths } from "./streaming.ts";

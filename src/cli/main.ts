@@ -19,7 +19,7 @@ const runUsage = () => usageText(runCommand, subcommands);
 
 /** The version, and the kernel variant libk3 chose on this machine (loading it to ask). */
 async function versionText(): Promise<string> {
-  const { kernelVariant } = await import("../native/kernels.ts");
+  const { kernelVariant } = await import("../native/kernel-runtime.ts");
   return `k3 ${version}\n${kernelsVersionLine(kernelVariant())}\n`;
 }
 

@@ -20,7 +20,7 @@ import { parseBatchLines } from "./batch-file.ts";
 import { injectedFaults, injectedTrunkReadFaults, tokMissingMessage } from "./common-options.ts";
 import { openForRun } from "./execute.ts";
 import { checkInVocabulary, checkRequest } from "./prompt.ts";
-import type { ParsedRun } from "./run.ts";
+import type { ParsedRun } from "./run-options.ts";
 
 export interface BatchContext {
   config: ModelConfig;

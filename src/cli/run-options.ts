@@ -1,7 +1,7 @@
 /** The options of `k3 <model_dir>`: one table for parsing, validation and usage text. */
 import { defaultGeneratedTokens, defaultPrefillChunk, maxGeneratedTokens, maxParallel } from "../plan/limits.ts";
 import type { DecodeMode } from "../decode/loop.ts";
-import type { BudgetAction } from "../plan/budget.ts";
+import type { BudgetAction, BudgetRequest } from "../plan/budget.ts";
 import { parseIdList, parseInteger, type OptionDef, type PositionalDef } from "./args.ts";
 import type { CommandInfo } from "./usage.ts";
 import { configOption, helpOption, layersOption, prefillChunkOption, requirePath, tokOption } from "./common-options.ts";
@@ -40,6 +40,11 @@ export interface RunOptions extends SpeculationTarget {
   outGiven: boolean;
   /** Whether --parallel was given (it needs --batch). */
   parallelGiven: boolean;
+}
+
+/** The run's options, and the decision its budget options make (ultra-low-memory or not), taken once here. */
+export interface ParsedRun extends RunOptions {
+  budgetRequest: BudgetRequest;
 }
 
 export function defaultRunOptions(): RunOptions {

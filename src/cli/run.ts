@@ -7,7 +7,7 @@ import { stopIfSignalled, watchSignals } from "../native/signals.ts";
 import { resultJson } from "../report/results.ts";
 import { ExitCode, argumentName, usageError } from "../errors.ts";
 import { checkOutputDir, checkOutputFile, commitAll, outputTarget, stageBytes, type StagedWrite } from "../fs.ts";
-import { budgetRequest, type BudgetRequest } from "../plan/budget.ts";
+import { budgetRequest } from "../plan/budget.ts";
 import { emit, log } from "../report/log.ts";
 import { histogramFileName, stageCacheTrace, traceFileName, traceWrittenLine } from "../weights/expert-trace.ts";
 import { parseOptions } from "./args.ts";
@@ -17,13 +17,8 @@ import { stateFileCounts } from "../model/state-file.ts";
 import { loadTokenizer } from "../tokenizer/index.ts";
 import { checkInVocabulary, checkRequest, resolvePrompt } from "./prompt.ts";
 import { runBatchFile } from "./run-batch.ts";
-import { defaultRunOptions, runOptionTable, type RunOptions } from "./run-options.ts";
+import { defaultRunOptions, runOptionTable, type ParsedRun, type RunOptions } from "./run-options.ts";
 import { checkSpeculation, speculationRequest } from "./speculation-options.ts";
-
-/** The run's options, and the decision its budget options make (ultra-low-memory or not), taken once here. */
-export interface ParsedRun extends RunOptions {
-  budgetRequest: BudgetRequest;
-}
 
 /** Parses and validates everything that needs no model: exit-2 mistakes surface here. */
 export function parseRunArgs(args: readonly string[]): ParsedRun {

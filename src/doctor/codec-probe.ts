@@ -4,7 +4,7 @@
  * exponents, unless the caller fills them otherwise) coded once, then decoded in memory at each
  * thread count asked for.
  */
-import { initPool, poolThreads } from "../native/kernels.ts";
+import { initPool, poolThreads } from "../native/kernel-runtime.ts";
 import { NativeBuffer } from "../native/memory.ts";
 import { blockCount, codeBound, decodeBlocks, encodeLayer, trunkEntryBytes, type BlockRun } from "../native/trunk-code.ts";
 

@@ -20,7 +20,7 @@ import { K3Error } from "../errors.ts";
 import { autoBudget, budgetRequest, resolveBudgets, trunkBudgetGiven, type BudgetAction, type MemoryFacts } from "../plan/budget.ts";
 import { expertReadsInFlight, forecastOf, tokenCensus, type Forecast, type ForecastBudget, type ModelCensus } from "../plan/forecast.ts";
 import { findPreset } from "../plan/presets.ts";
-import { kernelVariant, type KernelVariant } from "../native/kernels.ts";
+import { kernelVariant, type KernelVariant } from "../native/kernel-runtime.ts";
 import { trunkReadPattern } from "../native/file.ts";
 import { kernelsChoice } from "../report/plan-report.ts";
 import { budgetGb, formatBytes } from "../units.ts";

@@ -5,7 +5,8 @@
  * matrices far larger than the caches (what a decode token actually runs at). Each figure is
  * the best of a few timed calls after one warm call; the whole probe takes about a second.
  */
-import { fmaPeak, initPool, matmul, matmulMxfp4, memReadSum } from "../native/kernels.ts";
+import { fmaPeak, matmul, matmulMxfp4, memReadSum } from "../native/kernels.ts";
+import { initPool } from "../native/kernel-runtime.ts";
 import { NativeBuffer } from "../native/memory.ts";
 
 export interface MachineSpeed {

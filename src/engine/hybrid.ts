@@ -6,7 +6,7 @@
 import type { Drafter } from "../decode/drafter.ts";
 import { ModelDrafter, type ModelDrafterStats } from "../decode/model-drafter.ts";
 import { emptyDraftStats, type DraftExpertStats } from "../weights/cache-only-experts.ts";
-import type { TrunkStats } from "../weights/streamed-trunk.ts";
+import type { TrunkStats } from "../weights/trunk.ts";
 import type { Engine } from "./open.ts";
 
 export interface HybridStats {

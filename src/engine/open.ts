@@ -12,7 +12,7 @@ import { indexCheckpoint, type CheckpointIndex } from "../checkpoint/safetensors
 import { modelTensors, tensorList } from "../checkpoint/tensor-names.ts";
 import { Model } from "../model/forward.ts";
 import { readCapacity, setBufferedFallbackReporter } from "../native/file.ts";
-import { badScaleBytes, kernelVariant, threadsFromEnv, type KernelVariant } from "../native/kernels.ts";
+import { badScaleBytes, kernelVariant, threadsFromEnv, type KernelVariant } from "../native/kernel-runtime.ts";
 import type { DecodeMode } from "../decode/loop.ts";
 import { ExitCode, K3Error, usageError } from "../errors.ts";
 import { formatBytes } from "../units.ts";

@@ -6,7 +6,7 @@
 import type { DecodeMode, FinishReason, SpeculationStats } from "../decode/loop.ts";
 import type { SamplingOptions } from "../decode/sampling-options.ts";
 import type { ExpertCachePlan, ExpertDrop, ExpertStepStats } from "../weights/expert-cache.ts";
-import type { TrunkStats } from "../weights/streamed-trunk.ts";
+import type { TrunkStats } from "../weights/trunk.ts";
 import type { HybridStats } from "./hybrid.ts";
 import type { EnginePlan } from "./open.ts";
 

@@ -7,7 +7,7 @@
  * mirrors ("Mirrors zig/… `name`"); test/unit/native/abi.test.ts reads those names, parses the Zig
  * files and fails on any difference, so a change on one side only cannot pass the tests.
  */
-import { FFIType } from "bun:ffi";
+import { FFIType, type ConvertFns } from "bun:ffi";
 import { ElementwiseOp, elementwiseTakesSecond, kernelSymbols } from "../../zig-out/abi/kernels.ts";
 
 export { ElementwiseOp, elementwiseTakesSecond };
@@ -50,6 +50,9 @@ export const symbols = {
   // The kernels, in zig/kernels/table.zig's order.
   ...kernelSymbols,
 } as const;
+
+/** The loaded library's functions, typed from the declarations above. */
+export type Native = ConvertFns<typeof symbols>;
 
 /** Mirrors zig/abi.zig `abi_version`: what `k3_abi_version` must return for this binding. */
 export const abiVersion = 11;

@@ -5,8 +5,7 @@
  */
 import { envValue, type Environment } from "../env.ts";
 import { runtimeError, usageError } from "../errors.ts";
-import { IsaCode, IsaSupport, Status } from "./abi.ts";
-import type { Native } from "./library.ts";
+import { IsaCode, IsaSupport, Status, type Native } from "./abi.ts";
 
 export type IsaName = keyof typeof IsaCode;
 

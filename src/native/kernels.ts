@@ -1,8 +1,9 @@
 /**
  * Typed wrappers over libk3's numeric kernels (zig/kernels/table.zig `entries` documents every
- * contract: shapes, layouts, in-place rules; each kernel's file its summation order). One call per operator covers all
- * the tokens of a step. Arguments are checked here; a failed check is a programming error and
- * throws a plain Error. A native allocation failure becomes a K3Error (exit 1).
+ * contract: shapes, layouts, in-place rules; each kernel's file its summation order). One call
+ * per operator covers all the tokens of a step. Arguments are checked here (kernel-checks.ts);
+ * the state the wrappers share (the pool, the variant, scratch, the bad-scale count) is
+ * kernel-runtime.ts's.
  *
  * Each wrapper takes its export's arguments in the export's order (inputs, outputs, then counts
  * from outer to inner, then scalars), leaving out only what it derives: a dtype code, a list
@@ -11,27 +12,18 @@
  * Memory is referenced structurally so callers can pass their own types: anything with a
  * `ptr` and a `length` in floats is an `F32Ref` (src/model's F32 and the bound `Vector`s are);
  * matrices carry their dtype.
- *
- * Threads: the compute pool is sized on first use from the K3_THREADS environment variable
- * (a positive integer), else one thread per CPU this process may use. Results do not depend on
- * the count (model.md §8.4).
  */
 import type { Pointer } from "bun:ffi";
-import { envValue, type Environment } from "../env.ts";
-import { K3Error, ExitCode, quoteArgument, usageError } from "../errors.ts";
-import { currentIsa, isaDescription, runnableIsas, selectIsa, type IsaName } from "./isa.ts";
-import { native, type Native } from "./library.ts";
-import { NativeBuffer } from "./memory.ts";
 import {
-  ElementwiseOp, elementwiseTakesSecond, i8rScaleBytes, maxAttnResSources, maxConvTaps, maxKdaHeadDim, maxRouterK, maxThreads,
-  MlaWeightDtype, mxfp4Group, RouterDtype, Status,
+  ElementwiseOp, elementwiseTakesSecond, i8rScaleBytes, maxAttnResSources, maxConvTaps, maxKdaHeadDim, maxRouterK,
+  MlaWeightDtype, mxfp4Group, RouterDtype,
 } from "./abi.ts";
+import { aligned, checkStatus as check, count, dim, f32, finite, maxU32 } from "./kernel-checks.ts";
+import { badScaleOut, dequantScratchFor, kernelLib as lib, tallyBadScales } from "./kernel-runtime.ts";
+import type { F32Ref } from "./memory.ts";
+import type { NativeBuffer } from "./memory.ts";
 
-/** f32 values in native memory: `length` floats at `ptr`. */
-export interface F32Ref {
-  readonly ptr: Pointer;
-  readonly length: number;
-}
+export type { F32Ref };
 
 /**
  * A row-major W[rows][cols] in native memory: bf16 bit patterns, f32, or the int8 draft
@@ -76,136 +68,8 @@ export interface Routing {
 
 export type ElementwiseOpName = keyof typeof ElementwiseOp;
 
-const maxU32 = 0xffff_ffff;
-
-let poolReady = false;
-
-function lib(): Native {
-  const l = native();
-  if (!poolReady) {
-    poolReady = true;
-    initPool();
-  }
-  return l;
-}
-
-/**
- * The thread count the environment asks for: K3_THREADS, else OMP_NUM_THREADS (which scripts
- * written for the original engine set), or undefined when neither is set. Refuses anything else.
- */
-export function threadsFromEnv(env?: Environment): number | undefined {
-  for (const name of ["K3_THREADS", "OMP_NUM_THREADS"] as const) {
-    const raw = envValue(name, env);
-    if (raw === undefined || raw.trim() === "") continue;
-    const value = Number(raw.trim());
-    if (!Number.isInteger(value) || value < 1 || value > maxThreads) {
-      throw usageError(`${name} must be an integer from 1 to ${maxThreads} (got ${quoteArgument(raw)})`);
-    }
-    return value;
-  }
-  return undefined;
-}
-
-/**
- * Starts or resizes the compute pool and returns its thread count. Without an argument:
- * K3_THREADS if set, else one thread per CPU.
- */
-export function initPool(threads?: number): number {
-  const count = threads ?? threadsFromEnv() ?? 0;
-  if (!Number.isInteger(count) || count < 0 || count > maxThreads) {
-    throw new Error(`initPool: thread count ${count} is not an integer from 0 to ${maxThreads}`);
-  }
-  const l = native();
-  poolReady = true;
-  check(l.k3_pool_init(count), "k3_pool_init");
-  return l.k3_pool_threads();
-}
-
-/** Current compute thread count. */
-export function poolThreads(): number {
-  return lib().k3_pool_threads();
-}
-
-/**
- * Test hook: split every parallel job into one-item chunks, so small inputs spread over all
- * threads in an interleaved order. Results must not change; off by default.
- */
-export function setFineGrain(on: boolean): void {
-  lib().k3_pool_fine_grain(on ? 1 : 0);
-}
-
-/** The kernel variant in use and the compute threads: what the run report and --version say. */
-export interface KernelVariant {
-  isa: IsaName;
-  /** e.g. "x86-64-v4: AVX-512" */
-  description: string;
-  /** Every variant this library has and this CPU runs. */
-  runnable: IsaName[];
-  threads: number;
-}
-
-export function kernelVariant(): KernelVariant {
-  const l = lib();
-  const isa = currentIsa(l);
-  return { isa, description: isaDescription[isa], runnable: runnableIsas(l), threads: l.k3_pool_threads() };
-}
-
-/** The variants this library has and this CPU runs (tests and benches sweep them). */
-export function availableIsas(): IsaName[] {
-  return runnableIsas(lib());
-}
-
-/**
- * Switches every later kernel call to another variant, process-wide (tests, benches; a run
- * chooses once, at load). Refuses one this library or CPU lacks.
- */
-export function setIsa(name: IsaName): void {
-  selectIsa(lib(), name, `kernel variant ${name}`);
-}
-
-/** The variant the kernels run now. */
-export function isaInUse(): IsaName {
-  return currentIsa(lib());
-}
-
 // ---------------------------------------------------------------------------------------------
 // Argument checks
-
-function check(status: number, what: string): void {
-  if (status === Status.ok) return;
-  if (status === Status.outOfMemory) throw new K3Error(ExitCode.runtime, `${what}: out of memory for kernel scratch`);
-  throw new Error(`${what}: libk3 refused the arguments (status ${status})`);
-}
-
-function dim(value: number, name: string, what: string): number {
-  if (!Number.isInteger(value) || value < 1 || value > maxU32) {
-    throw new Error(`${what}: ${name} must be a positive 32-bit integer (got ${value})`);
-  }
-  return value;
-}
-
-function count(value: number, name: string, what: string): number {
-  if (!Number.isInteger(value) || value < 0 || value > maxU32) {
-    throw new Error(`${what}: ${name} must be a non-negative 32-bit integer (got ${value})`);
-  }
-  return value;
-}
-
-function aligned(ptr: Pointer, bytes: number, name: string, what: string): void {
-  if ((ptr as number) % bytes !== 0) throw new Error(`${what}: ${name} is not ${bytes}-byte aligned`);
-}
-
-/** Checks that `ref` holds at least `floats` floats and is 4-byte aligned. */
-function f32(ref: F32Ref, floats: number, name: string, what: string): Pointer {
-  if (ref.length < floats) throw new Error(`${what}: ${name} holds ${ref.length} floats, needs ${floats}`);
-  aligned(ref.ptr, 4, name, what);
-  return ref.ptr;
-}
-
-function finite(value: number, name: string, what: string): number {
-  if (!Number.isFinite(value)) throw new Error(`${what}: ${name} must be a finite number (got ${value})`);
-  return value;
-}
 
 // ---------------------------------------------------------------------------------------------
 // Linear maps
@@ -252,45 +116,13 @@ export function quantizeI8r(src: Pointer, rows: number, cols: number, dst: Point
   return Number(nonFinite[0]);
 }
 
-/**
- * The kernels that read a matrix in place in bf16 or f32 only (the router, kv_b_proj) get an
- * I8R matrix dequantised into this scratch first: the same weights `matmul` uses. It grows to
- * the largest such matrix and is reused.
- */
-let dequantScratch: NativeBuffer | undefined;
-
+/** `w` as the bf16/f32-only kernels read it: an I8R matrix dequantised into the shared scratch. */
 function readableMatrix(w: MatrixRef): MatrixRef & { dtype: "BF16" | "F32" } {
   if (w.dtype !== "I8R") return w as MatrixRef & { dtype: "BF16" | "F32" };
   const floats = w.rows * w.cols;
-  if (!dequantScratch || dequantScratch.bytes < floats * 4) {
-    dequantScratch?.free();
-    dequantScratch = NativeBuffer.allocate(floats * 4, "dequantised I8R weights");
-  }
-  dequantI8r(w, { ptr: dequantScratch.ptr, length: floats });
-  return { ptr: dequantScratch.ptr, rows: w.rows, cols: w.cols, dtype: "F32" };
-}
-
-const badScales = new BigUint64Array(1);
-let badScaleTotal = 0;
-
-/** The 255 scale bytes the last MXFP4 call met, added to the running count. */
-function tallyBadScales(): number {
-  const met = Number(badScales[0]);
-  badScaleTotal += met;
-  return met;
-}
-
-/**
- * MXFP4 scale bytes of 255 (NaN in OCP MX) the kernels have met since the last reset, over
- * every call; each was treated as a zero multiplier (model.md 5.2), and a run reports them.
- */
-export function badScaleBytes(): number {
-  return badScaleTotal;
-}
-
-/** Starts the bad-scale count from zero (a newly loaded model, tests). */
-export function resetBadScaleBytes(): void {
-  badScaleTotal = 0;
+  const scratch = dequantScratchFor(floats);
+  dequantI8r(w, { ptr: scratch.ptr, length: floats });
+  return { ptr: scratch.ptr, rows: w.rows, cols: w.cols, dtype: "F32" };
 }
 
 /**
@@ -303,16 +135,7 @@ export function matmulMxfp4(w: Mxfp4Ref, x: F32Ref, y: F32Ref, tokens: number): 
   const cols = dim(w.cols, "cols", what);
   if (cols % mxfp4Group !== 0) throw new Error(`${what}: cols must be a multiple of ${mxfp4Group}`);
   const T = dim(tokens, "tokens", what);
-  check(lib().k3_matmul_mxfp4(w.packed, w.scales, rows, cols, f32(x, T * cols, "x", what), f32(y, T * rows, "y", what), T, badScales), what);
-  return tallyBadScales();
-}
-
-/** Decodes one MXFP4 row exactly (E2M1 × 2^(s−127)) into `out`; returns the 255-scale count. */
-export function mxfp4DecodeRow(packed: Pointer, scales: Pointer, cols: number, out: F32Ref): number {
-  const what = "mxfp4DecodeRow";
-  dim(cols, "cols", what);
-  if (cols % mxfp4Group !== 0) throw new Error(`${what}: cols must be a multiple of ${mxfp4Group}`);
-  check(lib().k3_mxfp4_decode_row(packed, scales, cols, f32(out, cols, "out", what), badScales), what);
+  check(lib().k3_matmul_mxfp4(w.packed, w.scales, rows, cols, f32(x, T * cols, "x", what), f32(y, T * rows, "y", what), T, badScaleOut), what);
   return tallyBadScales();
 }
 

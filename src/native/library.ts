@@ -2,7 +2,7 @@
  * Loads libk3 through bun:ffi. The library file is imported as an asset, so
  * `bun build --compile` embeds it in the executable and `dlopen` opens the embedded copy.
  */
-import { dlopen, type ConvertFns } from "bun:ffi";
+import { dlopen } from "bun:ffi";
 import { existsSync, readFileSync } from "node:fs";
 import { arch } from "node:os";
 import libraryPath from "../../zig-out/lib/libk3.so" with { type: "file" };
@@ -11,10 +11,8 @@ import { runtimeError } from "../errors.ts";
 import { provideUnnamedLinker } from "../fs.ts";
 import { linkUnnamed } from "./unnamed-link.ts";
 import { cpuRefusal } from "./cpu.ts";
-import { abiVersion, symbols } from "./abi.ts";
+import { abiVersion, symbols, type Native } from "./abi.ts";
 import { selectIsaAtLoad } from "./isa.ts";
-
-export type Native = ConvertFns<typeof symbols>;
 
 let loaded: Native | undefined;
 

@@ -10,6 +10,12 @@ import { envValue } from "../env.ts";
 
 export type { Pointer };
 
+/** f32 values in native memory: `length` floats at `ptr` (src/model's F32 and the bound vectors are). */
+export interface F32Ref {
+  readonly ptr: Pointer;
+  readonly length: number;
+}
+
 /** The address `bytes` past `ptr`. */
 export function offsetPointer(ptr: Pointer, bytes: number): Pointer {
   return (ptr + bytes) as Pointer;

@@ -2,7 +2,7 @@
  * What is printed before anything large is allocated (runtime.md 2.2, 3.1, 5.4): the preset
  * listing, the budgets, the index, the memory plan and the trunk streaming banner.
  */
-import type { KernelVariant } from "../native/kernels.ts";
+import type { KernelVariant } from "../native/kernel-runtime.ts";
 import type { EnginePlan } from "../engine/result.ts";
 import type { MemoryPlan } from "../plan/memory-plan.ts";
 import { autoPresetNote, presetFooter, presets } from "../plan/presets.ts";

@@ -16,7 +16,7 @@ import { describeStatus, DirectFile, readCapacity, type PendingRead } from "../n
 import { allocAlignment, NativeBuffer, offsetPointer } from "../native/memory.ts";
 import { blockCount, decodeBlocks, tableEntry, trunkEntryBytes, trunkHeaderBytes } from "../native/trunk-code.ts";
 import { bindLayer, vectorBytes } from "./bind.ts";
-import type { RingPlan, TrunkStats } from "./streamed-trunk.ts";
+import type { RingPlan, TrunkStats } from "./trunk.ts";
 import type { Trunk } from "./trunk.ts";
 import { checkLayerBytes, tableHash, trunkBinName, type PackedLayer, type TrunkCodec } from "./trunk-file.ts";
 import type { LayerLayout } from "./trunk-layout.ts";

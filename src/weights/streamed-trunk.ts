@@ -15,28 +15,13 @@ import { constants as os } from "node:os";
 import { describeStatus, DirectFile, readCapacity, type PendingRead } from "../native/file.ts";
 import { allocAlignment, NativeBuffer, offsetPointer } from "../native/memory.ts";
 import { bindLayer, vectorBytes } from "./bind.ts";
-import type { Trunk } from "./trunk.ts";
+import type { RingPlan, Trunk, TrunkStats } from "./trunk.ts";
 import type { TensorReader } from "./tensor-reader.ts";
 import { checkLayerBytes, layerSource, layoutOfPacked, readTrunkManifest, recordedRun, trunkBinName, type PackedLayer, type TrunkCodec } from "./trunk-file.ts";
 import type { LayerLayout } from "./trunk-layout.ts";
 import type { LayerWeights } from "./types.ts";
 import { VectorArena } from "./vector-arena.ts";
 
-export interface TrunkStats {
-  binds: number;
-  hits: number;
-  reads: number;
-  bytesRead: number;
-  /** Of `bytesRead`, what was read ahead while the previous layer computed. */
-  aheadBytes: number;
-  /** Device seconds of the reads, on whichever thread did them. */
-  readSeconds: number;
-  /** Seconds the forward pass spent waiting for reads. */
-  waitSeconds: number;
-  /** A compressed trunk's decoded bytes (what the kernels were given) and the seconds decoding took; 0 for a plain one. */
-  bytesDecoded: number;
-  codecSeconds: number;
-}
 
 /** The ring: its arena of `bytes` (plus slack for the reads' windows) and two vector arenas. */
 interface Ring {
@@ -78,15 +63,6 @@ function checkMatches(packed: PackedLayer, layout: LayerLayout, dir: string, ind
   }
 }
 
-/** What the streamed trunk executes: the pinned prefix and the ring, decided by the planner. */
-export interface RingPlan {
-  /** Layers 0 … pinned−1 are read once and kept. */
-  pinned: number;
-  /** Slots the other layers cycle through (0: every layer is pinned). */
-  ringSlots: number;
-  /** The ring's memory (arena and vectors); at least one slot of the largest unpinned layer. */
-  ringBytes: number;
-}
 
 /** A packed trunk checked against the checkpoint, with what each layer costs in memory. */
 export interface PackedTrunk {

@@ -6,7 +6,7 @@
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { availableIsas } from "../../src/native/kernels.ts";
+import { availableIsas } from "../support/kernel-hooks.ts";
 import { expectation, modelDir } from "../support/fixtures.ts";
 import { k3Async } from "../support/k3-async.ts";
 import { tempDir } from "../support/tmp.ts";

@@ -12,7 +12,7 @@ import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { argmax } from "../../src/decode/sampler.ts";
-import { availableIsas } from "../../src/native/kernels.ts";
+import { availableIsas } from "../support/kernel-hooks.ts";
 import { expectation, fixturesDir, modelDir, openFixture, oracleModels, readF32 } from "../support/fixtures.ts";
 import { oracleRuns } from "../support/oracle-runs.ts";
 

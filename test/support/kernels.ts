@@ -5,9 +5,9 @@
  */
 import { expect } from "bun:test";
 import { f32View, NativeBuffer, offsetPointer, u16View, u8View, type Pointer } from "../../src/native/memory.ts";
-import {
-  availableIsas, axpy, initPool, isaInUse, matmulMxfp4, setFineGrain, setIsa, situGlu, type F32Ref, type Mxfp4Ref,
-} from "../../src/native/kernels.ts";
+import { axpy, matmulMxfp4, situGlu, type F32Ref, type Mxfp4Ref } from "../../src/native/kernels.ts";
+import { initPool } from "../../src/native/kernel-runtime.ts";
+import { availableIsas, isaInUse, setFineGrain, setIsa } from "./kernel-hooks.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Native memory and random inputs

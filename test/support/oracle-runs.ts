@@ -8,7 +8,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { availableIsas } from "../../src/native/kernels.ts";
+import { availableIsas } from "./kernel-hooks.ts";
 import { once, wanted } from "./early.ts";
 import { expectation, modelDir } from "./fixtures.ts";
 import { inParallel, k3Async } from "./k3-async.ts";

@@ -10,7 +10,8 @@ import { existsSync, readFileSync } from "node:fs";
 import { arch } from "node:os";
 import { K3Error } from "../../../src/errors.ts";
 import { requestedIsa, runnableIsas, selectIsa, type IsaName } from "../../../src/native/isa.ts";
-import { availableIsas, isaInUse, kernelVariant, setIsa } from "../../../src/native/kernels.ts";
+import { kernelVariant } from "../../../src/native/kernel-runtime.ts";
+import { availableIsas, isaInUse, setIsa } from "../../support/kernel-hooks.ts";
 import { native } from "../../../src/native/library.ts";
 
 const loaded = isaInUse();

@@ -7,9 +7,8 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { offsetPointer } from "../../../src/native/memory.ts";
-import {
-  dequantI8r, i8rRowBytes, initPool, matmul, mlaLatentAttention, quantizeI8r, route, type MatrixRef,
-} from "../../../src/native/kernels.ts";
+import { dequantI8r, i8rRowBytes, matmul, mlaLatentAttention, quantizeI8r, route, type MatrixRef } from "../../../src/native/kernels.ts";
+import { initPool } from "../../../src/native/kernel-runtime.ts";
 import { bf16ToF32, bits, bytes, dotCanonical, expectBits, expectPathIdentity, f32, f32ToBf16Trunc, fr, freeTestBuffers, rng, u16 } from "../../support/kernels.ts";
 
 afterAll(() => {

@@ -16,9 +16,8 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { offsetPointer } from "../../../src/native/memory.ts";
-import {
-  axpy, initPool, matmul, matmulMxfp4, situGlu, type F32Ref, type MatrixRef, type Mxfp4Ref,
-} from "../../../src/native/kernels.ts";
+import { axpy, matmul, matmulMxfp4, situGlu, type F32Ref, type MatrixRef, type Mxfp4Ref } from "../../../src/native/kernels.ts";
+import { initPool } from "../../../src/native/kernel-runtime.ts";
 import {
   bf16ToF32, bytes, dotCanonical, executionPaths, expectBits, f32, f32ToBf16Trunc, freeTestBuffers, mxfp4DotCanonical, onPath, rng, u16, type F32Buf,
 } from "../../support/kernels.ts";

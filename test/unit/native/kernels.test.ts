@@ -10,11 +10,9 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { offsetPointer } from "../../../src/native/memory.ts";
-import {
-  attnRes, badScaleBytes, elementwise, initPool, kdaDecay, kdaGatedNorm, kdaQueryScale, kdaRecurrence, l2norm, matmul, matmulMxfp4,
-  mlaLatentAttention, mxfp4DecodeRow, poolThreads, resetBadScaleBytes, rmsnorm, route, setFineGrain, setIsa, isaInUse, shortConv, situGlu, threadsFromEnv,
-  widenBf16, type F32Ref, type MatrixRef, type Mxfp4Ref,
-} from "../../../src/native/kernels.ts";
+import { attnRes, elementwise, kdaDecay, kdaGatedNorm, kdaQueryScale, kdaRecurrence, l2norm, matmul, matmulMxfp4, mlaLatentAttention, rmsnorm, route, shortConv, situGlu, widenBf16, type F32Ref, type MatrixRef, type Mxfp4Ref } from "../../../src/native/kernels.ts";
+import { badScaleBytes, initPool, poolThreads, resetBadScaleBytes, threadsFromEnv } from "../../../src/native/kernel-runtime.ts";
+import { mxfp4DecodeRow, setFineGrain, setIsa, isaInUse } from "../../support/kernel-hooks.ts";
 import {
   bf16ToF32, bits, bytes, dotCanonical, expectBits, expectClose, expectPathIdentity, f32, f32From, f32ToBf16Trunc, fillNormal, fr, freeTestBuffers,
   mxfp4DotCanonical, mxfp4Element, rng, routedExperts, u16, type ExpertMatrices, type F32Buf,

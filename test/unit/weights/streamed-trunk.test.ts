@@ -16,7 +16,8 @@ import { dtypeBytes, indexCheckpoint } from "../../../src/checkpoint/safetensors
 import { ExitCode, K3Error } from "../../../src/errors.ts";
 import { allocAlignment, NativeBuffer, u8View } from "../../../src/native/memory.ts";
 import { ResidentTrunk } from "../../../src/weights/resident-trunk.ts";
-import { openPackedTrunk, StreamedTrunk, type PackedTrunk, type RingPlan } from "../../../src/weights/streamed-trunk.ts";
+import { openPackedTrunk, StreamedTrunk, type PackedTrunk } from "../../../src/weights/streamed-trunk.ts";
+import type { RingPlan } from "../../../src/weights/trunk.ts";
 import { TensorReader } from "../../../src/weights/tensor-reader.ts";
 import { trunkBinName, trunkJsonName, type TrunkManifest } from "../../../src/weights/trunk-file.ts";
 import { layerLayout, type LayerLayout } from "../../../src/weights/trunk-layout.ts";
