@@ -3,7 +3,7 @@
  * offset, verifies what it wrote by reading it back, and only then renames the files into
  * place, trunk.json last: an interrupted pack never leaves a complete-looking pack behind.
  */
-import { existsSync, mkdirSync, readdirSync, rmSync } from "node:fs";
+import { rmSync } from "node:fs";
 import { join } from "node:path";
 import type { ModelConfig } from "../checkpoint/config.ts";
 import type { CheckpointIndex } from "../checkpoint/safetensors.ts";
@@ -15,10 +15,11 @@ import { blockCount, codeBound, decodeBlocks, encodeLayer, trunkEntryBytes } fro
 import { stopIfSignalled } from "../native/signals.ts";
 import type { TensorReader } from "../weights/tensor-reader.ts";
 import {
-  alignUp, defaultCodecBlockBytes, hashChunkBytes, hashSeed, layerHash, layerSource, readTrunkManifest, recordedRun, tableHash, trunkBinName, trunkCodecName, trunkFormatVersion, trunkJsonName,
+  alignUp, defaultCodecBlockBytes, hashChunkBytes, hashSeed, layerHash, layerSource, recordedRun, tableHash, trunkBinName, trunkCodecName, trunkFormatVersion, trunkJsonName,
   type PackedLayer, type TrunkCodec, type TrunkManifest,
 } from "../weights/trunk-file.ts";
 import { layerLayout, packRefusal } from "../weights/trunk-layout.ts";
+import { prepareTrunkDir, priorTrunk } from "./trunk-output.ts";
 
 export interface PackProgress {
   layersDone: number;
@@ -89,27 +90,15 @@ export function packTrunk(
   const binPath = join(outDir, trunkBinName);
   const largestLayerBytes = Math.max(...planned.map((l) => l.payload_bytes));
   const payloadBytes = planned.reduce((sum, l) => sum + l.payload_bytes, 0);
-  if (existsSync(jsonPath) || existsSync(binPath)) {
-    let existing: TrunkManifest | undefined;
-    try {
-      existing = readTrunkManifest(outDir);
-    } catch {
-      existing = undefined;
-    }
-    const sameCodec = (existing?.codec !== undefined) === (options.compress === true);
-    if (existing && sameCodec && (existing.codec ? existing.codec.block_bytes === (options.codecBlockBytes ?? defaultCodecBlockBytes) && sameSource(existing.layers, planned) : sameLayout(existing.layers, planned))) {
-      return { manifest: existing, payloadBytes, largestLayerBytes, seconds: 0, alreadyPacked: true };
-    }
-    if (!options.force) {
-      throw new K3Error(ExitCode.runtime, `${outDir} already holds a different or incomplete packed trunk; pass --force to replace it`);
-    }
-  }
-  try {
-    mkdirSync(outDir, { recursive: true });
-    removeStaleTemporaries(outDir);
-  } catch (error) {
-    throw new K3Error(ExitCode.runtime, `${outDir}: cannot create the trunk directory: ${errnoReason(error)}`);
-  }
+  const sameCodec = (existing: TrunkManifest) => (existing.codec !== undefined) === (options.compress === true);
+  const existing = priorTrunk(
+    outDir,
+    (m) => sameCodec(m) && (m.codec ? m.codec.block_bytes === (options.codecBlockBytes ?? defaultCodecBlockBytes) && sameSource(m.layers, planned) : sameLayout(m.layers, planned)),
+    options.force === true,
+    "packed trunk",
+  );
+  if (existing) return { manifest: existing, payloadBytes, largestLayerBytes, seconds: 0, alreadyPacked: true };
+  prepareTrunkDir(outDir);
   let bytesDone = 0;
   const padding = new Uint8Array(allocAlignment());
   const fill = (fd: number) => {
@@ -227,13 +216,5 @@ export function verifyCompressedPack(path: string, layers: PackedLayer[], codec:
   } finally {
     file.close();
     decoded.free();
-  }
-}
-
-/** Temporary files an interrupted pack left behind; they never look like a pack. */
-export function removeStaleTemporaries(dir: string): void {
-  if (!existsSync(dir)) return;
-  for (const name of readdirSync(dir)) {
-    if (/^trunk\.(bin|json)\.\d+\.tmp$/.test(name)) rmSync(join(dir, name), { force: true });
   }
 }

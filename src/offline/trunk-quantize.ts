@@ -7,7 +7,7 @@
  * boundary. Each source layer's hash is checked as it is read, trunk.bin is verified by reading
  * it back, and the files are renamed into place only then, trunk.json last.
  */
-import { existsSync, mkdirSync, realpathSync, rmSync } from "node:fs";
+import { existsSync, realpathSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { K3Error, ExitCode } from "../errors.ts";
 import { writeAtomically, writeFileAtomically, writeFully } from "../fs.ts";
@@ -19,7 +19,8 @@ import {
   alignUp, checkLayerBytes, hashChunkBytes, hashSeed, readTrunkManifest, trunkBinName, trunkFormatVersion, trunkJsonName,
   type PackedLayer, type TrunkManifest,
 } from "../weights/trunk-file.ts";
-import { removeStaleTemporaries, verifyPack } from "./trunk-pack.ts";
+import { verifyPack } from "./trunk-pack.ts";
+import { prepareTrunkDir, priorTrunk } from "./trunk-output.ts";
 
 /** Tensors inside a quantised run start at this boundary (the f32 scale of row 0 is aligned). */
 export const quantizedTensorAlignment = 64;
@@ -159,20 +160,9 @@ export function quantizeTrunk(
   const copied = planned.reduce((sum, l) => sum + Object.keys(l.tensors).length, 0) - matrices;
   const jsonPath = join(outDir, trunkJsonName);
   const binPath = join(outDir, trunkBinName);
-  if (existsSync(jsonPath) || existsSync(binPath)) {
-    let existing: TrunkManifest | undefined;
-    try {
-      existing = readTrunkManifest(outDir);
-    } catch {
-      existing = undefined;
-    }
-    if (existing && samePlan(existing, planned, sourceHashes)) {
-      return { manifest: existing, bytesIn, bytesOut, matrices, copied, seconds: 0, alreadyDone: true };
-    }
-    if (!options.force) throw new K3Error(ExitCode.runtime, `${outDir} already holds a different or incomplete trunk; pass --force to replace it`);
-  }
-  mkdirSync(outDir, { recursive: true });
-  removeStaleTemporaries(outDir);
+  const existing = priorTrunk(outDir, (m) => samePlan(m, planned, sourceHashes), options.force === true, "trunk");
+  if (existing) return { manifest: existing, bytesIn, bytesOut, matrices, copied, seconds: 0, alreadyDone: true };
+  prepareTrunkDir(outDir);
 
   const sourceBin = join(sourceDir, trunkBinName);
   const input = new DirectFile(sourceBin);
