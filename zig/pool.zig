@@ -222,10 +222,13 @@ fn runChunks(worker: usize) void {
     }
 }
 
-fn waitDone() void {
+/// Spins, then sleeps on the futex, while `word` holds `value`: a short wait costs no system
+/// call and a long one no CPU. `asleep` counts the threads sleeping on `word`, so whoever
+/// changes it calls Futex.wake only when one is.
+fn waitWhile(word: *const Atomic(u32), value: u32, asleep: *Atomic(u32)) void {
     var timer = std.time.Timer.start() catch null;
     var spins: u32 = 0;
-    while (done.load(.acquire) == 0) {
+    while (word.load(.seq_cst) == value) {
         spins +%= 1;
         if (spins % 64 != 0) {
             std.atomic.spinLoopHint();
@@ -233,31 +236,21 @@ fn waitDone() void {
         }
         const elapsed = if (timer) |*tm| tm.read() else spin_ns;
         if (elapsed >= spin_ns) {
-            main_waiting.store(1, .seq_cst);
-            Futex.wait(&done, 0);
-            main_waiting.store(0, .seq_cst);
+            _ = asleep.fetchAdd(1, .seq_cst);
+            Futex.wait(word, value);
+            _ = asleep.fetchSub(1, .seq_cst);
         }
     }
+}
+
+fn waitDone() void {
+    waitWhile(&done, 0, &main_waiting);
 }
 
 fn workerMain(id: u32, start_generation: u32) void {
     var seen = start_generation;
     while (true) {
-        var timer = std.time.Timer.start() catch null;
-        var spins: u32 = 0;
-        while (generation.load(.seq_cst) == seen) {
-            spins +%= 1;
-            if (spins % 64 != 0) {
-                std.atomic.spinLoopHint();
-                continue;
-            }
-            const elapsed = if (timer) |*tm| tm.read() else spin_ns;
-            if (elapsed >= spin_ns) {
-                _ = sleepers.fetchAdd(1, .seq_cst);
-                Futex.wait(&generation, seen);
-                _ = sleepers.fetchSub(1, .seq_cst);
-            }
-        }
+        waitWhile(&generation, seen, &sleepers);
         seen = generation.load(.seq_cst);
         if (shutting_down.load(.seq_cst)) return;
         runChunks(id);
