@@ -12,18 +12,8 @@ import { usageError } from "../errors.ts";
 import { Fields, quote, refuse, typeName } from "./fields.ts";
 import { JsonSyntaxError, parseJson } from "./json-parse.ts";
 import { isJsonObject, type JsonValue } from "./json-value.ts";
-import type { Sampling } from "./request-types.ts";
+import type { GenerationFields, Sampling } from "./request-types.ts";
 
-export interface GenerationFields {
-  readonly sampling: Sampling;
-  /** The first of the endpoint's reply-length fields that is given. */
-  readonly maxTokens: number | undefined;
-  readonly stop: readonly string[];
-  readonly stream: boolean;
-  readonly includeUsage: boolean;
-  /** `n`: how many choices to generate from the one prompt (the server checks it against --parallel). */
-  readonly choices: number;
-}
 
 /** A request body's JSON text as the fields of its top-level object (number lexemes kept, a repeated key's last value). */
 export function requestFields(text: string, source: string): Fields {

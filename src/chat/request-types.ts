@@ -79,7 +79,19 @@ export interface Sampling {
   readonly frequencyPenalty: number | undefined;
 }
 
-export interface ChatRequest {
+/** The fields both completion endpoints share (chat/request-generation.ts reads them once). */
+export interface GenerationFields {
+  readonly sampling: Sampling;
+  /** The first of the endpoint's reply-length fields that is given (chat: `max_completion_tokens`, else `max_tokens`). */
+  readonly maxTokens: number | undefined;
+  readonly stop: readonly string[];
+  readonly stream: boolean;
+  readonly includeUsage: boolean;
+  /** `n`: how many choices to generate from the one prompt, each decoding as one sequence of a batch after one shared prefill (the server checks it against --parallel). */
+  readonly choices: number;
+}
+
+export interface ChatRequest extends GenerationFields {
   readonly model: string | undefined;
   readonly messages: readonly ChatMessage[];
   /** The request-level `tools`, as sent (validated; sorted only when rendered). */
@@ -89,14 +101,6 @@ export interface ChatRequest {
   readonly effort: Effort;
   readonly toolChoice: ToolChoice;
   readonly responseFormat: ResponseFormat;
-  readonly sampling: Sampling;
-  /** `max_completion_tokens`, else `max_tokens`. */
-  readonly maxTokens: number | undefined;
-  readonly stop: readonly string[];
-  readonly stream: boolean;
-  readonly includeUsage: boolean;
-  /** `n`: the choices to generate, each decoding as one sequence of a batch after one shared prefill. */
-  readonly choices: number;
   /** What k3 did that the request did not spell out (an explicit developer-to-system mapping). */
   readonly notes: readonly string[];
 }
