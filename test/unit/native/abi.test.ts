@@ -57,6 +57,22 @@ interface Signature {
   returns: string;
 }
 
+/** The parameters and return type of `pub fn name(...)` in a Zig source. */
+function exportedLike(source: string, name: string): { params: string[]; returns: string } {
+  const match = source.match(new RegExp(`\\bpub fn ${name}\\s*\\(`));
+  if (!match) throw new Error(`no 'pub fn ${name}'`);
+  const open = (match.index ?? 0) + match[0].length;
+  let depth = 1;
+  let at = open;
+  while (depth > 0) {
+    if (at >= source.length) throw new Error(`unbalanced parameter list of ${name}`);
+    const ch = source[at++];
+    if (ch === "(") depth++;
+    else if (ch === ")") depth--;
+  }
+  return { params: splitTopLevel(source.slice(open, at - 1)), returns: source.slice(at, source.indexOf("{", at)) };
+}
+
 /** Every `export fn name(params) ret {` of a Zig source, in file order. */
 function exportedFunctions(source: string): Signature[] {
   const found: Signature[] = [];
@@ -187,6 +203,41 @@ describe("the kernels: zig/kernels/table.zig `entries` and the generated declara
     for (const name of kernelNames) expect(abi.symbols[name as keyof typeof abi.symbols]).toBe(generated.kernelSymbols[name as keyof typeof generated.kernelSymbols]);
     expect(exportedFunctions(zigSource(abiZig)).filter((f) => kernelNames.has(f.name))).toEqual([]);
   });
+
+  // The rules of zig/kernels/entry.zig, read here a second time from the kernels' source: a
+  // pointer (nullable or not) crosses as ptr, usize as u32, an enum(u32) as u32, the scalars as
+  // themselves, and an Error!u64 result as one more ptr (the count).
+  const modules = new Map<string, string>();
+  const table = zigSource("zig/kernels/table.zig");
+  for (const m of table.matchAll(/\bpub const (\w+) = @import\("(\w+\.zig)"\);/g)) modules.set(m[1] as string, `zig/kernels/${m[2]}`);
+  for (const m of table.matchAll(/\bconst (\w+) = (\w+);/g)) if (modules.has(m[2] as string)) modules.set(m[1] as string, modules.get(m[2] as string) as string);
+  const targets = new Map([...table.matchAll(/\bpub const (\w+) = (\w+)\.(\w+);/g)].map((m) => [m[1] as string, { file: modules.get(m[2] as string), fn: m[3] as string }]));
+
+  function abiArgs(file: string, fn: string): string[] {
+    const source = zigSource(file);
+    const found = exportedLike(source, fn);
+    const args = found.params.map((p) => {
+      const type = p.slice(p.indexOf(":") + 1).trim();
+      if (/^\??(\*|\[\*\])/.test(type)) return "ptr";
+      if (type === "usize") return "u32";
+      if (["u32", "u64", "f32"].includes(type)) return type;
+      if (new RegExp(`\\bpub const ${type}\\s*=\\s*enum\\s*\\(u32\\)`).test(source)) return "u32";
+      throw new Error(`${file} ${fn}: no ABI rule for the parameter type '${type}'`);
+    });
+    if (/!\s*u64\s*$/.test(found.returns.trim())) args.push("ptr");
+    else if (!/!\s*void\s*$/.test(found.returns.trim())) throw new Error(`${file} ${fn}: returns '${found.returns.trim()}', not Error!void or Error!u64`);
+    return args;
+  }
+
+  for (const name of kernelEntries()) {
+    const target = targets.get(name) ?? { file: undefined, fn: name };
+    test(`k3_${name}'s declaration follows ${target.file} \`${target.fn}\``, () => {
+      if (!target.file) throw new Error(`entries.${name} is not 'module.function' of a file table.zig imports`);
+      const symbol = generated.kernelSymbols[`k3_${name}` as keyof typeof generated.kernelSymbols];
+      expect((symbol.args as readonly number[]).map(ffiName)).toEqual(abiArgs(target.file as string, target.fn));
+      expect(ffiName(symbol.returns)).toBe("i32");
+    });
+  }
 
   test("the elementwise codes are zig/kernels/elementwise.zig `Op`", () => {
     const zig = zigConstant("zig/kernels/elementwise.zig", "Op");
