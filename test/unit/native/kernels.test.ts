@@ -264,6 +264,39 @@ describe("MXFP4", () => {
     });
   });
 
+  test("a block with a 255 scale after blocks of eight groups: groups still added to the row total in order", () => {
+    // The one-token wide path adds a block's scaled group sums to the total while decoding the
+    // next block, and a block holding a 255 scale takes its groups one at a time. Row totals:
+    // group 8 gives +2^60, group 9 gives +1 (lost against 2^60), group 17 gives −2^60, group 16
+    // is a 255 scale. In group order the total is 0; adding group 17 before groups 8-9 gives 1.
+    const m = 4; // two row pairs of the wide path
+    const n = 32 * 24;
+    const pk = bytes((m * n) / 2);
+    const sc = bytes((m * n) / 32);
+    pk.a.fill(0); // code 0: +0
+    sc.a.fill(127); // 2^0
+    const xs = f32(n);
+    xs.a.fill(0);
+    xs.a[32 * 8] = 2 ** 60;
+    xs.a[32 * 9] = 1;
+    xs.a[32 * 17] = 2 ** 60;
+    for (let o = 0; o < m; o++) {
+      pk.a[o * (n / 2) + 16 * 8] = 2; // +1.0 (element 0 is the low nibble)
+      pk.a[o * (n / 2) + 16 * 9] = 2;
+      pk.a[o * (n / 2) + 16 * 17] = 10; // −1.0
+      sc.a[o * (n / 32) + 16] = 255;
+    }
+    const M4: Mxfp4Ref = { packed: pk.ptr, scales: sc.ptr, rows: m, cols: n };
+    const ys = f32(m);
+    const want = Float32Array.from({ length: m }, (_, o) => mxfp4DotCanonical(pk.a, sc.a, n, o, xs.a, 0));
+    expect(Array.from(want)).toEqual([0, 0, 0, 0]);
+    expectPathIdentity("255 scale after deferred blocks", () => {
+      expect(matmulMxfp4(M4, xs, ys, 1)).toBe(m);
+      expectBits(ys.a, want, "group order across a 255 block");
+      return [ys.a];
+    });
+  });
+
   test("SIMD == scalar == 1, 2, 3 threads; T tokens == one at a time", () => {
     const base = expectPathIdentity("MXFP4 matvec", () => {
       matmulMxfp4(M, x, y, T);
