@@ -23,11 +23,11 @@
 //!   * fewer than `panel_min_tokens` tokens: each 4-group block of a row is decoded in
 //!     registers once for up to `block_tokens` tokens;
 //!   * more: a block of `panel_rows` rows is decoded `panel_groups` groups at a time into an
-//!     f64 panel (in cache), once for up to `panel_tokens` tokens. On AVX-512 the tokens are
-//!     the lanes (`laneTile`: activations transposed once per call, 4 rows × 8 tokens, or 4
-//!     tokens for a short last block; each canonical lane chain a vector of tokens, run one
-//!     chain at a time, so the lane tree, the scale and the total are vertical). Elsewhere
-//!     register tiles of
+//!     f64 panel (in cache), once for up to `panel_tokens` tokens. On x86-64 the tokens are
+//!     the lanes (`laneTile`: activations transposed once per call; on AVX-512 4 rows × 8
+//!     tokens, or 4 tokens for a short last block, on AVX2 4 rows × 4 tokens; each canonical
+//!     lane chain a vector of tokens, run a pair at a time, so the lane tree, the scale and the
+//!     total are vertical). Elsewhere (arm64) register tiles of
 //!     `pair_tile` rows × tokens run over it, one (row, token) per f64 lane of the group sums:
 //!     the per-group lane tree of every pair of the tile is one transpose-and-add tree, and the
 //!     totals of the pairs are added lane by lane (rows and tokens past whole tiles run one
@@ -518,8 +518,8 @@ const panel_rows = 32;
 /// Tokens one decoded panel serves before the next token block decodes it again.
 const panel_tokens = 64;
 
-/// Register tile of the AVX2 panel path: rows × tokens = one (row, token) pair per lane of a
-/// 4-wide f64 vector (the AVX-512 path uses `laneTile`).
+/// Register tile of the panel path where there are no lane tiles (arm64): rows × tokens = one
+/// (row, token) pair per lane of a 4-wide f64 vector.
 const pair_tile: struct { rows: usize, tokens: usize } = .{ .rows = 1, .tokens = 4 };
 const PairVec = V4;
 /// Rows of the AVX-512 panel tile with tokens as lanes (at most four vectors live per row, see
@@ -528,6 +528,13 @@ const PairVec = V4;
 /// 27.0 / 31.8 / 35.9, 6 rows 26.7 / 31.1 / 33.8; eight chains live per row at 3 rows (before)
 /// 23.2 / 28.0 / 34.7. Two token blocks per tile (3 rows) ran at 21-23.
 const lane_tile_rows = 4;
+/// Rows of the AVX2 lane tile (4 tokens a vector). Measured on Zen 4 (2026-12-04, 3072 × 3584,
+/// T = 32, 1 thread, share of the FMA peak): 2 rows 46%, 3 rows 50%, 4 rows 54%, 6 rows 54%,
+/// 8 rows 53%; the `pair_tile` path it replaced 40%. Sixteen registers hold the four live
+/// vectors of only three rows, but each activation load then serves more rows.
+const lane_tile_rows_avx2 = 4;
+/// Tokens as lanes on x86-64 (`laneTile`'s `inOrder` is x86 inline assembly).
+const lane_tiles = common.wide or builtin.cpu.arch == .x86_64;
 
 /// Doubled codes of groups [g0, g0 + kg) of one row as f64, eight quads per group in element
 /// order (as `pairWeights`). Groups with a 255 scale are decoded too; the tiles skip them.
@@ -631,7 +638,7 @@ const Job = struct {
     cols: usize,
     x: [*]const f32,
     x64: [*]const f64,
-    /// AVX-512 panel path only: the activations transposed, [token block of 8][col][8] f64.
+    /// The lane-tile panel path only: the activations transposed, [token block of 8][col][8] f64.
     xt: [*]const f64,
     y: [*]f32,
     tokens: usize,
@@ -713,6 +720,21 @@ const Job = struct {
         while (g0 < groups) {
             const kg = @min(panel_groups, groups - g0);
             for (0..nb) |b| decodePanel(self.packed_w + (o + b) * (self.cols / 2), g0, kg, &panel[b]);
+            if (lane_tiles and !common.wide) {
+                var b: usize = 0;
+                while (b < nb) {
+                    switch (@min(lane_tile_rows_avx2, nb - b)) {
+                        inline 1...lane_tile_rows_avx2 => |B| {
+                            var t: usize = 0;
+                            while (t < tn) : (t += 4) self.laneTile(B, 4, &panel, &totals, o, b, g0, kg, t0 + t, t);
+                            b += B;
+                        },
+                        else => unreachable,
+                    }
+                }
+                g0 += kg;
+                continue;
+            }
             if (common.wide) {
                 var b: usize = 0;
                 while (b < nb) {
@@ -746,19 +768,20 @@ const Job = struct {
         }
     }
 
-    /// AVX-512: panel rows b0 … b0+B−1 against L tokens from tx (t within the run): 8, or 4 for
-    /// a last block of at most four (lanes past the tokens hold zero activations and are never
-    /// stored). Tokens are the lanes: each canonical lane chain of a group (elements l, l+8,
+    /// Panel rows b0 … b0+B−1 against L tokens from tx (t within the run): on AVX-512 8, or 4
+    /// for a last block of at most four; on AVX2 4, either half of a transposed block of 8 (lanes
+    /// past the tokens hold zero activations and are never stored). Tokens are the lanes: each canonical lane chain of a group (elements l, l+8,
     /// l+16, l+24) is a vector of L tokens, fed a broadcast decoded weight and the transposed
     /// activations (`xt`), so the lane tree, the scale and the group-ordered total are vertical
     /// operations. The chains run one at a time in the tree's order (0, 4, 1, 5, 2, 6, 3, 7),
-    /// each pair folded in as soon as it is done: a row then holds at most four vectors of a
-    /// group instead of eight, and four rows share each activation load with no spills.
+    /// each pair folded in as soon as it is done (`inOrder`): a row then holds at most four
+    /// vectors of a group instead of eight, and on AVX-512 four rows share each activation
+    /// load with no spills.
     inline fn laneTile(self: *const Job, comptime B: usize, comptime L: usize, panel: *const [panel_rows][panel_groups][8]V4, totals: *[panel_rows][panel_tokens]f64, o: usize, b0: usize, g0: usize, kg: usize, tx: usize, t: usize) void {
         @setEvalBranchQuota(10_000);
         const V = @Vector(L, f64);
         const groups = self.cols / group;
-        const xt = self.xt + ((tx / 8) * self.cols + g0 * group) * 8;
+        const xt = self.xt + ((tx / 8) * self.cols + g0 * group) * 8 + tx % 8;
         var tot: [B]V = undefined;
         inline for (0..B) |b| tot[b] = totals[b0 + b][t..][0..L].*;
         for (0..kg) |j| {
@@ -869,7 +892,7 @@ pub fn matmul(packed_w: [*]const u8, scales: [*]const u8, rows: usize, cols: usi
     if (rows == 0 or cols == 0 or tokens == 0 or cols % group != 0) return error.BadArgument;
     _ = try common.mulSize(rows, cols);
     const scalar = common.path() == .scalar;
-    const lanes_path = common.wide and !scalar and tokens >= panel_min_tokens;
+    const lanes_path = lane_tiles and !scalar and tokens >= panel_min_tokens;
     const x64: [*]const f64 = if (scalar or lanes_path) undefined else try matvec.widenShared(x, try common.mulSize(tokens, cols));
     const xt: [*]const f64 = if (lanes_path) try transposeShared(x, cols, tokens) else undefined;
     var bad = std.atomic.Value(u64).init(0);
