@@ -513,6 +513,16 @@ const panel_min_tokens = 5;
 /// and the four-token activation slice 4 KB. 4 and 16 measured alike at T = 32; 4 is faster
 /// at T ≤ 16.
 const panel_groups = 4;
+/// How far ahead along a row the panel decode prefetches (into L1): two panel steps. A block's
+/// 32 rows are read 64 bytes at a time at the row stride, 32 streams the hardware prefetchers
+/// do not keep up with when the rows start off a 64-byte line, as the released experts do
+/// (safetensors puts a tensor wherever the previous one ended; the K3-width checkpoint's
+/// experts start at 8 or 40 mod 64). Measured on Zen 4 (2026-12-05, 2 threads, the K3-width
+/// prefill's 768 expert calls of 7-27 tokens, 3072 x 3584 and 3584 x 3072, GFLOP/s at offsets
+/// 0 / 8 / 16 mod 64): no prefetch 74 / 52 / 52; 64 B 73 / 71 / 75; 128 B 76 / 72 / 72; 256 B
+/// 75 / 71 / 67; 1024 B 68 / 56 / 58. Two prefetches, so the line a misaligned step spills
+/// into is fetched too.
+const panel_prefetch_bytes = 128;
 /// Rows decoded per panel block: the activation slice of a token tile is reused by all of them.
 const panel_rows = 32;
 /// Tokens one decoded panel serves before the next token block decodes it again.
@@ -539,6 +549,8 @@ const lane_tiles = common.wide or builtin.cpu.arch == .x86_64;
 /// Doubled codes of groups [g0, g0 + kg) of one row as f64, eight quads per group in element
 /// order (as `pairWeights`). Groups with a 255 scale are decoded too; the tiles skip them.
 fn decodePanel(packed_row: [*]const u8, g0: usize, kg: usize, out: *[panel_groups][8]V4) void {
+    @prefetch(packed_row + g0 * 16 + panel_prefetch_bytes, .{ .locality = 3 });
+    @prefetch(packed_row + g0 * 16 + panel_prefetch_bytes + 63, .{ .locality = 3 });
     var j: usize = 0;
     while (j + 2 <= kg) : (j += 2) {
         const w = pairWeights(packed_row[(g0 + j) * 16 ..][0..32]);
