@@ -108,6 +108,48 @@ interface Seen {
   thinkingLabel: boolean;
 }
 const seen = async (page: Page) => (await page.evaluate("window.__k3seen")) as Seen;
+/**
+ * Paces, from inside the page, the first `window.__k3paceEvents` events of each chat reply to one
+ * per 40 ms (more than an animation frame), so the page is seen part by part however fast this
+ * machine decodes: a short reply at full speed can land within one frame (1 clean-clone run in 4
+ * failed so, 2026-12-05). The page's own fetch, stream reader and parser still do all the work;
+ * events are split on the SSE blank line, never inside one.
+ */
+const pacer = `(() => {
+  const realFetch = window.fetch.bind(window);
+  window.fetch = async (input, init) => {
+    const response = await realFetch(input, init);
+    if (!String(input).endsWith("/v1/chat/completions") || !response.body) return response;
+    const reader = response.body.getReader();
+    const decoder = new TextDecoder();
+    const encoder = new TextEncoder();
+    let pending = "";
+    let paced = window.__k3paceEvents ?? 0;
+    const body = new ReadableStream({
+      async pull(controller) {
+        const { done, value } = await reader.read();
+        if (done) {
+          if (pending) controller.enqueue(encoder.encode(pending));
+          controller.close();
+          return;
+        }
+        pending += decoder.decode(value, { stream: true });
+        for (let end = pending.indexOf("\\n\\n"); end >= 0; end = pending.indexOf("\\n\\n")) {
+          const event = pending.slice(0, end + 2);
+          pending = pending.slice(end + 2);
+          if (paced > 0) {
+            paced--;
+            await new Promise((resolve) => setTimeout(resolve, 40));
+          }
+          controller.enqueue(encoder.encode(event));
+        }
+      },
+      cancel: (reason) => reader.cancel(reason),
+    });
+    return new Response(body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  };
+})()`;
+const pacedEvents = 12;
 
 describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromium", () => {
   let server: Served;
@@ -142,6 +184,8 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
     await page.getByLabel("Temperature").fill("0");
     await page.getByLabel("Max tokens").fill("400");
     expect(await page.getByLabel("Thinking").isChecked()).toBe(true);
+    await page.evaluate(pacer);
+    await page.evaluate(`window.__k3paceEvents = ${pacedEvents}`);
     await page.evaluate(recorder);
 
     // Shift+Enter is a new line, Enter sends.
@@ -190,6 +234,7 @@ describe.skipIf(browserMissing !== undefined)("the chat page in headless Chromiu
     expect(shown).toBeGreaterThan(0);
     expect((await seen(page)).answer.filter((n) => n > 0 && n < shown).length).toBeGreaterThanOrEqual(2);
     expect(await page.locator("article.assistant").nth(1).locator("details.reasoning").isHidden()).toBe(true);
+    await page.evaluate("window.__k3paceEvents = 0");
 
     // Turn three, thinking still off (a shorter reply): the server reuses the state of turn two,
     // and the page says so.
