@@ -565,6 +565,46 @@ fn decodePanel(packed_row: [*]const u8, g0: usize, kg: usize, out: *[panel_group
     }
 }
 
+/// The doubled E2M1 values as f64, code 8 being +0 as the integer lookup of `pairWeights` gives
+/// it: the two halves of the `vpermi2pd` table of `decodePanelWide`.
+const doubled_lo: V8 = blk: {
+    var t: [8]f64 = undefined;
+    for (0..8) |i| t[i] = @floatFromInt(e2m1_doubled[i]);
+    break :blk t;
+};
+const doubled_hi: V8 = blk: {
+    var t: [8]f64 = undefined;
+    for (0..8) |i| t[i] = @floatFromInt(e2m1_doubled[8 + i]);
+    break :blk t;
+};
+
+/// Where element c (< 32) of a group sits in a panel group decoded by `decodePanelWide`: each
+/// half (16 elements, 8 bytes) holds its even elements (low nibbles), then its odd ones (high
+/// nibbles). The lane tile reads the panel by comptime element index, so the order costs nothing.
+fn panelSlot(comptime c: usize) usize {
+    if (!common.wide) return c;
+    const r = c % 16;
+    return 16 * (c / 16) + 8 * (r % 2) + r / 2;
+}
+
+/// `decodePanel` on AVX-512, in `panelSlot` order: eight bytes zero-extended to eight lanes
+/// index `vpermi2pd` directly (it reads the low four bits, the low nibble) and again shifted
+/// right by four (the high nibble): four permutes and no integer-to-float conversion per group,
+/// where the pair decode spends eight conversions and eight 256-bit stores.
+fn decodePanelWide(packed_row: [*]const u8, g0: usize, kg: usize, out: *align(64) [panel_groups][8]V4) void {
+    @prefetch(packed_row + g0 * 16 + panel_prefetch_bytes, .{ .locality = 3 });
+    @prefetch(packed_row + g0 * 16 + panel_prefetch_bytes + 63, .{ .locality = 3 });
+    for (0..kg) |j| {
+        const dst: *align(64) [4]V8 = @ptrCast(&out[j]);
+        inline for (0..2) |h| {
+            const bytes: @Vector(8, u8) = packed_row[(g0 + j) * 16 + 8 * h ..][0..8].*;
+            const index: @Vector(8, u64) = bytes;
+            dst[2 * h] = @"llvm.x86.avx512.vpermi2var.pd.512"(doubled_lo, @bitCast(index), doubled_hi);
+            dst[2 * h + 1] = @"llvm.x86.avx512.vpermi2var.pd.512"(doubled_lo, @bitCast(index >> @as(@Vector(8, u6), @splat(4))), doubled_hi);
+        }
+    }
+}
+
 /// One decoded row panel (kg groups; `scales` and `x64` start at its first group) against R
 /// tokens; each group's sum is the canonical one and goes into total[t] in group order.
 inline fn panelTokens(comptime R: usize, panel: *const [panel_groups][8]V4, scales: [*]const u8, kg: usize, x64: [R][*]const f64, total: *[R]f64) void {
@@ -606,7 +646,7 @@ inline fn laneChain(comptime B: usize, comptime L: usize, comptime l: usize, ws:
     inline for (0..4) |m| {
         const c = l + 8 * m;
         const xv: V = xj[c * 8 ..][0..L].*;
-        inline for (0..B) |b| acc[b] = @mulAdd(V, @as(V, @splat(ws[b][c])), xv, acc[b]);
+        inline for (0..B) |b| acc[b] = @mulAdd(V, @as(V, @splat(ws[b][comptime panelSlot(c)])), xv, acc[b]);
     }
     return acc;
 }
@@ -725,13 +765,16 @@ const Job = struct {
     fn panelBlock(self: *const Job, o: usize, nb: usize, t0: usize, tn: usize) void {
         std.debug.assert(nb >= 1 and nb <= panel_rows and tn >= 1 and tn <= panel_tokens and o + nb <= self.rows and t0 + tn <= self.tokens);
         const groups = self.cols / group;
-        var panel: [panel_rows][panel_groups][8]V4 = undefined;
+        var panel: [panel_rows][panel_groups][8]V4 align(64) = undefined;
         var totals: [panel_rows][panel_tokens]f64 = undefined;
         for (totals[0..nb]) |*row| @memset(row[0..tn], 0);
         var g0: usize = 0;
         while (g0 < groups) {
             const kg = @min(panel_groups, groups - g0);
-            for (0..nb) |b| decodePanel(self.packed_w + (o + b) * (self.cols / 2), g0, kg, &panel[b]);
+            for (0..nb) |b| {
+                const row = self.packed_w + (o + b) * (self.cols / 2);
+                if (common.wide) decodePanelWide(row, g0, kg, &panel[b]) else decodePanel(row, g0, kg, &panel[b]);
+            }
             if (lane_tiles and !common.wide) {
                 var b: usize = 0;
                 while (b < nb) {
