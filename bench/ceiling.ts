@@ -4,7 +4,8 @@
  * widen the stored weights to f64, data in L2, one thread), built with the pinned Zig and run
  * here, next to the f64 FMA peak of the same thread. Issue 12's bf16 target is compared with it
  * (a target above the ceiling cannot be met by any kernel that keeps model.md §8.3's orders on
- * this CPU), and issue 26 states the MXFP4 T = 1 targets as shares of it. Runs only where the v4 variant does (x86-64 with AVX-512).
+ * this CPU), and issue 26 states the MXFP4 T = 1 targets as shares of it. Runs only where the
+ * v4 variant does (x86-64 with AVX-512).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -20,6 +21,11 @@ export interface Ceiling {
   mxfp4: number;
   /** The AVX2 variant's MXFP4 loop (vpshufb lookup, 4-wide), the v3 ceiling on this CPU. */
   mxfp4V3: number;
+}
+
+/** One thread's MXFP4 T = 1 ceiling of each kernel variant: the probe loop that variant runs. */
+export function mxfp4Ceilings(c: Ceiling): Record<string, number> {
+  return { v4: c.mxfp4, v3: c.mxfp4V3 };
 }
 
 const probeSource = join(import.meta.dir, "probes", "ceiling.zig");
@@ -70,7 +76,7 @@ export function ceilingReport(c: Ceiling, bandwidth1: number, threads: number, m
     `${indent}  MXFP4, vpermi2pd lookup      ${c.mxfp4.toFixed(2)} G weights/s, ${share(c.mxfp4)}`,
     `${indent}  MXFP4, v3 (vpshufb, 4-wide)  ${c.mxfp4V3.toFixed(2)} G weights/s, ${share(c.mxfp4V3)}`,
     `${indent}  bf16 1-thread target (90% of ${bandwidth1.toFixed(1)} GB/s = ${(2 * bf16Need).toFixed(1)} GB/s): ${verdict(bf16, bf16Need)}`,
-    ...Object.entries({ v4: c.mxfp4, v3: c.mxfp4V3 }).map(([variant, one]) => {
+    ...Object.entries(mxfp4Ceilings(c)).map(([variant, one]) => {
       const share = mxfp4Shares[variant] ?? NaN;
       return `${indent}  MXFP4 T=1 target, ${variant}: ${(100 * share).toFixed(0)}% of ${threads} x ${one.toFixed(2)} = ${(share * threads * one).toFixed(1)} G weights/s with ${threads} threads`;
     }),

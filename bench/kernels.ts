@@ -29,7 +29,7 @@ import { matmul, matmulMxfp4, memReadSum, type F32Ref } from "../src/native/kern
 import { initPool } from "../src/native/kernel-runtime.ts";
 import { availableIsas, isaInUse, setIsa } from "../test/support/kernel-hooks.ts";
 import { fillRandom, fmaPeakFlops } from "../src/doctor/machine-speed.ts";
-import { benchCeiling, ceilingReport, type Ceiling } from "./ceiling.ts";
+import { benchCeiling, ceilingReport, mxfp4Ceilings, type Ceiling } from "./ceiling.ts";
 
 const GB = 1e9;
 
@@ -74,7 +74,6 @@ export function measureFmaPeak(): { seconds: number; gflops: number } {
   return { seconds, gflops: flops / seconds / GB };
 }
 
-/** Issue 12's MXFP4 T = 1 targets with all threads, G weights/s, per variant. */
 /** Issue 26: MXFP4 T = 1 with all threads, as a share of the variant's ceiling at that thread count. */
 const mxfp4CeilingTarget: Record<string, number> = { v4: 0.75, v3: 0.6 };
 /** Issue 26: T >= 32 with all threads, as a share of the FMA peak (bf16 and MXFP4, both variants). */
@@ -215,11 +214,6 @@ export function ceilingLines(rows: Row[], ceiling: Ceiling | undefined, indent =
   return ceilingReport(ceiling, one, most, mxfp4CeilingTarget, indent);
 }
 
-/** One thread's MXFP4 T = 1 ceiling for a variant: the probe loop that variant runs. */
-function mxfp4Ceiling(c: Ceiling, variant: string): number | undefined {
-  return variant === "v4" ? c.mxfp4 : variant === "v3" ? c.mxfp4V3 : undefined;
-}
-
 /**
  * The bench's lines, ratios included: a probe's own figure; a matmul's GB/s of weights and
  * GFLOP/s, then for bf16 T = 1 (bound by memory) the share of the read bandwidth at the same
@@ -259,7 +253,7 @@ export function formatKernelRows(rows: Row[], ceiling: Ceiling | undefined, inde
     }
     if (r.tokens === 1) {
       const weights = r.gflops / 2;
-      const perThread = ceiling ? mxfp4Ceiling(ceiling, r.variant) : undefined;
+      const perThread = ceiling ? mxfp4Ceilings(ceiling)[r.variant] : undefined;
       let versus = "";
       if (perThread !== undefined) {
         const share = weights / (r.threads * perThread);

@@ -546,11 +546,17 @@ const lane_tile_rows_avx2 = 4;
 /// Tokens as lanes on x86-64 (`laneTile`'s `inOrder` is x86 inline assembly).
 const lane_tiles = common.wide or builtin.cpu.arch == .x86_64;
 
+/// The row's bytes `panel_prefetch_bytes` past group g0 into L1 (both lines of a step that
+/// starts off a line, see `panel_prefetch_bytes`).
+inline fn prefetchPanelAhead(packed_row: [*]const u8, g0: usize) void {
+    @prefetch(packed_row + g0 * 16 + panel_prefetch_bytes, .{ .locality = 3 });
+    @prefetch(packed_row + g0 * 16 + panel_prefetch_bytes + 63, .{ .locality = 3 });
+}
+
 /// Doubled codes of groups [g0, g0 + kg) of one row as f64, eight quads per group in element
 /// order (as `pairWeights`). Groups with a 255 scale are decoded too; the tiles skip them.
 fn decodePanel(packed_row: [*]const u8, g0: usize, kg: usize, out: *[panel_groups][8]V4) void {
-    @prefetch(packed_row + g0 * 16 + panel_prefetch_bytes, .{ .locality = 3 });
-    @prefetch(packed_row + g0 * 16 + panel_prefetch_bytes + 63, .{ .locality = 3 });
+    prefetchPanelAhead(packed_row, g0);
     var j: usize = 0;
     while (j + 2 <= kg) : (j += 2) {
         const w = pairWeights(packed_row[(g0 + j) * 16 ..][0..32]);
@@ -567,16 +573,14 @@ fn decodePanel(packed_row: [*]const u8, g0: usize, kg: usize, out: *[panel_group
 
 /// The doubled E2M1 values as f64, code 8 being +0 as the integer lookup of `pairWeights` gives
 /// it: the two halves of the `vpermi2pd` table of `decodePanelWide`.
-const doubled_lo: V8 = blk: {
+const doubled_lo: V8 = doubledHalf(0);
+const doubled_hi: V8 = doubledHalf(8);
+
+fn doubledHalf(comptime first: usize) V8 {
     var t: [8]f64 = undefined;
-    for (0..8) |i| t[i] = @floatFromInt(e2m1_doubled[i]);
-    break :blk t;
-};
-const doubled_hi: V8 = blk: {
-    var t: [8]f64 = undefined;
-    for (0..8) |i| t[i] = @floatFromInt(e2m1_doubled[8 + i]);
-    break :blk t;
-};
+    for (0..8) |i| t[i] = @floatFromInt(e2m1_doubled[first + i]);
+    return t;
+}
 
 /// Where element c (< 32) of a group sits in a panel group decoded by `decodePanelWide`: each
 /// half (16 elements, 8 bytes) holds its even elements (low nibbles), then its odd ones (high
@@ -592,8 +596,7 @@ fn panelSlot(comptime c: usize) usize {
 /// right by four (the high nibble): four permutes and no integer-to-float conversion per group,
 /// where the pair decode spends eight conversions and eight 256-bit stores.
 fn decodePanelWide(packed_row: [*]const u8, g0: usize, kg: usize, out: *align(64) [panel_groups][8]V4) void {
-    @prefetch(packed_row + g0 * 16 + panel_prefetch_bytes, .{ .locality = 3 });
-    @prefetch(packed_row + g0 * 16 + panel_prefetch_bytes + 63, .{ .locality = 3 });
+    prefetchPanelAhead(packed_row, g0);
     for (0..kg) |j| {
         const dst: *align(64) [4]V8 = @ptrCast(&out[j]);
         inline for (0..2) |h| {
