@@ -18,7 +18,8 @@
 //!   * Several tokens (prefill): the 16 lanes of a (row, token) are independent chains, so
 //!     the path runs one lane group (one register's worth of lanes) at a time, and a register
 //!     tile holds one accumulator per (row, token): each weight vector is widened once for
-//!     the tile's tokens and each activation vector loaded once for its rows, over blocks of
+//!     the tile's tokens and each activation vector loaded once for its rows (the activations
+//!     widened into token panels, `widenSharedPanels`), over blocks of
 //!     `multi_block_rows` rows and `multi_block_cols` columns so the weights and activations
 //!     being reused stay in cache. The accumulators of every (row, token, lane group) are
 //!     carried from one column block to the next (stored and reloaded unchanged), so each lane
@@ -56,20 +57,22 @@ const multi_lanes = if (common.wide) 8 else 4;
 const lane_groups = lanes / multi_lanes;
 const MVec = @Vector(multi_lanes, f64);
 /// Register tile of the multi-token path, rows × tokens accumulators plus one weight vector
-/// per row and one activation vector: 4 × 6 + 4 + 1 of the 32 AVX-512 registers, 2 × 6 + 2 + 1
-/// of the 16 AVX2 ones. Measured on Zen 4 (2026-12-03, 7168 × 12288, T = 32, 2 threads):
-/// AVX-512 4 × 6 at 74% of the FMA peak; AVX2 2 × 6 52%, 3 × 4 40-50%, 2 × 5 39%, 1 × 8 35%,
-/// 1 × 12 22%. Widening the weights once per column block into an f64 panel shared by every
-/// token group instead was slower on both (57% and 38-50%): the panel then streams from L2.
-const multi: struct { rows: usize, tokens: usize } = if (common.wide) .{ .rows = 4, .tokens = 6 } else .{ .rows = 2, .tokens = 6 };
+/// per row and one activation vector: 4 × 6 + 4 + 1 of the 32 AVX-512 registers, 1 × 12 + 1 + 1
+/// of the 16 AVX2 ones (the activations come from the token panel, `widenSharedPanels`, at
+/// fixed offsets from one pointer). Measured on Zen 4 (2026-12-06, 7168 × 12288, T = 32, 2
+/// threads, as shares of the FMA peak): AVX2 1 × 12 74-76%, 1 × 14 75%, 2 × 6 66%, 3 × 4 62%;
+/// AVX-512 4 × 6 86-90%, 3 × 8 85%, 2 × 12 74%. (Before the panel, with every token's row a
+/// multiple of 4 KB from the next, AVX2 1 × 12 ran at 22%: twelve tokens' lines in one L1 set.)
+const multi: struct { rows: usize, tokens: usize } = if (common.wide) .{ .rows = 4, .tokens = 6 } else .{ .rows = 1, .tokens = 12 };
 /// Rows per block of the multi-token path: every token group of the block passes over the
 /// same rows, which then come from cache instead of memory after the first group.
-const multi_block_rows = 32;
-/// Columns per block of the multi-token path: a lane group of a six-token activation panel of
-/// 512 columns touches 12 KB, which stays in L1 while the block's rows pass over it. Measured at T = 8 and 32 on
-/// 7168 × 12288: 256 … 1024 columns and 16 … 64 rows are within noise of each other; whole
-/// rows (no column blocks) are ~30% slower, the activations then streaming from L2.
-const multi_block_cols = 512;
+const multi_block_rows = 64;
+/// Columns per block of the multi-token path: one lane group of a twelve-token AVX2 panel (or
+/// a six-token AVX-512 one) over 1,024 columns is 24 KB, read contiguously, which stays in L1
+/// while the block's rows pass over it. Measured on AVX2 at T = 32, 2 threads (2026-12-06):
+/// 512 or 768 columns 74-76%, 1,024 76-81%, 2,048 41% (48 KB: the lane group no longer fits
+/// L1); 16 rows 73%, 32 or 64 rows 75-81%, 128 rows 75%.
+const multi_block_cols = 1024;
 
 /// The scalar reference: the canonical order written as plain loops over f32 activations,
 /// with separate multiply and add (no fused operation anywhere).
@@ -147,13 +150,12 @@ inline fn tile(comptime W: type, comptime B: usize, comptime R: usize, w: [B][*]
     acc.* = a;
 }
 
-/// The lane tree, the sequential tail (elements body … n−1) and the one rounding to f32 of a
-/// (row, token) whose body lanes are `acc`.
-inline fn finish(comptime W: type, acc: [4]V4, w: [*]const W, x64: [*]const f64, body: usize, n: usize) f32 {
+/// The lane tree, the sequential tail (the `tail` elements after the body: weights `wt`,
+/// activations `xt`) and the one rounding to f32 of a (row, token) whose body lanes are `acc`.
+inline fn finish(comptime W: type, acc: [4]V4, wt: [*]const W, xt: [*]const f64, tail: usize) f32 {
     const c = (acc[0] + acc[1]) + (acc[2] + acc[3]);
     var s = (c[0] + c[1]) + (c[2] + c[3]);
-    var j = body;
-    while (j < n) : (j += 1) s = @mulAdd(f64, common.weightF64(W, w[j]), x64[j], s);
+    for (0..tail) |j| s = @mulAdd(f64, common.weightF64(W, wt[j]), xt[j], s);
     return @floatCast(s);
 }
 
@@ -165,7 +167,7 @@ inline fn dotRowsSimd(comptime W: type, comptime R: usize, w: [R][*]const W, x64
     var acc: [R][1][4]V4 = @splat(.{zero_lanes});
     tile(W, R, 1, w, .{x64}, 0, body, &acc);
     var out: [R]f32 = undefined;
-    inline for (0..R) |r| out[r] = finish(W, acc[r][0], w[r], x64, body, n);
+    inline for (0..R) |r| out[r] = finish(W, acc[r][0], w[r] + body, x64 + body, n - body);
     return out;
 }
 
@@ -259,7 +261,7 @@ inline fn dotRowsWide(comptime W: type, comptime R: usize, w: [R][*]const W, x64
         }
     }
     var out: [R]f32 = undefined;
-    inline for (0..R) |r| out[r] = finishGroups(W, acc[r], w[r], x64, body, n);
+    inline for (0..R) |r| out[r] = finishGroups(W, acc[r], w[r] + body, x64 + body, n - body);
     return out;
 }
 
@@ -317,13 +319,13 @@ fn Job(comptime W: type) type {
         /// `multi.tokens` (a group of one would widen every weight for a single token).
         fn multiToken(self: *const @This(), begin: usize, end: usize) void {
             const T = self.tokens;
-            const groups = (T + multi.tokens - 1) / multi.tokens;
+            const groups = tokenGroups(T);
             var o = begin;
             while (o < end) {
                 const nb = @min(multi_block_rows, end - o);
                 var t: usize = 0;
                 for (0..groups) |g| {
-                    const size = (T * (g + 1)) / groups - (T * g) / groups;
+                    const size = tokenGroupStart(T, groups, g + 1) - tokenGroupStart(T, groups, g);
                     switch (size) {
                         inline 1...multi.tokens => |R| self.tokenGroup(R, o, nb, t),
                         else => unreachable,
@@ -342,16 +344,15 @@ fn Job(comptime W: type) type {
             const body = n - n % lanes;
             var acc: [multi_block_rows][lane_groups][R]MVec = undefined;
             for (acc[0..nb]) |*a| a.* = @splat(@splat(@splat(0)));
-            var xs: [R][*]const f64 = undefined;
-            inline for (0..R) |t| xs[t] = self.x64 + (t0 + t) * n;
+            const panel = self.x64 + t0 * n;
             var from: usize = 0;
             while (from < body) {
                 const to = @min(body, from + multi_block_cols);
                 inline for (0..lane_groups) |g| {
                     var b: usize = 0;
-                    while (b + multi.rows <= nb) : (b += multi.rows) self.groupTile(multi.rows, R, g, o + b, xs, from, to, acc[b..].ptr);
+                    while (b + multi.rows <= nb) : (b += multi.rows) self.groupTile(multi.rows, R, g, o + b, panel, from, to, acc[b..].ptr);
                     switch (nb - b) {
-                        inline 0...multi.rows - 1 => |B| if (B > 0) self.groupTile(B, R, g, o + b, xs, from, to, acc[b..].ptr),
+                        inline 0...multi.rows - 1 => |B| if (B > 0) self.groupTile(B, R, g, o + b, panel, from, to, acc[b..].ptr),
                         else => unreachable,
                     }
                 }
@@ -361,7 +362,7 @@ fn Job(comptime W: type) type {
                 inline for (0..R) |t| {
                     var groups: [lane_groups]MVec = undefined;
                     inline for (0..lane_groups) |g| groups[g] = acc[b][g][t];
-                    self.y[(t0 + t) * self.rows + o + b] = finishGroups(W, groups, self.w + (o + b) * n, xs[t], body, n);
+                    self.y[(t0 + t) * self.rows + o + b] = finishGroups(W, groups, self.w + (o + b) * n + body, panel + body * R + t * (n - body), n - body);
                 }
             }
         }
@@ -369,8 +370,9 @@ fn Job(comptime W: type) type {
         /// Lane group g of rows o … o+B−1 × R tokens over elements [from, to), continuing the
         /// accumulators acc[b][g][t]: each weight vector widened once for R tokens, each
         /// activation vector loaded once for B rows.
-        inline fn groupTile(self: *const @This(), comptime B: usize, comptime R: usize, comptime g: usize, o: usize, xs: [R][*]const f64, from: usize, to: usize, acc: [*][lane_groups][R]MVec) void {
+        inline fn groupTile(self: *const @This(), comptime B: usize, comptime R: usize, comptime g: usize, o: usize, panel: [*]const f64, from: usize, to: usize, acc: [*][lane_groups][R]MVec) void {
             const n = self.cols;
+            const body = n - n % lanes;
             var a: [B][R]MVec = undefined;
             inline for (0..B) |b| a[b] = acc[b][g];
             var i = from;
@@ -381,8 +383,9 @@ fn Job(comptime W: type) type {
                     if (g == 0 and (W == f32 or i % 32 == 0)) @prefetch(row + i + prefetch_elems, .{ .locality = prefetch_locality });
                     wv[b] = widenGroup(W, g, row + i);
                 }
+                const block = panel + g * (body * R / lane_groups) + (i / lane_groups) * R;
                 inline for (0..R) |t| {
-                    const xv: MVec = xs[t][i + g * multi_lanes ..][0..multi_lanes].*;
+                    const xv: MVec = block[t * multi_lanes ..][0..multi_lanes].*;
                     inline for (0..B) |b| a[b][t] = @mulAdd(MVec, wv[b], xv, a[b][t]);
                 }
             }
@@ -415,13 +418,12 @@ inline fn widenGroup(comptime W: type, comptime g: usize, p: [*]const W) MVec {
 /// The lane tree, the sequential tail and the one rounding of a (row, token) whose lane
 /// groups are `acc`: `finish` on AVX2; on AVX-512 the tree of the permuted order (register 0 =
 /// lanes 0-3, 8-11, register 1 = lanes 4-7, 12-15), shared with the one-token path.
-inline fn finishGroups(comptime W: type, acc: [lane_groups]MVec, w: [*]const W, x64: [*]const f64, body: usize, n: usize) f32 {
-    if (!common.wide) return finish(W, acc, w, x64, body, n);
+inline fn finishGroups(comptime W: type, acc: [lane_groups]MVec, wt: [*]const W, xt: [*]const f64, tail: usize) f32 {
+    if (!common.wide) return finish(W, acc, wt, xt, tail);
     const p = acc[0] + acc[1];
     const c = @shuffle(f64, p, undefined, [4]i32{ 0, 1, 2, 3 }) + @shuffle(f64, p, undefined, [4]i32{ 4, 5, 6, 7 });
     var s = (c[0] + c[1]) + (c[2] + c[3]);
-    var j = body;
-    while (j < n) : (j += 1) s = @mulAdd(f64, common.weightF64(W, w[j]), x64[j], s);
+    for (0..tail) |j| s = @mulAdd(f64, common.weightF64(W, wt[j]), xt[j], s);
     return @floatCast(s);
 }
 
@@ -435,13 +437,54 @@ pub fn widenShared(x: [*]const f32, count: usize) Error![*]const f64 {
     return x64;
 }
 
-/// As `widenShared`, each token's row in the AVX-512 paths' order (`widenPermuted`).
-fn widenSharedPermuted(x: [*]const f32, cols: usize, tokens: usize) Error![*]const f64 {
+/// The multi-token path's token groups: the balanced partition of `tokens` into groups of at
+/// most `multi.tokens`, group k starting at token `tokenGroupStart(tokens, groups, k)`.
+fn tokenGroups(tokens: usize) usize {
+    return (tokens + multi.tokens - 1) / multi.tokens;
+}
+
+fn tokenGroupStart(tokens: usize, groups: usize, k: usize) usize {
+    return (tokens * k) / groups;
+}
+
+/// Widens the activations (exact) into pool shared scratch as one panel per token group (the
+/// R tokens from t0 occupy elements t0·n … (t0+R)·n−1): lane group g of every 16-element
+/// block (`wide_order` on AVX-512), block by block and token by token within a block, so the
+/// element at offset g·(body·R/lane_groups) + (j/lane_groups)·R + t·multi_lanes is token t's
+/// lane group g of the block starting at column j; then each token's n mod 16 tail elements.
+/// A tile's pass over one lane group then reads one contiguous run, every token's vector at a
+/// fixed distance from one pointer. Rows of their own would put the tokens a multiple of 4 KB
+/// apart at the model's widths, all in the same L1 sets. One token's panel is its plain row,
+/// as the one-token paths read it.
+fn widenSharedPanels(x: [*]const f32, cols: usize, tokens: usize) Error![*]const f64 {
     const bytes = try common.mulSize(try common.mulSize(cols, tokens), @sizeOf(f64));
     const buf = pool.reserveShared(bytes) catch return error.OutOfMemory;
     std.debug.assert(buf.len >= bytes);
     const x64: [*]f64 = @ptrCast(buf.ptr);
-    for (0..tokens) |t| widenPermuted(x + t * cols, x64 + t * cols, cols);
+    const body = cols - cols % lanes;
+    const groups = tokenGroups(tokens);
+    for (0..groups) |k| {
+        const t0 = tokenGroupStart(tokens, groups, k);
+        const size = tokenGroupStart(tokens, groups, k + 1) - t0;
+        const panel = x64 + t0 * cols;
+        for (0..size) |t| {
+            const row = x + (t0 + t) * cols;
+            if (tokens == 1) {
+                if (common.wide) widenPermuted(row, panel, cols) else widen(row, panel, cols);
+                continue;
+            }
+            var i: usize = 0;
+            while (i < body) : (i += lanes) {
+                var block: [lanes]f64 = undefined;
+                if (common.wide) widenPermuted(row + i, &block, lanes) else widen(row + i, &block, lanes);
+                for (0..lane_groups) |g| {
+                    const dst = panel + g * (body * size / lane_groups) + (i / lane_groups) * size + t * multi_lanes;
+                    dst[0..multi_lanes].* = block[g * multi_lanes ..][0..multi_lanes].*;
+                }
+            }
+            widen(row + body, panel + body * size + t * (cols - body), cols - body);
+        }
+    }
     return x64;
 }
 
@@ -475,7 +518,7 @@ pub fn matmul(comptime W: type, w: [*]const W, rows: usize, cols: usize, x: [*]c
     if (rows == 0 or cols == 0 or tokens == 0) return error.BadArgument;
     _ = try common.mulSize(rows, cols);
     const scalar = common.path() == .scalar;
-    const x64: [*]const f64 = if (scalar) undefined else if (common.wide) try widenSharedPermuted(x, cols, tokens) else try widenShared(x, try common.mulSize(tokens, cols));
+    const x64: [*]const f64 = if (scalar) undefined else try widenSharedPanels(x, cols, tokens);
     const job = Job(W){ .w = w, .rows = rows, .cols = cols, .x = x, .x64 = x64, .y = y, .tokens = tokens, .scalar = scalar };
     pool.parallelFor(rows, grainRows(cols, tokens), &job, Job(W).run);
 }
