@@ -25,7 +25,7 @@
 //!   * more: a block of `panel_rows` rows is decoded `panel_groups` groups at a time into an
 //!     f64 panel (in cache), once for up to `panel_tokens` tokens. On x86-64 the tokens are
 //!     the lanes (`laneTile`: activations transposed once per call; on AVX-512 4 rows × 8
-//!     tokens, or 4 tokens for a short last block, on AVX2 4 rows × 4 tokens; each canonical
+//!     tokens, or 4 tokens for a short last block, on AVX2 the same as two 4-wide vectors; each canonical
 //!     lane chain a vector of tokens, run a pair at a time, so the lane tree, the scale and the
 //!     total are vertical). Elsewhere (arm64) register tiles of
 //!     `pair_tile` rows × tokens run over it, one (row, token) per f64 lane of the group sums:
@@ -532,17 +532,17 @@ const panel_tokens = 64;
 /// (row, token) pair per lane of a 4-wide f64 vector.
 const pair_tile: struct { rows: usize, tokens: usize } = .{ .rows = 1, .tokens = 4 };
 const PairVec = V4;
-/// Rows of the AVX-512 panel tile with tokens as lanes (at most four vectors live per row, see
-/// `laneTile`). Measured on Zen 4 (2026-12-03, 3072 × 3584, 1 thread, GFLOP/s at T = 8 / 16 /
-/// 32): 2 rows 26.9 / 29.8 / 32.0, 3 rows 30.7 / 34.5 / 36.5, 4 rows 29.6 / 36.7 / 41.5, 5 rows
-/// 27.0 / 31.8 / 35.9, 6 rows 26.7 / 31.1 / 33.8; eight chains live per row at 3 rows (before)
-/// 23.2 / 28.0 / 34.7. Two token blocks per tile (3 rows) ran at 21-23.
+/// Rows of the panel tile with tokens as lanes (at most four vectors live per row, see
+/// `laneTile`). Measured on Zen 4, 3072 × 3584: AVX-512 (2026-12-03, 1 thread, GFLOP/s at
+/// T = 8 / 16 / 32) 2 rows 26.9 / 29.8 / 32.0, 3 rows 30.7 / 34.5 / 36.5, 4 rows 29.6 / 36.7 /
+/// 41.5, 5 rows 27.0 / 31.8 / 35.9, 6 rows 26.7 / 31.1 / 33.8; eight chains live per row at 3
+/// rows (before) 23.2 / 28.0 / 34.7; two token blocks per tile (3 rows) 21-23. AVX2, eight
+/// tokens as two 4-wide vectors so that each broadcast weight feeds two multiply-adds
+/// (2026-12-06, 2 threads, share of the FMA peak at T = 8 / 16 / 32): 1 row 43 / 48 / 48%,
+/// 2 rows 50 / 58 / 59%, 3 rows 52 / 61 / 63%, 4 rows 54 / 62 / 65%, 5 rows 52 / 60 / 63%;
+/// with four tokens a vector (before) 4 rows 43 / 50 / 52%. The registers hold fewer rows'
+/// live vectors than that and the compiler spills, but each activation load serves more rows.
 const lane_tile_rows = 4;
-/// Rows of the AVX2 lane tile (4 tokens a vector). Measured on Zen 4 (2026-12-04, 3072 × 3584,
-/// T = 32, 1 thread, share of the FMA peak): 2 rows 46%, 3 rows 50%, 4 rows 54%, 6 rows 54%,
-/// 8 rows 53%; the `pair_tile` path it replaced 40%. Sixteen registers hold the four live
-/// vectors of only three rows, but each activation load then serves more rows.
-const lane_tile_rows_avx2 = 4;
 /// Tokens as lanes on x86-64 (`laneTile`'s `inOrder` is x86 inline assembly).
 const lane_tiles = common.wide or builtin.cpu.arch == .x86_64;
 
@@ -666,8 +666,14 @@ inline fn addRows(comptime B: usize, comptime L: usize, p: [B]@Vector(L, f64), q
 /// time as written, within the 32 registers. Left to itself, LLVM interleaved the chains of a
 /// group and spilled (55 stack accesses per 128 multiply-adds at 4 rows); pinned, 3072 x 3584
 /// at T = 32 went from 71% to 80% of the FMA peak on 1 thread (68% -> 75-78% on 2), T = 64 from
-/// 75% to 84%, T = 8 from 56% to 62%. The value and so the bits are unchanged.
+/// 75% to 84%, T = 8 from 56% to 62%. The value and so the bits are unchanged. An 8-wide
+/// vector on AVX2 (two registers) passes through as its two halves.
 inline fn inOrder(comptime V: type, v: V) V {
+    if (!common.wide and @typeInfo(V).vector.len == 8) {
+        const lo: V4 = inOrder(V4, @shuffle(f64, v, undefined, [4]i32{ 0, 1, 2, 3 }));
+        const hi: V4 = inOrder(V4, @shuffle(f64, v, undefined, [4]i32{ 4, 5, 6, 7 }));
+        return @shuffle(f64, lo, hi, [8]i32{ 0, 1, 2, 3, ~@as(i32, 0), ~@as(i32, 1), ~@as(i32, 2), ~@as(i32, 3) });
+    }
     return asm volatile ("" : [out] "=v" (-> V) : [in] "0" (v));
 }
 
@@ -778,22 +784,7 @@ const Job = struct {
                 const row = self.packed_w + (o + b) * (self.cols / 2);
                 if (common.wide) decodePanelWide(row, g0, kg, &panel[b]) else decodePanel(row, g0, kg, &panel[b]);
             }
-            if (lane_tiles and !common.wide) {
-                var b: usize = 0;
-                while (b < nb) {
-                    switch (@min(lane_tile_rows_avx2, nb - b)) {
-                        inline 1...lane_tile_rows_avx2 => |B| {
-                            var t: usize = 0;
-                            while (t < tn) : (t += 4) self.laneTile(B, 4, &panel, &totals, o, b, g0, kg, t0 + t, t);
-                            b += B;
-                        },
-                        else => unreachable,
-                    }
-                }
-                g0 += kg;
-                continue;
-            }
-            if (common.wide) {
+            if (lane_tiles) {
                 var b: usize = 0;
                 while (b < nb) {
                     switch (@min(lane_tile_rows, nb - b)) {
@@ -826,9 +817,9 @@ const Job = struct {
         }
     }
 
-    /// Panel rows b0 … b0+B−1 against L tokens from tx (t within the run): on AVX-512 8, or 4
-    /// for a last block of at most four; on AVX2 4, either half of a transposed block of 8 (lanes
-    /// past the tokens hold zero activations and are never stored). Tokens are the lanes: each canonical lane chain of a group (elements l, l+8,
+    /// Panel rows b0 … b0+B−1 against L tokens from tx (t within the run): a transposed block
+    /// of 8 (on AVX2 two 4-wide vectors), or 4 for a last block of at most four (lanes past the
+    /// tokens hold zero activations and are never stored). Tokens are the lanes: each canonical lane chain of a group (elements l, l+8,
     /// l+16, l+24) is a vector of L tokens, fed a broadcast decoded weight and the transposed
     /// activations (`xt`), so the lane tree, the scale and the group-ordered total are vertical
     /// operations. The chains run one at a time in the tree's order (0, 4, 1, 5, 2, 6, 3, 7),
