@@ -398,9 +398,8 @@ fn Job(comptime W: type) type {
 /// AVX-512 one half of `widen16Wide`; on AVX2 the four weights of the group alone, made f32 by
 /// interleaving zero halves below them (vpunpcklwd) rather than zero-extending and shifting
 /// (vpmovzxwd, vpslld): one vector operation fewer a weight vector (Zen 4, 2026-12-06, 7168 x
-/// 12288, 1 thread, four alternated pairs: T = 32 56-57% -> 58-59% of the FMA peak). Storing
-/// the activations lane group by lane group, so each pass reads them contiguously, measured
-/// slower (57% -> 52%).
+/// 12288, 1 thread, four alternated pairs: T = 32 56-57% -> 58-59% of the FMA peak, with the
+/// 2 × 6 tile and each token's activations a row of its own; the panels came later).
 inline fn widenGroup(comptime W: type, comptime g: usize, p: [*]const W) MVec {
     if (common.wide) return widen16Wide(W, p)[g];
     return switch (W) {
