@@ -362,7 +362,7 @@ fn Job(comptime W: type) type {
                 inline for (0..R) |t| {
                     var groups: [lane_groups]MVec = undefined;
                     inline for (0..lane_groups) |g| groups[g] = acc[b][g][t];
-                    self.y[(t0 + t) * self.rows + o + b] = finishGroups(W, groups, self.w + (o + b) * n + body, panel + body * R + t * (n - body), n - body);
+                    self.y[(t0 + t) * self.rows + o + b] = finishGroups(W, groups, self.w + (o + b) * n + body, panel + panelTailOffset(n, R, t), n - body);
                 }
             }
         }
@@ -383,9 +383,8 @@ fn Job(comptime W: type) type {
                     if (g == 0 and (W == f32 or i % 32 == 0)) @prefetch(row + i + prefetch_elems, .{ .locality = prefetch_locality });
                     wv[b] = widenGroup(W, g, row + i);
                 }
-                const block = panel + g * (body * R / lane_groups) + (i / lane_groups) * R;
                 inline for (0..R) |t| {
-                    const xv: MVec = block[t * multi_lanes ..][0..multi_lanes].*;
+                    const xv: MVec = panel[panelOffset(body, R, g, i, t)..][0..multi_lanes].*;
                     inline for (0..B) |b| a[b][t] = @mulAdd(MVec, wv[b], xv, a[b][t]);
                 }
             }
@@ -446,6 +445,18 @@ fn tokenGroupStart(tokens: usize, groups: usize, k: usize) usize {
     return (tokens * k) / groups;
 }
 
+/// Where token t's lane group g of the 16-element block at column i sits in a panel of R
+/// tokens whose rows have `body` elements in whole blocks (`widenSharedPanels`).
+inline fn panelOffset(body: usize, R: usize, g: usize, i: usize, t: usize) usize {
+    return g * (body * R / lane_groups) + (i / lane_groups) * R + t * multi_lanes;
+}
+
+/// Where token t's n mod 16 tail elements start in a panel of R tokens of n elements.
+inline fn panelTailOffset(n: usize, R: usize, t: usize) usize {
+    const body = n - n % lanes;
+    return body * R + t * (n - body);
+}
+
 /// Widens the activations (exact) into pool shared scratch as one panel per token group (the
 /// R tokens from t0 occupy elements t0·n … (t0+R)·n−1): lane group g of every 16-element
 /// block (`wide_order` on AVX-512), block by block and token by token within a block, so the
@@ -453,13 +464,17 @@ fn tokenGroupStart(tokens: usize, groups: usize, k: usize) usize {
 /// lane group g of the block starting at column j; then each token's n mod 16 tail elements.
 /// A tile's pass over one lane group then reads one contiguous run, every token's vector at a
 /// fixed distance from one pointer. Rows of their own would put the tokens a multiple of 4 KB
-/// apart at the model's widths, all in the same L1 sets. One token's panel is its plain row,
-/// as the one-token paths read it.
+/// apart at the model's widths, all in the same L1 sets. A call of one token widens its plain
+/// row instead, as the one-token paths read it.
 fn widenSharedPanels(x: [*]const f32, cols: usize, tokens: usize) Error![*]const f64 {
     const bytes = try common.mulSize(try common.mulSize(cols, tokens), @sizeOf(f64));
     const buf = pool.reserveShared(bytes) catch return error.OutOfMemory;
     std.debug.assert(buf.len >= bytes);
     const x64: [*]f64 = @ptrCast(buf.ptr);
+    if (tokens == 1) {
+        if (common.wide) widenPermuted(x, x64, cols) else widen(x, x64, cols);
+        return x64;
+    }
     const body = cols - cols % lanes;
     const groups = tokenGroups(tokens);
     for (0..groups) |k| {
@@ -468,20 +483,13 @@ fn widenSharedPanels(x: [*]const f32, cols: usize, tokens: usize) Error![*]const
         const panel = x64 + t0 * cols;
         for (0..size) |t| {
             const row = x + (t0 + t) * cols;
-            if (tokens == 1) {
-                if (common.wide) widenPermuted(row, panel, cols) else widen(row, panel, cols);
-                continue;
-            }
             var i: usize = 0;
             while (i < body) : (i += lanes) {
                 var block: [lanes]f64 = undefined;
                 if (common.wide) widenPermuted(row + i, &block, lanes) else widen(row + i, &block, lanes);
-                for (0..lane_groups) |g| {
-                    const dst = panel + g * (body * size / lane_groups) + (i / lane_groups) * size + t * multi_lanes;
-                    dst[0..multi_lanes].* = block[g * multi_lanes ..][0..multi_lanes].*;
-                }
+                for (0..lane_groups) |g| panel[panelOffset(body, size, g, i, t)..][0..multi_lanes].* = block[g * multi_lanes ..][0..multi_lanes].*;
             }
-            widen(row + body, panel + body * size + t * (cols - body), cols - body);
+            widen(row + body, panel + panelTailOffset(cols, size, t), cols - body);
         }
     }
     return x64;
