@@ -47,7 +47,7 @@ import { attentionReport, benchAttention } from "./attention.ts";
 import { batchReport, benchBatch } from "./batch.ts";
 import { benchCompressed, compressedReport } from "./compressed.ts";
 import { benchIndex } from "./index-headers.ts";
-import { benchKernels, ceilingLines, formatKernelRows, kernelCeiling } from "./kernels.ts";
+import { benchKernels, kernelReport } from "./kernels.ts";
 import { benchLongContext, longContextReport, longContextSkipReason } from "./long-context.ts";
 import { benchPrefill, prefillReport } from "./prefill.ts";
 import { benchSpeculative, speculativeReport } from "./speculative.ts";
@@ -94,9 +94,7 @@ await part("kernels", () => {
   const startLoad = load();
   const rows = benchKernels();
   console.log(`kernels: load average ${startLoad} before`);
-  const ceiling = kernelCeiling();
-  for (const line of formatKernelRows(rows, ceiling, "  ")) console.log(line);
-  for (const line of ceilingLines(rows, ceiling, "  ")) console.log(line);
+  for (const line of kernelReport(rows, "  ")) console.log(line);
 });
 
 await part("tokenizer", () => {

@@ -203,11 +203,11 @@ export function benchKernels(): Row[] {
 }
 
 /** The f64 contract's ceiling on this CPU (bench/ceiling.ts); undefined where the v4 variant (AVX-512) does not run. */
-export function kernelCeiling(): Ceiling | undefined {
+function kernelCeiling(): Ceiling | undefined {
   return availableIsas().includes("v4") ? benchCeiling() : undefined;
 }
 
-export function ceilingLines(rows: Row[], ceiling: Ceiling | undefined, indent = ""): string[] {
+function ceilingLines(rows: Row[], ceiling: Ceiling | undefined, indent = ""): string[] {
   if (!ceiling) return [`${indent}ceiling: skipped (no AVX-512 variant on this CPU)`];
   const one = rows.find((r) => r.kind === "memory" && r.threads === 1)?.gbPerSecond ?? NaN;
   const most = Math.max(...rows.map((r) => r.threads));
@@ -222,7 +222,7 @@ export function ceilingLines(rows: Row[], ceiling: Ceiling | undefined, indent =
  * arithmetic) the share of the FMA peak of the same variant and thread count and the throughput
  * relative to T = 1; each next to the target issue 12 (bandwidth) or issue 26 (peak, ceiling) sets.
  */
-export function formatKernelRows(rows: Row[], ceiling: Ceiling | undefined, indent = ""): string[] {
+function formatKernelRows(rows: Row[], ceiling: Ceiling | undefined, indent = ""): string[] {
   const bandwidth = new Map(rows.filter((r) => r.kind === "memory").map((r) => [r.threads, r.gbPerSecond]));
   const fma = new Map(rows.filter((r) => r.kind === "fma").map((r) => [`${r.variant}/${r.threads}`, r.gflops]));
   const most = Math.max(...rows.map((r) => r.threads));
@@ -273,6 +273,12 @@ export function formatKernelRows(rows: Row[], ceiling: Ceiling | undefined, inde
   return lines;
 }
 
+/** The kernel rows and, where the ceiling probe runs (measured now), the ceiling's lines. */
+export function kernelReport(rows: Row[], indent = ""): string[] {
+  const ceiling = kernelCeiling();
+  return [...formatKernelRows(rows, ceiling, indent), ...ceilingLines(rows, ceiling, indent)];
+}
+
 if (import.meta.main) {
   const load = loadavg()[0] ?? 0;
   if (load > 0.5) {
@@ -280,7 +286,5 @@ if (import.meta.main) {
   }
   const rows = benchKernels();
   console.log(`kernels bench (${rows[rows.length - 1]?.threads ?? 1} threads max)`);
-  const ceiling = kernelCeiling();
-  for (const line of formatKernelRows(rows, ceiling)) console.log(line);
-  for (const line of ceilingLines(rows, ceiling)) console.log(line);
+  for (const line of kernelReport(rows)) console.log(line);
 }
