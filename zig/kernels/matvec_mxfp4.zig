@@ -20,8 +20,11 @@
 //!
 //! How tokens share the decode (only the sharing differs; each token's arithmetic is the
 //! one-token sequence above, so y[t][r] has the bits of a T = 1 call whatever T):
-//!   * fewer than `panel_min_tokens` tokens: each 4-group block of a row is decoded in
-//!     registers once for up to `block_tokens` tokens;
+//!   * on AVX-512, from 2 tokens up to 64 unless a multiple of 8 (`rowLanes`): blocks of eight
+//!     rows decoded a few groups at a time with the rows as the lanes, every token a broadcast
+//!     (mxfp4_row_lanes.zig), so no lane is padding;
+//!   * otherwise fewer than `panel_min_tokens` tokens: each 4-group block of a row is decoded
+//!     in registers once for up to `block_tokens` tokens;
 //!   * more: a block of `panel_rows` rows is decoded `panel_groups` groups at a time into an
 //!     f64 panel (in cache), once for up to `panel_tokens` tokens. On x86-64 the tokens are
 //!     the lanes (`laneTile`: activations transposed once per call; on AVX-512 4 rows × 8
@@ -39,6 +42,7 @@ const builtin = @import("builtin");
 const common = @import("common.zig");
 const matvec = @import("matvec_bf16.zig");
 const pool = @import("pool");
+const row_lanes = @import("mxfp4_row_lanes.zig");
 
 pub const Error = common.Error;
 
@@ -543,6 +547,17 @@ const PairVec = V4;
 /// with four tokens a vector (before) 4 rows 43 / 50 / 52%. The registers hold fewer rows'
 /// live vectors than that and the compiler spills, but each activation load serves more rows.
 const lane_tile_rows = 4;
+/// Token counts that run as row-lane tiles (mxfp4_row_lanes.zig; AVX-512 only), rows past
+/// whole tiles as single rows: from two tokens up, except whole blocks of lane tiles, which pad
+/// no lane and were as fast or faster. Measured on Zen 4 (2026-12-06, 1 thread, 3072 x 3584,
+/// share of the FMA peak, lane tiles or register decode -> row lanes): T = 2 28-32 -> 34-35%,
+/// 4 37 -> 52%, 5 43 -> 57%, 8 68-69 -> 66-67%, 9 50 -> 68-69%, 12 66 -> 73%, 13 63 -> 74-75%,
+/// 16 77-78 -> 77-78%, 20 72 -> 80%, 24 81 -> 81-82%, 32 83-84 -> 82-83%, 33 73 -> 82%,
+/// 40 83 -> 82%, 64 86 -> 83%.
+inline fn rowLanes(tokens: usize) bool {
+    return common.wide and tokens >= 2 and tokens <= row_lanes.max_tokens and tokens % 8 != 0;
+}
+
 /// Tokens as lanes on x86-64 (`laneTile`'s `inOrder` is x86 inline assembly).
 const lane_tiles = common.wide or builtin.cpu.arch == .x86_64;
 
@@ -573,8 +588,8 @@ fn decodePanel(packed_row: [*]const u8, g0: usize, kg: usize, out: *[panel_group
 
 /// The doubled E2M1 values as f64, code 8 being +0 as the integer lookup of `pairWeights` gives
 /// it: the two halves of the `vpermi2pd` table of `decodePanelWide`.
-const doubled_lo: V8 = doubledHalf(0);
-const doubled_hi: V8 = doubledHalf(8);
+pub const doubled_lo: V8 = doubledHalf(0);
+pub const doubled_hi: V8 = doubledHalf(8);
 
 fn doubledHalf(comptime first: usize) V8 {
     var t: [8]f64 = undefined;
@@ -668,7 +683,7 @@ inline fn addRows(comptime B: usize, comptime L: usize, p: [B]@Vector(L, f64), q
 /// at T = 32 went from 71% to 80% of the FMA peak on 1 thread (68% -> 75-78% on 2), T = 64 from
 /// 75% to 84%, T = 8 from 56% to 62%. The value and so the bits are unchanged. An 8-wide
 /// vector on AVX2 (two registers) passes through as its two halves.
-inline fn inOrder(comptime V: type, v: V) V {
+pub inline fn inOrder(comptime V: type, v: V) V {
     if (!common.wide and @typeInfo(V).vector.len == 8) {
         const lo: V4 = inOrder(V4, @shuffle(f64, v, undefined, [4]i32{ 0, 1, 2, 3 }));
         const hi: V4 = inOrder(V4, @shuffle(f64, v, undefined, [4]i32{ 4, 5, 6, 7 }));
@@ -712,7 +727,13 @@ const Job = struct {
         const half = n / 2;
         const groups = n / group;
         var bad: usize = 0;
-        if (!self.scalar and self.tokens >= panel_min_tokens) {
+        var first = begin;
+        if (!self.scalar and rowLanes(self.tokens)) {
+            while (first + row_lanes.tile_rows <= end) : (first += row_lanes.tile_rows) {
+                row_lanes.rowBlock(self.packed_w, self.scales, self.rows, self.cols, self.x64, self.y, first, self.tokens);
+                for (first..first + row_lanes.tile_rows) |r| bad += countBad(self.scales[r * groups ..][0..groups]);
+            }
+        } else if (!self.scalar and self.tokens >= panel_min_tokens) {
             for (begin..end) |r| bad += countBad(self.scales[r * groups ..][0..groups]);
             var o = begin;
             while (o < end) {
@@ -728,7 +749,6 @@ const Job = struct {
             if (bad != 0) _ = self.bad.fetchAdd(bad, .monotonic);
             return;
         }
-        var first = begin;
         if (common.wide and !self.scalar and self.tokens == 1) {
             while (first + wide_rows <= end) : (first += wide_rows) {
                 var prows: [wide_rows][*]const u8 = undefined;
@@ -941,7 +961,7 @@ pub fn matmul(packed_w: [*]const u8, scales: [*]const u8, rows: usize, cols: usi
     if (rows == 0 or cols == 0 or tokens == 0 or cols % group != 0) return error.BadArgument;
     _ = try common.mulSize(rows, cols);
     const scalar = common.path() == .scalar;
-    const lanes_path = lane_tiles and !scalar and tokens >= panel_min_tokens;
+    const lanes_path = lane_tiles and !scalar and tokens >= panel_min_tokens and !rowLanes(tokens);
     const x64: [*]const f64 = if (scalar or lanes_path) undefined else try matvec.widenShared(x, try common.mulSize(tokens, cols));
     const xt: [*]const f64 = if (lanes_path) try transposeShared(x, cols, tokens) else undefined;
     var bad = std.atomic.Value(u64).init(0);

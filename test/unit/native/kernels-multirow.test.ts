@@ -155,8 +155,9 @@ function mxfp4Matrix(rows: number, cols: number, r: ReturnType<typeof rng>, badA
 }
 
 describe("MXFP4 matmul: T tokens in one call == T calls with T = 1, on every path; 255 counted once", () => {
-  // group counts 1, 3, 11, 25, 37 (across the 4-group panel blocks); rows across 32-row blocks
-  // and the AVX-512 4-row lane tiles (remainders 3, 1, 1, 2, 1)
+  // group counts 1, 3, 11, 25, 37 (across the 4-group panel blocks); rows across 32-row blocks,
+  // the AVX-512 4-row lane tiles (remainders 3, 1, 1, 2, 1) and the 8-row blocks of the row
+  // lanes (remainders 3, 1, 5, 6, 5), which take the T not a multiple of 8
   const shapes: [number, number][] = [[3, 32], [33, 96], [45, 352], [70, 800], [37, 1184]];
   const counts = [...tokenCounts, 70]; // 70: more than one 64-token panel block
   const most = Math.max(...counts);
