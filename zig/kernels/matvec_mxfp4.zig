@@ -20,7 +20,9 @@
 //!
 //! How tokens share the decode (only the sharing differs; each token's arithmetic is the
 //! one-token sequence above, so y[t][r] has the bits of a T = 1 call whatever T):
-//!   * on AVX-512, from 2 tokens up to 64 unless a multiple of 8 (`rowLanes`): blocks of eight
+//!   * on AVX-512, one or two tokens: each token on its own through the one-token kernel
+//!     (`dotRowsWide`), a pair of rows at a time, the pair's bytes still in L1 for the second;
+//!   * on AVX-512, from 3 tokens up to 64 unless a multiple of 8 (`rowLanes`): blocks of eight
 //!     rows decoded a few groups at a time with the rows as the lanes, every token a broadcast
 //!     (mxfp4_row_lanes.zig), so no lane is padding;
 //!   * otherwise fewer than `panel_min_tokens` tokens: each 4-group block of a row is decoded
@@ -548,14 +550,14 @@ const PairVec = V4;
 /// live vectors than that and the compiler spills, but each activation load serves more rows.
 const lane_tile_rows = 4;
 /// Token counts that run as row-lane tiles (mxfp4_row_lanes.zig; AVX-512 only), rows past
-/// whole tiles as single rows: from two tokens up, except whole blocks of lane tiles, which pad
+/// whole tiles as single rows: from three tokens up, except whole blocks of lane tiles, which pad
 /// no lane and were as fast or faster. Measured on Zen 4 (2026-12-06, 1 thread, 3072 x 3584,
-/// share of the FMA peak, lane tiles or register decode -> row lanes): T = 2 28-32 -> 34-35%,
-/// 4 37 -> 52%, 5 43 -> 57%, 8 68-69 -> 66-67%, 9 50 -> 68-69%, 12 66 -> 73%, 13 63 -> 74-75%,
-/// 16 77-78 -> 77-78%, 20 72 -> 80%, 24 81 -> 81-82%, 32 83-84 -> 82-83%, 33 73 -> 82%,
-/// 40 83 -> 82%, 64 86 -> 83%.
+/// share of the FMA peak, lane tiles or register decode -> row lanes): T = 2 28-32 -> 34-35%
+/// (and 37.5% as two one-token passes, which it now runs), 4 37 -> 52%, 5 43 -> 57%, 8 68-69 ->
+/// 66-67%, 9 50 -> 68-69%, 12 66 -> 73%, 13 63 -> 74-75%, 16 77-78 -> 77-78%, 20 72 -> 80%,
+/// 24 81 -> 81-82%, 32 83-84 -> 82-83%, 33 73 -> 82%, 40 83 -> 82%, 64 86 -> 83%.
 inline fn rowLanes(tokens: usize) bool {
-    return common.wide and tokens >= 2 and tokens <= row_lanes.max_tokens and tokens % 8 != 0;
+    return common.wide and tokens >= 3 and tokens <= row_lanes.max_tokens and tokens % 8 != 0;
 }
 
 /// Tokens as lanes on x86-64 (`laneTile`'s `inOrder` is x86 inline assembly).
@@ -749,7 +751,7 @@ const Job = struct {
             if (bad != 0) _ = self.bad.fetchAdd(bad, .monotonic);
             return;
         }
-        if (common.wide and !self.scalar and self.tokens == 1) {
+        if (common.wide and !self.scalar and self.tokens <= 2) {
             while (first + wide_rows <= end) : (first += wide_rows) {
                 var prows: [wide_rows][*]const u8 = undefined;
                 var srows: [wide_rows][*]const u8 = undefined;
@@ -757,8 +759,12 @@ const Job = struct {
                     prows[k] = self.packed_w + (first + k) * half;
                     srows[k] = self.scales + (first + k) * groups;
                 }
-                const out = dotRowsWide(wide_rows, 1, prows, srows, groups, .{self.x64}, &bad);
-                inline for (0..wide_rows) |k| self.y[first + k] = out[k][0];
+                for (0..self.tokens) |t| {
+                    var bad_t: usize = 0;
+                    const out = dotRowsWide(wide_rows, 1, prows, srows, groups, .{self.x64 + t * n}, &bad_t);
+                    if (t == 0) bad += bad_t;
+                    inline for (0..wide_rows) |k| self.y[t * self.rows + first + k] = out[k][0];
+                }
             }
         }
         for (first..end) |r| {
