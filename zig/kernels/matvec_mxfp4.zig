@@ -245,10 +245,11 @@ inline fn groupSums4(v: [4]V4) V4 {
     return @shuffle(f64, h01, h23, [4]i32{ 0, 1, ~@as(i32, 0), ~@as(i32, 1) }) + @shuffle(f64, h01, h23, [4]i32{ 2, 3, ~@as(i32, 2), ~@as(i32, 3) });
 }
 
-/// 2^(s−128) for four scale bytes (none of them 255).
-inline fn halfScales(s: *const [4]u8) V4 {
-    const wide: @Vector(4, u64) = @as(@Vector(4, u8), s.*);
-    return @bitCast((wide + @as(@Vector(4, u64), @splat(1023 - 128))) << @as(@Vector(4, u6), @splat(52)));
+/// 2^(s−128) for N scale bytes (`halfScale` lane by lane; a 255 byte gives a value the
+/// caller must not use).
+pub inline fn halfScales(comptime N: usize, codes: @Vector(N, u8)) @Vector(N, f64) {
+    const wide: @Vector(N, u64) = codes;
+    return @bitCast((wide + @as(@Vector(N, u64), @splat(1023 - 128))) << @as(@Vector(N, u6), @splat(52)));
 }
 
 /// One group on its own (leftover groups, and blocks that contain a 255 scale).
@@ -281,7 +282,7 @@ inline fn dotRowSimd(comptime TT: usize, packed_row: [*]const u8, scales_row: [*
         }
         const w01 = pairWeights(packed_row[g * 16 ..][0..32]);
         const w23 = pairWeights(packed_row[g * 16 + 32 ..][0..32]);
-        const mult = halfScales(sc);
+        const mult = halfScales(4, sc.*);
         inline for (0..TT) |t| {
             const xg = x64[t] + g * group;
             const b0 = groupLanes(w01[0], xg);
@@ -926,8 +927,7 @@ const Job = struct {
             const sums = groupSums4(v);
             var codes: @Vector(P, u8) = undefined;
             inline for (0..P) |p| codes[p] = self.scales[(o + b0 + p / R) * groups + g0 + j];
-            const wide: @Vector(P, u64) = codes;
-            const mult: PairVec = @bitCast((wide + @as(@Vector(P, u64), @splat(1023 - 128))) << @as(@Vector(P, u6), @splat(52)));
+            const mult: PairVec = halfScales(P, codes);
             // a 255 scale adds +0, which leaves a total (never −0) unchanged, as the skipped
             // group of the one-token path does
             const skip = codes == @as(@Vector(P, u8), @splat(255));

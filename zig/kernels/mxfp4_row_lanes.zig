@@ -104,8 +104,7 @@ inline fn tile(comptime B: usize, panel: *const Panel, kg: usize, x64: [*]const 
         const right = add(B, add(B, chain(B, 2, w, xs), chain(B, 6, w, xs)), add(B, chain(B, 3, w, xs), chain(B, 7, w, xs)));
         const gsum = add(B, left, right);
         const codes = panel.codes[j];
-        const wide: U8x8 = codes;
-        const mult: V8 = @bitCast((wide + @as(U8x8, @splat(1023 - 128))) << @as(@Vector(8, u6), @splat(52)));
+        const mult = mx.halfScales(tile_rows, codes);
         const skip = codes == @as(@Vector(tile_rows, u8), @splat(255));
         inline for (0..B) |t| tot[t] = @select(f64, skip, tot[t], tot[t] + gsum[t] * mult);
     }
