@@ -85,6 +85,11 @@ export function bestBeside(passes: number, run: () => void): { seconds: number; 
   return { seconds, peakGflops };
 }
 
+/** A matmul row's timing: T = 1 rows are compared with the bandwidth or the ceiling (`best`), the rest with the FMA peak beside them. */
+function timeRow(tokens: number, passes: number, run: () => void): { seconds: number; peakGflops?: number } {
+  return tokens === 1 ? { seconds: best(passes, run) } : bestBeside(passes, run);
+}
+
 function floatsOf(buffer: NativeBuffer, floats: number): F32Ref & { a: Float32Array } {
   return { ptr: buffer.ptr, length: floats, a: f32View(buffer.ptr, 0, floats) };
 }
@@ -183,8 +188,7 @@ export function benchKernels(): Row[] {
         initPool(t);
         for (const T of bf16Tokens) {
           matmul(matrix, xv, yv, T);
-          const passes = T === 1 ? 10 : T <= 8 ? 5 : 3;
-          const { seconds, peakGflops } = T === 1 ? { seconds: best(passes, () => matmul(matrix, xv, yv, T)), peakGflops: undefined } : bestBeside(passes, () => matmul(matrix, xv, yv, T));
+          const { seconds, peakGflops } = timeRow(T, T === 1 ? 10 : T <= 8 ? 5 : 3, () => matmul(matrix, xv, yv, T));
           rows.push({
             kind: "matmul", variant, what: `bf16 matmul ${bf16Shape} T=${T}`, threads: t, seconds, gbPerSecond: weightBytes / seconds / GB,
             gflops: (2 * outRows * inCols * T) / seconds / GB, tokens: T, shape: `bf16 ${bf16Shape}`, peakGflops,
@@ -204,8 +208,7 @@ export function benchKernels(): Row[] {
             for (let e = 0; e < experts; e++) matmulMxfp4(expert(e), exv, eyv, T);
           };
           pass();
-          const passes = T >= 32 ? 2 : 3;
-          const timed = T === 1 ? { seconds: best(passes, pass), peakGflops: undefined } : bestBeside(passes, pass);
+          const timed = timeRow(T, T >= 32 ? 2 : 3, pass);
           const seconds = timed.seconds / experts;
           rows.push({
             kind: "matmul", variant, what: `MXFP4 matmul ${mxShape} T=${T}${T === 1 ? ", streamed" : ""}`, threads: t, seconds, gbPerSecond: expertBytes / seconds / GB,
