@@ -21,9 +21,10 @@
  *   expert gets of a 64-id prefill chunk, and no whole block of 8), 32 streamed, against the
  *   FMA peak.
  * T >= 32 rows with all threads are marked against issue 26's 75% of the FMA peak, both variants.
- * Each T > 1 row's share is of the peak probed between its own passes (`bestBeside`), not of the
- * probe rows, which ran minutes earlier. Weights live in huge-page native buffers, as the
- * engine's do. Best-of-N timings are reported, and a noisy neighbour shows as a low all-threads
+ * Each T > 1 row's share is of the higher of the probe row's peak and the peak probed between
+ * its own passes (`bestBeside`): a probe row that ran in a bad moment minutes earlier cannot lift
+ * it, nor can a probe that lost a core while the row's best pass had both. Weights live in
+ * huge-page native buffers, as the engine's do. Best-of-N timings are reported, and a noisy neighbour shows as a low all-threads
  * figure.
  */
 import { availableParallelism, loadavg } from "node:os";
@@ -69,9 +70,8 @@ export function best(passes: number, run: () => void): number {
 }
 
 /**
- * `best` of `run` with the FMA peak probe run before each pass, in one window: on a shared
- * machine the host's load moves both alike, so their ratio holds where a peak measured minutes
- * apart could put a kernel above 100% of it or far below. GFLOP/s of the fastest probe.
+ * `best` of `run` with the FMA peak probe run before each pass, in one window, and the GFLOP/s
+ * of the fastest probe: a probe row minutes earlier may have run in a worse moment than the row.
  */
 export function bestBeside(passes: number, run: () => void): { seconds: number; peakGflops: number } {
   let seconds = Infinity;
@@ -270,7 +270,12 @@ function formatKernelRows(rows: Row[], ceiling: Ceiling | undefined, indent = ""
       continue;
     }
     const figures = `${head}  ${r.gbPerSecond.toFixed(2).padStart(6)} GB/s  ${r.gflops.toFixed(2).padStart(6)} GFLOP/s`;
-    const peak = r.peakGflops ?? fma.get(`${r.variant}/${r.threads}`) ?? NaN;
+    // The higher of the probe row's peak and the one probed between this row's passes: a probe
+    // that ran while the host held a core back can neither lift a share above what the machine
+    // gives nor hide the core (a best pass that had both cores against a probe that had one
+    // showed 111%).
+    const probed = fma.get(`${r.variant}/${r.threads}`) ?? NaN;
+    const peak = r.peakGflops === undefined ? probed : Math.max(probed, r.peakGflops);
     const fmaShare = `${((100 * r.gflops) / peak).toFixed(0).padStart(3)}% of FMA peak` + (r.peakGflops === undefined ? "" : ` (${r.peakGflops.toFixed(1)} beside it)`);
     if (r.tokens === 1 && r.shape.startsWith("bf16")) {
       const bw = bandwidth.get(r.threads) ?? NaN;
