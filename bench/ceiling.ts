@@ -4,8 +4,10 @@
  * widen the stored weights to f64, data in L2, one thread), built with the pinned Zig and run
  * here, next to the f64 FMA peak of the same thread. Issue 12's bf16 target is compared with it
  * (a target above the ceiling cannot be met by any kernel that keeps model.md §8.3's orders on
- * this CPU), and issue 26 states the MXFP4 T = 1 targets as shares of it. Runs only where the
- * v4 variant does (x86-64 with AVX-512).
+ * this CPU), and issue 26 states the MXFP4 T = 1 targets as shares of it. Beside it,
+ * bench/probes/lane-tile.zig (built for x86-64-v3) times the v3 MXFP4 lane tile's arithmetic
+ * alone, the most its T >= 32 rows can reach on 16 registers. Runs only where the v4 variant does
+ * (x86-64 with AVX-512).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -21,6 +23,8 @@ export interface Ceiling {
   mxfp4: number;
   /** The AVX2 variant's MXFP4 loop (vpshufb lookup, 4-wide), the v3 ceiling on this CPU. */
   mxfp4V3: number;
+  /** Share of the FMA peak of the v3 MXFP4 lane tile's arithmetic alone (bench/probes/lane-tile.zig). */
+  laneTileV3: number;
 }
 
 /** One thread's MXFP4 T = 1 ceiling of each kernel variant: the probe loop that variant runs. */
@@ -29,27 +33,35 @@ export function mxfp4Ceilings(c: Ceiling): Record<string, number> {
 }
 
 const probeSource = join(import.meta.dir, "probes", "ceiling.zig");
+const laneTileSource = join(import.meta.dir, "probes", "lane-tile.zig");
+
+/** Builds `source` for `cpu` in `dir`, runs it once, and reads a positive number by name from the JSON it prints. */
+function runProbe(dir: string, source: string, cpu: string): (name: string) => number {
+  const exe = join(dir, cpu);
+  const build = Bun.spawnSync([...zigCommand(), "build-exe", source, "-O", "ReleaseFast", `-mcpu=${cpu}`, `-femit-bin=${exe}`], { cwd: dir, stderr: "pipe" });
+  if (build.exitCode !== 0) throw new Error(`building ${source} failed: ${build.stderr.toString().trim()}`);
+  const run = Bun.spawnSync([exe], { stderr: "pipe" });
+  if (run.exitCode !== 0) throw new Error(`${source} exited ${run.exitCode}: ${run.stderr.toString().trim()}`);
+  const j = JSON.parse(run.stdout.toString()) as Record<string, number>;
+  return (name: string): number => {
+    const v = j[name];
+    if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) throw new Error(`${source} printed no figure '${name}'`);
+    return v;
+  };
+}
 
 export function benchCeiling(): Ceiling {
   const dir = mkdtempSync(join(tmpdir(), "k3-ceiling-"));
   try {
-    const exe = join(dir, "ceiling");
-    const build = Bun.spawnSync([...zigCommand(), "build-exe", probeSource, "-O", "ReleaseFast", "-mcpu=x86_64_v4", `-femit-bin=${exe}`], { cwd: dir, stderr: "pipe" });
-    if (build.exitCode !== 0) throw new Error(`building ${probeSource} failed: ${build.stderr.toString().trim()}`);
-    const run = Bun.spawnSync([exe], { stderr: "pipe" });
-    if (run.exitCode !== 0) throw new Error(`${probeSource} exited ${run.exitCode}: ${run.stderr.toString().trim()}`);
-    const j = JSON.parse(run.stdout.toString()) as Record<string, number>;
-    const field = (name: string): number => {
-      const v = j[name];
-      if (typeof v !== "number" || !Number.isFinite(v) || v <= 0) throw new Error(`${probeSource} printed no figure '${name}'`);
-      return v;
-    };
+    const field = runProbe(dir, probeSource, "x86_64_v4");
+    const laneTile = runProbe(dir, laneTileSource, "x86_64_v3");
     return {
       fmaGLanes: field("fma_g_lanes_per_s"),
       bf16Unpack: field("bf16_unpack_g_weights_per_s"),
       bf16Integer: field("bf16_integer_g_weights_per_s"),
       mxfp4: field("mxfp4_g_weights_per_s"),
       mxfp4V3: field("mxfp4_v3_g_weights_per_s"),
+      laneTileV3: laneTile("lane_tile_v3_share"),
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -75,6 +87,8 @@ export function ceilingReport(c: Ceiling, bandwidth1: number, threads: number, m
     `${indent}  bf16, integer widening       ${c.bf16Integer.toFixed(2)} G weights/s (${(2 * c.bf16Integer).toFixed(1)} GB/s), ${share(c.bf16Integer)}`,
     `${indent}  MXFP4, vpermi2pd lookup      ${c.mxfp4.toFixed(2)} G weights/s, ${share(c.mxfp4)}`,
     `${indent}  MXFP4, v3 (vpshufb, 4-wide)  ${c.mxfp4V3.toFixed(2)} G weights/s, ${share(c.mxfp4V3)}`,
+    `${indent}  MXFP4, v3 lane tile alone    ${(100 * c.laneTileV3).toFixed(0)}% of the FMA peak (4 rows x 8 tokens, decoded weights in L1: ` +
+      `chains, tree and scale; bench/probes/lane-tile.zig), the most the v3 T >= 32 rows can reach`,
     `${indent}  bf16 1-thread target (90% of ${bandwidth1.toFixed(1)} GB/s = ${(2 * bf16Need).toFixed(1)} GB/s): ${verdict(bf16, bf16Need)}`,
     ...Object.entries(mxfp4Ceilings(c)).map(([variant, one]) => {
       const share = mxfp4Shares[variant] ?? NaN;

@@ -1,0 +1,123 @@
+//! The AVX2 MXFP4 lane tile's arithmetic alone (bench/ceiling.ts builds it for x86-64-v3 and
+//! runs it): the group loop of `laneTile` in zig/kernels/matvec_mxfp4.zig at its v3 shape, 4
+//! rows x 8 tokens (two 4-wide vectors), with weights already decoded and every operand in L1.
+//! Per group: the eight canonical chains of four multiply-adds from +0 (elements l, l+8, l+16,
+//! l+24, a broadcast weight times the tokens' activations), run a pair at a time in the tree's
+//! order with the kernel's pinning, the tree ((c0+c4)+(c1+c5))+((c2+c6)+(c3+c7)), the scale and
+//! the add to the totals. No decode, no memory traffic beyond L1: a kernel built this way on 16
+//! registers cannot beat it, so it is the ceiling the T >= 32 share of v3 is read against.
+//!
+//! Prints one JSON object: the loop's multiply-adds as a share of the f64 FMA peak of the same
+//! thread, each the best of rounds that time the peak and the loop back to back.
+const std = @import("std");
+
+const V4 = @Vector(4, f64);
+const rows = 4;
+const vectors = 2; // 8 tokens
+const groups = 8; // 16 KB of activations, 8 KB of weights: in L1
+const rounds = 25;
+
+/// The kernel's `inOrder`: an empty volatile asm the value passes through, which keeps the
+/// chains in program order, a pair at a time.
+inline fn pin(v: V4) V4 {
+    return asm volatile ("" : [out] "=v" (-> V4) : [in] "0" (v));
+}
+
+const Set = [rows][vectors]V4;
+
+inline fn chain(comptime l: usize, w: *const [rows][groups * 32]f64, x: *const [groups * 32][vectors]V4, j: usize) Set {
+    var acc: Set = undefined;
+    inline for (0..rows) |b| inline for (0..vectors) |k| {
+        acc[b][k] = @splat(0);
+        if (l < 4) acc[b][k] = pin(acc[b][k]);
+    };
+    inline for (0..4) |m| {
+        const c = j * 32 + l + 8 * m;
+        inline for (0..rows) |b| {
+            const wb: V4 = @splat(w[b][c]);
+            inline for (0..vectors) |k| acc[b][k] = @mulAdd(V4, wb, x[c][k], acc[b][k]);
+        }
+    }
+    return acc;
+}
+
+inline fn add(p: Set, q: Set) Set {
+    var r: Set = undefined;
+    inline for (0..rows) |b| inline for (0..vectors) |k| {
+        r[b][k] = pin(p[b][k] + q[b][k]);
+    };
+    return r;
+}
+
+noinline fn tileLoop(reps: usize, w: *const [rows][groups * 32]f64, x: *const [groups * 32][vectors]V4, scales: *const [rows][groups]f64) f64 {
+    var tot: Set = undefined;
+    inline for (0..rows) |b| inline for (0..vectors) |k| {
+        tot[b][k] = @splat(0);
+    };
+    for (0..reps) |_| {
+        for (0..groups) |j| {
+            const left = add(add(chain(0, w, x, j), chain(4, w, x, j)), add(chain(1, w, x, j), chain(5, w, x, j)));
+            const right = add(add(chain(2, w, x, j), chain(6, w, x, j)), add(chain(3, w, x, j), chain(7, w, x, j)));
+            const g = add(left, right);
+            inline for (0..rows) |b| inline for (0..vectors) |k| {
+                tot[b][k] = tot[b][k] + g[b][k] * @as(V4, @splat(scales[b][j]));
+            };
+        }
+    }
+    var s: V4 = @splat(0);
+    inline for (0..rows) |b| inline for (0..vectors) |k| {
+        s += tot[b][k];
+    };
+    asm volatile ("" ::: "memory");
+    return @reduce(.Add, s);
+}
+
+/// 12 independent chains of 4-wide fused multiply-adds (the FMA latency times two pipes, with margin).
+noinline fn fmaLoop(n: usize, seed: f64) f64 {
+    var acc: [12]V4 = undefined;
+    for (&acc, 0..) |*a, k| a.* = @splat(seed * @as(f64, @floatFromInt(k)));
+    const m: V4 = @splat(1.0000001);
+    const c: V4 = @splat(seed);
+    for (0..n) |_| {
+        inline for (0..12) |k| acc[k] = @mulAdd(V4, acc[k], m, c);
+    }
+    var s: V4 = @splat(0);
+    for (acc) |a| s += a;
+    asm volatile ("" ::: "memory");
+    return @reduce(.Add, s);
+}
+
+fn seconds(timer: *std.time.Timer) f64 {
+    return @as(f64, @floatFromInt(timer.read())) / 1e9;
+}
+
+pub fn main() !void {
+    var w: [rows][groups * 32]f64 align(64) = undefined;
+    var x: [groups * 32][vectors]V4 align(64) = undefined;
+    var scales: [rows][groups]f64 = undefined;
+    for (0..rows) |b| {
+        for (0..groups * 32) |c| w[b][c] = @floatFromInt(@as(i32, @intCast((b * 7 + c * 3) % 13)) - 6);
+        for (0..groups) |j| scales[b][j] = 1.0 / @as(f64, @floatFromInt(j + 1));
+    }
+    for (0..groups * 32) |c| {
+        for (0..vectors) |k| {
+            for (0..4) |t| x[c][k][t] = @sin(@as(f64, @floatFromInt(c * 8 + k * 4 + t)));
+        }
+    }
+    const reps = 20_000;
+    // the same number of 4-wide multiply-adds as the tile loop does
+    const tile_fmas = reps * groups * 32 * rows * vectors;
+    var peak_s: f64 = std.math.inf(f64);
+    var tile_s: f64 = std.math.inf(f64);
+    var sink: f64 = 0;
+    for (0..rounds) |_| {
+        var timer = try std.time.Timer.start();
+        sink += fmaLoop(tile_fmas / 12, 0.5);
+        peak_s = @min(peak_s, seconds(&timer));
+        timer.reset();
+        sink += tileLoop(reps, &w, &x, &scales);
+        tile_s = @min(tile_s, seconds(&timer));
+    }
+    const out = std.io.getStdOut().writer();
+    try out.print("{{\"lane_tile_v3_share\":{d:.4},\"sink\":{d:.3}}}\n", .{ peak_s / tile_s, sink });
+}
