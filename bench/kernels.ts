@@ -24,8 +24,8 @@
  * Each T > 1 row's share is of the higher of the probe row's peak and the peak probed between
  * its own passes (`bestBeside`): a probe row that ran in a bad moment minutes earlier cannot lift
  * it, nor can a probe that lost a core while the row's best pass had both. Weights live in
- * huge-page native buffers, as the engine's do. Best-of-N timings are reported, and a noisy neighbour shows as a low all-threads
- * figure.
+ * huge-page native buffers, as the engine's do. Best-of-N timings are reported, and a noisy
+ * neighbour shows as a low all-threads figure.
  */
 import { availableParallelism, loadavg } from "node:os";
 import { f32View, NativeBuffer, offsetPointer } from "../src/native/memory.ts";

@@ -15,6 +15,8 @@
 //!
 //! Prints one JSON object: G weights/s (or G FMA lanes/s) per loop, best of several passes.
 const std = @import("std");
+const fma = @import("fma.zig");
+const seconds = fma.seconds;
 
 const V8 = @Vector(8, f64);
 const F8 = @Vector(8, f32);
@@ -25,24 +27,6 @@ extern fn @"llvm.x86.avx512.vpermi2var.pd.512"(a: V8, idx: @Vector(8, i64), b: V
 const cols = 4096;
 const rows = 64; // 512 KB of bf16, 128 KB of MXFP4 codes: in L2
 const passes = 25;
-
-fn seconds(timer: *std.time.Timer) f64 {
-    return @as(f64, @floatFromInt(timer.read())) / 1e9;
-}
-
-noinline fn fmaLoop(n: usize, seed: f64) f64 {
-    var acc: [16]V8 = undefined;
-    for (&acc, 0..) |*a, k| a.* = @splat(seed * @as(f64, @floatFromInt(k)));
-    const m: V8 = @splat(1.0000001);
-    const c: V8 = @splat(seed);
-    for (0..n) |_| {
-        inline for (0..16) |k| acc[k] = @mulAdd(V8, acc[k], m, c);
-    }
-    var s: V8 = @splat(0);
-    for (acc) |a| s += a;
-    asm volatile ("" ::: "memory");
-    return @reduce(.Add, s);
-}
 
 inline fn unpack16(p: [*]const u16) [2]V8 {
     const w: @Vector(16, u16) = p[0..16].*;
@@ -209,7 +193,7 @@ pub fn main() !void {
     for (x, 0..) |*v, i| v.* = @sin(@as(f64, @floatFromInt(i)));
 
     const fma_steps = 1 << 21;
-    const fma_s = best(fmaLoop, .{ fma_steps, 0.5 }, 1);
+    const fma_s = best(fma.chains, .{ V8, 16, fma_steps, 0.5 }, 1);
     const reps = 20;
     const weights: f64 = @floatFromInt(rows * cols * reps);
     const unpack_s = best(bf16Loop, .{ false, w.ptr, x.ptr }, reps);

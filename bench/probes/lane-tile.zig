@@ -10,6 +10,8 @@
 //! Prints one JSON object: the loop's multiply-adds as a share of the f64 FMA peak of the same
 //! thread, each the best of rounds that time the peak and the loop back to back.
 const std = @import("std");
+const fma = @import("fma.zig");
+const seconds = fma.seconds;
 
 const V4 = @Vector(4, f64);
 const rows = 4;
@@ -72,25 +74,6 @@ noinline fn tileLoop(reps: usize, w: *const [rows][groups * 32]f64, x: *const [g
     return @reduce(.Add, s);
 }
 
-/// 12 independent chains of 4-wide fused multiply-adds (the FMA latency times two pipes, with margin).
-noinline fn fmaLoop(n: usize, seed: f64) f64 {
-    var acc: [12]V4 = undefined;
-    for (&acc, 0..) |*a, k| a.* = @splat(seed * @as(f64, @floatFromInt(k)));
-    const m: V4 = @splat(1.0000001);
-    const c: V4 = @splat(seed);
-    for (0..n) |_| {
-        inline for (0..12) |k| acc[k] = @mulAdd(V4, acc[k], m, c);
-    }
-    var s: V4 = @splat(0);
-    for (acc) |a| s += a;
-    asm volatile ("" ::: "memory");
-    return @reduce(.Add, s);
-}
-
-fn seconds(timer: *std.time.Timer) f64 {
-    return @as(f64, @floatFromInt(timer.read())) / 1e9;
-}
-
 pub fn main() !void {
     var w: [rows][groups * 32]f64 align(64) = undefined;
     var x: [groups * 32][vectors]V4 align(64) = undefined;
@@ -112,7 +95,7 @@ pub fn main() !void {
     var sink: f64 = 0;
     for (0..rounds) |_| {
         var timer = try std.time.Timer.start();
-        sink += fmaLoop(tile_fmas / 12, 0.5);
+        sink += fma.chains(V4, 12, tile_fmas / 12, 0.5);
         peak_s = @min(peak_s, seconds(&timer));
         timer.reset();
         sink += tileLoop(reps, &w, &x, &scales);
