@@ -57,22 +57,28 @@ const multi_lanes = if (common.wide) 8 else 4;
 const lane_groups = lanes / multi_lanes;
 const MVec = @Vector(multi_lanes, f64);
 /// Register tile of the multi-token path, rows × tokens accumulators plus one weight vector
-/// per row and one activation vector: 4 × 6 + 4 + 1 of the 32 AVX-512 registers, 1 × 12 + 1 + 1
+/// per row and one activation vector: 3 × 8 + 3 + 1 of the 32 AVX-512 registers, 1 × 12 + 1 + 1
 /// of the 16 AVX2 ones (the activations come from the token panel, `widenSharedPanels`, at
 /// fixed offsets from one pointer). Measured on Zen 4 (2026-12-06, 7168 × 12288, T = 32, 2
 /// threads, as shares of the FMA peak): AVX2 1 × 12 74-76%, 1 × 14 75%, 2 × 6 66%, 3 × 4 62%;
-/// AVX-512 4 × 6 86-90%, 3 × 8 85%, 2 × 12 74%. (Before the panel, with every token's row a
-/// multiple of 4 KB from the next, AVX2 1 × 12 ran at 22%: twelve tokens' lines in one L1 set.)
-const multi: struct { rows: usize, tokens: usize } = if (common.wide) .{ .rows = 4, .tokens = 6 } else .{ .rows = 1, .tokens = 12 };
+/// AVX-512 4 × 6 86-90%, 3 × 8 85%, 2 × 12 74%. On the AVX-512 Xeons the widening (vpunpcklwd,
+/// vcvtps2pd) issues on the ports of the multiply-adds, so fewer widenings per multiply-add
+/// win there: 3 × 8 over 4 × 6 at T = 32, paired runs, 1 and 2 threads, 49-50% against
+/// 47-48% and 48-49% against 46-47% (2026-12-06), and by 4-5 points on the Xeon of the session
+/// before; the tile alone in L1 (bench/probes/bf16-tile.zig) 65% against 62%. 2 × 12 widens
+/// least but loses more on Zen 4 than it gains here. (Before the panel, with every token's row
+/// a multiple of 4 KB from the next, AVX2 1 × 12 ran at 22%: twelve tokens' lines in one L1 set.)
+const multi: struct { rows: usize, tokens: usize } = if (common.wide) .{ .rows = 3, .tokens = 8 } else .{ .rows = 1, .tokens = 12 };
 /// Rows per block of the multi-token path: every token group of the block passes over the
 /// same rows, which then come from cache instead of memory after the first group.
 const multi_block_rows = 64;
-/// Columns per block of the multi-token path: one lane group of a twelve-token AVX2 panel (or
-/// a six-token AVX-512 one) over 1,024 columns is 24 KB, read contiguously, which stays in L1
-/// while the block's rows pass over it. Measured on AVX2 at T = 32, 2 threads (2026-12-06):
-/// 512 or 768 columns 74-76%, 1,024 76-81%, 2,048 41% (48 KB: the lane group no longer fits
-/// L1); 16 rows 73%, 32 or 64 rows 75-81%, 128 rows 75%.
-const multi_block_cols = 1024;
+/// Columns per block of the multi-token path: one lane group of a twelve-token AVX2 panel over
+/// 1,024 columns, or of an eight-token AVX-512 one over 768, is 24 KB, read contiguously, which
+/// stays in L1 while the block's rows pass over it. Measured on AVX2 at T = 32, 2 threads
+/// (2026-12-06): 512 or 768 columns 74-76%, 1,024 76-81%, 2,048 41% (48 KB: the lane group no
+/// longer fits L1); 16 rows 73%, 32 or 64 rows 75-81%, 128 rows 75%. AVX-512 3 × 8 on the Xeon
+/// measured the same at 768 and 1,024 columns (32 KB, all of Zen 4's L1).
+const multi_block_cols = if (common.wide) 768 else 1024;
 
 /// The scalar reference: the canonical order written as plain loops over f32 activations,
 /// with separate multiply and add (no fused operation anywhere).

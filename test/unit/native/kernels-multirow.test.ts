@@ -4,8 +4,8 @@
  * bit for bit (model.md §8.3, §8.4). For T in {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 32, 33, 64}
  * (token tiles of the kernels up to AVX2 bf16's 12, and balanced groups of them, each group a
  * panel of its own) and shapes that are multiples of none of the kernels' blocks (bf16: rows
- * across the 4- and 64-row blocks, cols of every residue 1 … 15 mod 16, some across one or two
- * 1,024-column blocks; MXFP4: rows across
+ * across AVX-512's 3-row tiles and the 64-row blocks, cols of every residue 1 … 15 mod 16, some
+ * across one or two column blocks of 768 (AVX-512) or 1,024; MXFP4: rows across
  * the 32-row blocks, group counts across the 4-group blocks, 255 scales), one call equals:
  * - T calls with T = 1, which equal the TypeScript transcription of the canonical order;
  * - every kernel variant this machine runs (the scalar reference, v3, v4, ...) at 1, 2 and 3
@@ -47,8 +47,9 @@ function spreadActivations(n: number, r: ReturnType<typeof rng>, binades: number
 }
 
 describe("bf16 / f32 matmul: T tokens in one call == T calls with T = 1, on every path", () => {
-  // every residue 1 … 15 of cols mod 16 (49k ≡ k), rows across the 4-row blocks; then larger
-  // shapes across the 64-row and 1,024-column blocks, and one with no 16-lane body at all
+  // every residue 1 … 15 of cols mod 16 (49k ≡ k), rows of every residue mod the 3-row tiles;
+  // then larger shapes across the 64-row and 768- and 1,024-column blocks, and one with no
+  // 16-lane body at all
   const shapes: [number, number][] = [
     ...Array.from({ length: 15 }, (_, i): [number, number] => [3 + 2 * (i + 1), 49 * (i + 1)]),
     [37, 529], [70, 1039], [5, 1543], [33, 7], [3, 2051],
