@@ -6,12 +6,15 @@
  * (a target above the ceiling cannot be met by any kernel that keeps model.md §8.3's orders on
  * this CPU), and issue 26 states the MXFP4 T = 1 targets as shares of it. Beside it,
  * bench/probes/lane-tile.zig (built for x86-64-v3) times the v3 MXFP4 lane tile's arithmetic
- * alone, the most its T >= 32 rows can reach on 16 registers. Runs only where the v4 variant does
- * (x86-64 with AVX-512).
+ * alone, the most its T >= 32 rows can reach on 16 registers, and bench/probes/bf16-tile.zig the
+ * v4 bf16 multi-token tile's (weights widened as the kernel does, every operand in L1), the most
+ * its T >= 32 rows can reach, with the same tile on weights already f64 beside it: the gap is
+ * what widening costs where it shares the multiply-adds' ports. Runs only where the v4 variant
+ * does (x86-64 with AVX-512).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { zigCommand } from "../tools/build.ts";
 
 export interface Ceiling {
@@ -25,6 +28,8 @@ export interface Ceiling {
   mxfp4V3: number;
   /** Share of the FMA peak of the v3 MXFP4 lane tile's arithmetic alone (bench/probes/lane-tile.zig). */
   laneTileV3: number;
+  /** Shares of the FMA peak of the v4 bf16 multi-token tile alone (bench/probes/bf16-tile.zig): the kernel's 3 x 8, 4 x 6, 2 x 12, and 3 x 8 on f64 weights. */
+  bf16Tile: { kernel: number; rows4: number; rows2: number; f64Weights: number };
 }
 
 /** One thread's MXFP4 T = 1 ceiling of each kernel variant: the probe loop that variant runs. */
@@ -34,10 +39,11 @@ export function mxfp4Ceilings(c: Ceiling): Record<string, number> {
 
 const probeSource = join(import.meta.dir, "probes", "ceiling.zig");
 const laneTileSource = join(import.meta.dir, "probes", "lane-tile.zig");
+const bf16TileSource = join(import.meta.dir, "probes", "bf16-tile.zig");
 
-/** Builds `source` for `cpu` in `dir`, runs it once, and reads a positive number by name from the JSON it prints. */
+/** Builds `source` for `cpu` in `dir` (a file named after both), runs it once, and reads a positive number by name from the JSON it prints. */
 function runProbe(dir: string, source: string, cpu: string): (name: string) => number {
-  const exe = join(dir, cpu);
+  const exe = join(dir, `${basename(source, ".zig")}-${cpu}`);
   const build = Bun.spawnSync([...zigCommand(), "build-exe", source, "-O", "ReleaseFast", `-mcpu=${cpu}`, `-femit-bin=${exe}`], { cwd: dir, stderr: "pipe" });
   if (build.exitCode !== 0) throw new Error(`building ${source} failed: ${build.stderr.toString().trim()}`);
   const run = Bun.spawnSync([exe], { stderr: "pipe" });
@@ -55,6 +61,7 @@ export function benchCeiling(): Ceiling {
   try {
     const field = runProbe(dir, probeSource, "x86_64_v4");
     const laneTile = runProbe(dir, laneTileSource, "x86_64_v3");
+    const bf16Tile = runProbe(dir, bf16TileSource, "x86_64_v4");
     return {
       fmaGLanes: field("fma_g_lanes_per_s"),
       bf16Unpack: field("bf16_unpack_g_weights_per_s"),
@@ -62,6 +69,12 @@ export function benchCeiling(): Ceiling {
       mxfp4: field("mxfp4_g_weights_per_s"),
       mxfp4V3: field("mxfp4_v3_g_weights_per_s"),
       laneTileV3: laneTile("lane_tile_v3_share"),
+      bf16Tile: {
+        kernel: bf16Tile("bf16_tile_3x8"),
+        rows4: bf16Tile("bf16_tile_4x6"),
+        rows2: bf16Tile("bf16_tile_2x12"),
+        f64Weights: bf16Tile("bf16_tile_3x8_f64"),
+      },
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -77,6 +90,7 @@ export function benchCeiling(): Ceiling {
  */
 export function ceilingReport(c: Ceiling, bandwidth1: number, threads: number, mxfp4Shares: Record<string, number>, indent = ""): string[] {
   const share = (gw: number) => `${((100 * gw) / c.fmaGLanes).toFixed(0)}% of the FMA peak`;
+  const pct = (fraction: number) => `${(100 * fraction).toFixed(0)}%`;
   const bf16 = Math.max(c.bf16Unpack, c.bf16Integer);
   const bf16Need = (0.9 * bandwidth1) / 2;
   const verdict = (ceiling: number, need: number) => (ceiling >= need ? "within reach" : "above this CPU's ceiling");
@@ -89,6 +103,9 @@ export function ceilingReport(c: Ceiling, bandwidth1: number, threads: number, m
     `${indent}  MXFP4, v3 (vpshufb, 4-wide)  ${c.mxfp4V3.toFixed(2)} G weights/s, ${share(c.mxfp4V3)}`,
     `${indent}  MXFP4, v3 lane tile alone    ${(100 * c.laneTileV3).toFixed(0)}% of the FMA peak (4 rows x 8 tokens, decoded weights in L1: ` +
       `chains, tree and scale; bench/probes/lane-tile.zig), the most the v3 T >= 32 rows can reach`,
+    `${indent}  bf16, v4 tile alone          ${pct(c.bf16Tile.kernel)} of the FMA peak (3 rows x 8 tokens as the kernel, weights widened in L1; ` +
+      `4 x 6 ${pct(c.bf16Tile.rows4)}, 2 x 12 ${pct(c.bf16Tile.rows2)}, 3 x 8 on f64 weights ${pct(c.bf16Tile.f64Weights)}; bench/probes/bf16-tile.zig), ` +
+      `the most the v4 bf16 T >= 32 rows can reach`,
     `${indent}  bf16 1-thread target (90% of ${bandwidth1.toFixed(1)} GB/s = ${(2 * bf16Need).toFixed(1)} GB/s): ${verdict(bf16, bf16Need)}`,
     ...Object.entries(mxfp4Ceilings(c)).map(([variant, one]) => {
       const share = mxfp4Shares[variant] ?? NaN;
