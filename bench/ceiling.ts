@@ -4,13 +4,14 @@
  * widen the stored weights to f64, data in L2, one thread), built with the pinned Zig and run
  * here, next to the f64 FMA peak of the same thread. Issue 12's bf16 target is compared with it
  * (a target above the ceiling cannot be met by any kernel that keeps model.md §8.3's orders on
- * this CPU), and issue 26 states the MXFP4 T = 1 targets as shares of it. Beside it,
- * bench/probes/lane-tile.zig (built for x86-64-v3) times the v3 MXFP4 lane tile's arithmetic
- * alone, the most its T >= 32 rows can reach on 16 registers, and bench/probes/bf16-tile.zig the
- * v4 bf16 multi-token tile's (weights widened as the kernel does, every operand in L1), the most
- * its T >= 32 rows can reach, with the same tile on weights already f64 beside it: the gap is
- * what widening costs where it shares the multiply-adds' ports. Runs only where the v4 variant
- * does (x86-64 with AVX-512).
+ * this CPU), and issue 26 states the MXFP4 T = 1 targets as shares of it. Beside it, the
+ * multi-token tiles' arithmetic alone, every operand in L1, each the most its kernel's T >= 32
+ * rows can reach: bench/probes/lane-tile.zig, the MXFP4 lane tile, built for x86-64-v3 (16
+ * registers) and for x86-64-v4; bench/probes/row-lane-tile.zig, the v4 MXFP4 row-lane tile (the
+ * token counts that are not multiples of 8); bench/probes/bf16-tile.zig, the v4 bf16 tile with
+ * its weights widened as the kernel does, and on weights already f64 beside it: the gap is what
+ * widening costs where it shares the multiply-adds' ports. Runs only where the v4 variant does
+ * (x86-64 with AVX-512).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -28,6 +29,10 @@ export interface Ceiling {
   mxfp4V3: number;
   /** Share of the FMA peak of the v3 MXFP4 lane tile's arithmetic alone (bench/probes/lane-tile.zig). */
   laneTileV3: number;
+  /** The same for the v4 MXFP4 lane tile (bench/probes/lane-tile.zig built for x86-64-v4: one 8-wide vector of tokens). */
+  laneTileV4: number;
+  /** Share of the FMA peak of the v4 MXFP4 row-lane tile's arithmetic alone (bench/probes/row-lane-tile.zig). */
+  rowLaneTileV4: number;
   /** Shares of the FMA peak of the v4 bf16 multi-token tile alone (bench/probes/bf16-tile.zig): the kernel's 3 x 8, 4 x 6, 2 x 12, and 3 x 8 on f64 weights. */
   bf16Tile: { kernel: number; rows4: number; rows2: number; f64Weights: number };
 }
@@ -37,9 +42,23 @@ export function mxfp4Ceilings(c: Ceiling): Record<string, number> {
   return { v4: c.mxfp4, v3: c.mxfp4V3 };
 }
 
+/**
+ * The share of the FMA peak the tile alone reached that a multi-token row of `variant` runs
+ * (`kind`, `tokens`), or undefined where no probe times it (v3 bf16, and the MXFP4 paths of one
+ * or two tokens). v4 MXFP4 runs token counts that are multiples of 8 as lane tiles and the others
+ * as row-lane tiles (zig/kernels/matvec_mxfp4.zig `rowLanes`).
+ */
+export function tileCeiling(c: Ceiling, variant: string, kind: "bf16" | "MXFP4", tokens: number): number | undefined {
+  if (kind === "bf16") return variant === "v4" && tokens > 1 ? c.bf16Tile.kernel : undefined;
+  if (variant === "v3") return tokens >= 8 ? c.laneTileV3 : undefined;
+  if (variant === "v4") return tokens % 8 === 0 ? c.laneTileV4 : tokens >= 3 ? c.rowLaneTileV4 : undefined;
+  return undefined;
+}
+
 const probeSource = join(import.meta.dir, "probes", "ceiling.zig");
 const laneTileSource = join(import.meta.dir, "probes", "lane-tile.zig");
 const bf16TileSource = join(import.meta.dir, "probes", "bf16-tile.zig");
+const rowLaneTileSource = join(import.meta.dir, "probes", "row-lane-tile.zig");
 
 /** Builds `source` for `cpu` in `dir` (a file named after both), runs it once, and reads a positive number by name from the JSON it prints. */
 function runProbe(dir: string, source: string, cpu: string): (name: string) => number {
@@ -60,15 +79,19 @@ export function benchCeiling(): Ceiling {
   const dir = mkdtempSync(join(tmpdir(), "k3-ceiling-"));
   try {
     const field = runProbe(dir, probeSource, "x86_64_v4");
-    const laneTile = runProbe(dir, laneTileSource, "x86_64_v3");
+    const laneTileV3 = runProbe(dir, laneTileSource, "x86_64_v3");
+    const laneTileV4 = runProbe(dir, laneTileSource, "x86_64_v4");
     const bf16Tile = runProbe(dir, bf16TileSource, "x86_64_v4");
+    const rowLaneTile = runProbe(dir, rowLaneTileSource, "x86_64_v4");
     return {
       fmaGLanes: field("fma_g_lanes_per_s"),
       bf16Unpack: field("bf16_unpack_g_weights_per_s"),
       bf16Integer: field("bf16_integer_g_weights_per_s"),
       mxfp4: field("mxfp4_g_weights_per_s"),
       mxfp4V3: field("mxfp4_v3_g_weights_per_s"),
-      laneTileV3: laneTile("lane_tile_v3_share"),
+      laneTileV3: laneTileV3("lane_tile_share"),
+      laneTileV4: laneTileV4("lane_tile_share"),
+      rowLaneTileV4: rowLaneTile("row_lane_tile_v4_share"),
       bf16Tile: {
         kernel: bf16Tile("bf16_tile_3x8"),
         rows4: bf16Tile("bf16_tile_4x6"),
@@ -103,6 +126,10 @@ export function ceilingReport(c: Ceiling, bandwidth1: number, threads: number, m
     `${indent}  MXFP4, v3 (vpshufb, 4-wide)  ${c.mxfp4V3.toFixed(2)} G weights/s, ${share(c.mxfp4V3)}`,
     `${indent}  MXFP4, v3 lane tile alone    ${(100 * c.laneTileV3).toFixed(0)}% of the FMA peak (4 rows x 8 tokens, decoded weights in L1: ` +
       `chains, tree and scale; bench/probes/lane-tile.zig), the most the v3 T >= 32 rows can reach`,
+    `${indent}  MXFP4, v4 lane tile alone    ${pct(c.laneTileV4)} of the FMA peak (the same on one 8-wide vector of tokens), ` +
+      `the most the v4 rows at T = 32 and 64 can reach`,
+    `${indent}  MXFP4, v4 row-lane tile      ${pct(c.rowLaneTileV4)} of the FMA peak (8 rows x 4 tokens, decoded weights in L1: ` +
+      `chains, tree and scale; bench/probes/row-lane-tile.zig), the most the v4 rows at other T >= 3 can reach`,
     `${indent}  bf16, v4 tile alone          ${pct(c.bf16Tile.kernel)} of the FMA peak (3 rows x 8 tokens as the kernel, weights widened in L1; ` +
       `4 x 6 ${pct(c.bf16Tile.rows4)}, 2 x 12 ${pct(c.bf16Tile.rows2)}, 3 x 8 on f64 weights ${pct(c.bf16Tile.f64Weights)}; bench/probes/bf16-tile.zig), ` +
       `the most the v4 bf16 T >= 32 rows can reach`,

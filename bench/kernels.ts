@@ -20,7 +20,9 @@
  *   ceiling; issue 26's targets with all threads: 75% on v4, 60% on v3); T = 8, 13 (what an
  *   expert gets of a 64-id prefill chunk, and no whole block of 8), 32 streamed, against the
  *   FMA peak.
- * T >= 32 rows with all threads are marked against issue 26's 75% of the FMA peak, both variants.
+ * T >= 32 rows with all threads are marked against issue 26's 75% of the FMA peak, both variants;
+ * where the ceiling probe runs, a T > 1 row whose tile a probe times also shows the share the
+ * tile alone reached (bench/ceiling.ts `tileCeiling`), the most that row can reach on this CPU.
  * Each T > 1 row's share is of the higher of the probe row's peak and the peak probed between
  * its own passes (`bestBeside`): a probe row that ran in a bad moment minutes earlier cannot lift
  * it, nor can a probe that lost a core while the row's best pass had both. Weights live in
@@ -33,7 +35,7 @@ import { matmul, matmulMxfp4, memReadSum, type F32Ref } from "../src/native/kern
 import { initPool } from "../src/native/kernel-runtime.ts";
 import { availableIsas, isaInUse, setIsa } from "../test/support/kernel-hooks.ts";
 import { fillRandom, fmaPeakFlops } from "../src/doctor/machine-speed.ts";
-import { benchCeiling, ceilingReport, mxfp4Ceilings, type Ceiling } from "./ceiling.ts";
+import { benchCeiling, ceilingReport, mxfp4Ceilings, tileCeiling, type Ceiling } from "./ceiling.ts";
 
 const GB = 1e9;
 
@@ -248,7 +250,9 @@ function ceilingLines(rows: Row[], ceiling: Ceiling | undefined, indent = ""): s
  * thread count, for MXFP4 T = 1 the G weights/s, the share of the FMA peak and the share of the
  * variant's ceiling at that thread count (`ceiling`, when measured), and for T > 1 (bound by
  * arithmetic) the share of the FMA peak of the same variant and thread count and the throughput
- * relative to T = 1; each next to the target issue 12 (bandwidth) or issue 26 (peak, ceiling) sets.
+ * relative to T = 1, and where a probe times the tile that row runs, the tile's own share (the
+ * most the row can reach); each next to the target issue 12 (bandwidth) or issue 26 (peak,
+ * ceiling) sets.
  */
 function formatKernelRows(rows: Row[], ceiling: Ceiling | undefined, indent = ""): string[] {
   const bandwidth = new Map(rows.filter((r) => r.kind === "memory").map((r) => [r.threads, r.gbPerSecond]));
@@ -301,7 +305,10 @@ function formatKernelRows(rows: Row[], ceiling: Ceiling | undefined, indent = ""
     const vsOne = single ? `  ${(r.gflops / single.gflops).toFixed(2)}x the T=1 GFLOP/s` : "";
     const judged = r.tokens >= prefillTargetTokens && r.threads === most;
     const verdict = judged ? ` (target ${(100 * prefillPeakTarget).toFixed(0)}%: ${met(r.gflops >= prefillPeakTarget * peak)})` : "";
-    lines.push(`${figures}  ${fmaShare}${verdict}${vsOne}`);
+    const kind = r.shape.startsWith("bf16") ? "bf16" : "MXFP4";
+    const tile = ceiling ? tileCeiling(ceiling, r.variant, kind, r.tokens) : undefined;
+    const versusTile = tile === undefined ? "" : `, tile alone ${(100 * tile).toFixed(0)}%`;
+    lines.push(`${figures}  ${fmaShare}${verdict}${versusTile}${vsOne}`);
   }
   return lines;
 }
