@@ -11,7 +11,6 @@
 //! thread, each the best of rounds that time the peak and the tile back to back.
 const std = @import("std");
 const fma = @import("fma.zig");
-const seconds = fma.seconds;
 
 const V8 = @Vector(8, f64);
 const steps = 32; // 512 columns: 1 KB of bf16 per row, R x 2 KB of activations, in L1
@@ -67,20 +66,7 @@ fn Tile(comptime B: usize, comptime R: usize, comptime widen: bool) type {
             for (0..steps) |i| for (0..R) |t| for (0..8) |k| {
                 x[i][t][k] = @sin(@as(f64, @floatFromInt(i * 64 + t * 8 + k)));
             };
-            const fmas = reps * steps * B * R;
-            var peak_s: f64 = std.math.inf(f64);
-            var tile_s: f64 = std.math.inf(f64);
-            var sink: f64 = 0;
-            for (0..rounds) |_| {
-                var timer = try std.time.Timer.start();
-                sink += fma.chains(V8, 16, fmas / 16, 0.5);
-                peak_s = @min(peak_s, seconds(&timer));
-                timer.reset();
-                sink += run(&w, &x);
-                tile_s = @min(tile_s, seconds(&timer));
-            }
-            std.mem.doNotOptimizeAway(sink);
-            return peak_s / tile_s;
+            return fma.shareOfPeak(V8, reps * steps * B * R, rounds, run, .{ &w, &x });
         }
     };
 }

@@ -1,5 +1,5 @@
-//! What the probes time their loops against (ceiling.zig, lane-tile.zig): the f64 FMA peak of
-//! one thread as independent chains of fused multiply-adds, and a timer's seconds.
+//! What the probes time their loops against (ceiling.zig and the tile probes): the f64 FMA peak of
+//! one thread as independent chains of fused multiply-adds, a timer's seconds, and a loop's share of that peak.
 const std = @import("std");
 
 /// `count` independent chains of `V`-wide fused multiply-adds, `n` steps each (the FMA latency
@@ -21,4 +21,23 @@ pub noinline fn chains(comptime V: type, comptime count: usize, n: usize, seed: 
 
 pub fn seconds(timer: *std.time.Timer) f64 {
     return @as(f64, @floatFromInt(timer.read())) / 1e9;
+}
+
+/// `loop`'s multiply-adds as a share of the FMA peak of the same thread, the best of `rounds`
+/// that each time `fmas` V-wide multiply-adds as independent chains and then `loop(args)` (which
+/// does as many), back to back. Both results are kept so that neither is optimised away.
+pub fn shareOfPeak(comptime V: type, fmas: usize, rounds: usize, comptime loop: anytype, args: anytype) !f64 {
+    var peak_s: f64 = std.math.inf(f64);
+    var loop_s: f64 = std.math.inf(f64);
+    var sink: f64 = 0;
+    for (0..rounds) |_| {
+        var timer = try std.time.Timer.start();
+        sink += chains(V, 16, fmas / 16, 0.5);
+        peak_s = @min(peak_s, seconds(&timer));
+        timer.reset();
+        sink += @call(.auto, loop, args);
+        loop_s = @min(loop_s, seconds(&timer));
+    }
+    std.mem.doNotOptimizeAway(sink);
+    return peak_s / loop_s;
 }
