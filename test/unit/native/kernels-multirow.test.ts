@@ -48,11 +48,13 @@ function spreadActivations(n: number, r: ReturnType<typeof rng>, binades: number
 
 describe("bf16 / f32 matmul: T tokens in one call == T calls with T = 1, on every path", () => {
   // every residue 1 … 15 of cols mod 16 (49k ≡ k), rows of every residue mod the 3-row tiles;
-  // then larger shapes across the 64-row and 768- and 1,024-column blocks, and one with no
-  // 16-lane body at all
+  // then larger shapes across the 64-row and 768- and 1,024-column blocks, one with no 16-lane
+  // body at all and one with no tail
   const shapes: [number, number][] = [
     ...Array.from({ length: 15 }, (_, i): [number, number] => [3 + 2 * (i + 1), 49 * (i + 1)]),
     [37, 529], [70, 1039], [5, 1543], [33, 7], [3, 2051],
+    // cols a multiple of 16, as the model's are: no tail, across the column blocks
+    [41, 1552],
   ];
   shapes.forEach(([rows, cols], s) => {
     test(`${rows} x ${cols} (cols ≡ ${cols % 16} mod 16)`, () => {
