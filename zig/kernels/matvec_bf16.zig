@@ -550,8 +550,8 @@ test "SIMD equals scalar bit for bit, bf16 equals f32 on widened weights, any T 
     var prng = std.Random.DefaultPrng.init(1);
     const rnd = prng.random();
     const alloc = testing.allocator;
-    // rows across the 3-row and 32-row blocks, cols across the 16 lanes and the 512-column
-    // blocks (529 ≡ 1 and 1039 ≡ 15 mod 16)
+    // rows across the 3-row tiles and the 64-row blocks, cols across the 16 lanes and the 768-
+    // and 1,024-column blocks (529 ≡ 1 and 1039 ≡ 15 mod 16)
     const sizes = [_][2]usize{ .{ 1, 1 }, .{ 3, 15 }, .{ 5, 16 }, .{ 7, 17 }, .{ 9, 33 }, .{ 13, 255 }, .{ 33, 1000 }, .{ 4, 4099 }, .{ 37, 529 }, .{ 70, 1039 } };
     const token_counts = [_]usize{ 1, 2, 3, 4, 5, 7, 8, 9, 16, 33 };
     const max_tokens = 33;
