@@ -44,15 +44,17 @@ export function mxfp4Ceilings(c: Ceiling): Record<string, number> {
 
 /**
  * The share of the FMA peak the tile alone reached that a multi-token row of `variant` runs
- * (`kind`, `tokens`), or undefined where no probe times it (v3 bf16, and the MXFP4 paths of one
- * or two tokens). v4 MXFP4 runs token counts that are multiples of 8 as lane tiles and the others
- * as row-lane tiles (zig/kernels/matvec_mxfp4.zig `rowLanes`).
+ * (`kind`, `tokens`), or undefined where no probe times it (v3 bf16, and MXFP4 below five
+ * tokens outside the row lanes). The MXFP4 choice is the kernel's (zig/kernels/matvec_mxfp4.zig
+ * `rowLanes` and `panel_min_tokens`): v4 runs 3 to 64 tokens that are not a multiple of 8 as
+ * row-lane tiles, and from 5 tokens the rest as lane tiles, whose padding lanes (T = 13 fills
+ * 16) only lower what the row can reach below the probe's figure.
  */
 export function tileCeiling(c: Ceiling, variant: string, kind: "bf16" | "MXFP4", tokens: number): number | undefined {
   if (kind === "bf16") return variant === "v4" && tokens > 1 ? c.bf16Tile.kernel : undefined;
-  if (variant === "v3") return tokens >= 8 ? c.laneTileV3 : undefined;
-  if (variant === "v4") return tokens % 8 === 0 ? c.laneTileV4 : tokens >= 3 ? c.rowLaneTileV4 : undefined;
-  return undefined;
+  if (variant === "v4" && tokens >= 3 && tokens <= 64 && tokens % 8 !== 0) return c.rowLaneTileV4;
+  if (tokens < 5) return undefined;
+  return variant === "v4" ? c.laneTileV4 : variant === "v3" ? c.laneTileV3 : undefined;
 }
 
 const probeSource = join(import.meta.dir, "probes", "ceiling.zig");
@@ -124,7 +126,7 @@ export function ceilingReport(c: Ceiling, bandwidth1: number, threads: number, m
     `${indent}  bf16, integer widening       ${c.bf16Integer.toFixed(2)} G weights/s (${(2 * c.bf16Integer).toFixed(1)} GB/s), ${share(c.bf16Integer)}`,
     `${indent}  MXFP4, vpermi2pd lookup      ${c.mxfp4.toFixed(2)} G weights/s, ${share(c.mxfp4)}`,
     `${indent}  MXFP4, v3 (vpshufb, 4-wide)  ${c.mxfp4V3.toFixed(2)} G weights/s, ${share(c.mxfp4V3)}`,
-    `${indent}  MXFP4, v3 lane tile alone    ${(100 * c.laneTileV3).toFixed(0)}% of the FMA peak (4 rows x 8 tokens, decoded weights in L1: ` +
+    `${indent}  MXFP4, v3 lane tile alone    ${pct(c.laneTileV3)} of the FMA peak (4 rows x 8 tokens, decoded weights in L1: ` +
       `chains, tree and scale; bench/probes/lane-tile.zig), the most the v3 T >= 32 rows can reach`,
     `${indent}  MXFP4, v4 lane tile alone    ${pct(c.laneTileV4)} of the FMA peak (the same on one 8-wide vector of tokens), ` +
       `the most the v4 rows at T = 32 and 64 can reach`,
