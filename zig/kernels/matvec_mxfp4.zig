@@ -516,10 +516,15 @@ const block_tokens = 4;
 /// (GFLOP/s, register decode vs panel): T = 4: 19.4 vs 19.2, T = 5: 17.4 vs 19.1, T = 8: 19.4
 /// vs 24.1, T = 32: 17.6 vs 29.
 const panel_min_tokens = 5;
-/// Groups per panel column block (128 elements): the panel of a 32-row block is then 32 KB,
-/// and the four-token activation slice 4 KB. 4 and 16 measured alike at T = 32; 4 is faster
-/// at T ≤ 16.
-const panel_groups = 4;
+/// Groups per panel column block. On AVX-512 one (32 elements): the panel of a 32-row block is
+/// then 8 KB and the block's slice of the transposed activations 2 KB per 8 tokens, 16 KB in
+/// all at T = 32, where 4 groups made it 64 KB, over the 48 KB L1 of the AVX-512 Xeons. Measured
+/// on one (2026-12-06, 3072 x 3584, 1 thread, paired runs, share of the FMA peak at T = 8 / 16
+/// / 32 / 64): 4 groups 40 / 46-47 / 50 / 50-51%, 2 groups 45-46 / - / 52-54 / -, 1 group
+/// 49 / 56 / 61 / 59-60%; 2 threads at T = 16 42 -> 53%. On AVX2 four (128 elements), which
+/// decode as pairs (`decodePanel`): 1 group measured the same there (T = 32 63-65%), and on
+/// Zen 4 (2026-12-01) 4 and 16 groups measured alike at T = 32, 4 faster at T ≤ 16.
+const panel_groups = if (common.wide) 1 else 4;
 /// How far ahead along a row the panel decode prefetches (into L1): two panel steps. A block's
 /// 32 rows are read 64 bytes at a time at the row stride, 32 streams the hardware prefetchers
 /// do not keep up with when the rows start off a 64-byte line, as the released experts do
