@@ -525,15 +525,17 @@ const panel_min_tokens = 5;
 /// decode as pairs (`decodePanel`): 1 group measured the same there (T = 32 63-65%), and on
 /// Zen 4 (2026-12-01) 4 and 16 groups measured alike at T = 32, 4 faster at T ≤ 16.
 const panel_groups = if (common.wide) 1 else 4;
-/// How far ahead along a row the panel decode prefetches (into L1): two panel steps. A block's
-/// 32 rows are read 64 bytes at a time at the row stride, 32 streams the hardware prefetchers
-/// do not keep up with when the rows start off a 64-byte line, as the released experts do
-/// (safetensors puts a tensor wherever the previous one ended; the K3-width checkpoint's
-/// experts start at 8 or 40 mod 64). Measured on Zen 4 (2026-12-05, 2 threads, the K3-width
-/// prefill's 768 expert calls of 7-27 tokens, 3072 x 3584 and 3584 x 3072, GFLOP/s at offsets
-/// 0 / 8 / 16 mod 64): no prefetch 74 / 52 / 52; 64 B 73 / 71 / 75; 128 B 76 / 72 / 72; 256 B
-/// 75 / 71 / 67; 1024 B 68 / 56 / 58. Two prefetches, so the line a misaligned step spills
-/// into is fetched too.
+/// How far ahead along a row the panel decode prefetches (into L1): 128 bytes, two panel steps
+/// of 4 groups (64 bytes of each row; on AVX-512 a step is one group, 16 bytes, and the
+/// prefetch is issued every step, which measured the same as once a line on the Xeon,
+/// 2026-12-06). A block's 32 rows are read a step at a time at the row stride, 32 streams the
+/// hardware prefetchers do not keep up with when the rows start off a 64-byte line, as the
+/// released experts do (safetensors puts a tensor wherever the previous one ended; the K3-width
+/// checkpoint's experts start at 8 or 40 mod 64). Measured on Zen 4 with 4-group steps
+/// (2026-12-05, 2 threads, the K3-width prefill's 768 expert calls of 7-27 tokens, 3072 x 3584
+/// and 3584 x 3072, GFLOP/s at offsets 0 / 8 / 16 mod 64): no prefetch 74 / 52 / 52; 64 B 73 /
+/// 71 / 75; 128 B 76 / 72 / 72; 256 B 75 / 71 / 67; 1024 B 68 / 56 / 58. Two prefetches, so the
+/// line a misaligned step spills into is fetched too.
 const panel_prefetch_bytes = 128;
 /// Rows decoded per panel block: the activation slice of a token tile is reused by all of them.
 const panel_rows = 32;
