@@ -20,11 +20,14 @@ pub noinline fn chains(comptime V: type, comptime count: usize, n: usize, seed: 
     return @reduce(.Add, s);
 }
 
+/// Whether the build target has AVX-512 (the v4 kernels): 32 vector registers of 8 f64 lanes.
+pub const avx512 = builtin.cpu.arch == .x86_64 and std.Target.x86.featureSetHas(builtin.cpu.features, .avx512f);
+
 /// Chains the peak is timed with: 16 on 32 registers; 12 where there are 16 (x86-64-v3), since
 /// 16 chains and their two constants do not fit there, and a chain spilled to the stack waits
 /// on a store each step: with 16, an Intel Xeon (2026-12-06) put its v3 lane tile at 122% of
 /// "the peak", with 12 at 81-85%. 12 still covers the FMA latency times the pipes.
-pub const peak_chains = if (builtin.cpu.arch == .x86_64 and !std.Target.x86.featureSetHas(builtin.cpu.features, .avx512f)) 12 else 16;
+pub const peak_chains = if (builtin.cpu.arch == .x86_64 and !avx512) 12 else 16;
 
 pub fn seconds(timer: *std.time.Timer) f64 {
     return @as(f64, @floatFromInt(timer.read())) / 1e9;

@@ -12,11 +12,10 @@
 //! Prints one JSON object: the loop's multiply-adds as a share of the f64 FMA peak of the same
 //! thread, each the best of rounds that time the peak and the loop back to back.
 const std = @import("std");
-const builtin = @import("builtin");
 const fma = @import("fma.zig");
 
 /// f64 lanes of a vector: 8 where the build target has AVX-512 (the v4 kernels), else 4.
-const lanes = if (builtin.cpu.arch == .x86_64 and std.Target.x86.featureSetHas(builtin.cpu.features, .avx512f)) 8 else 4;
+const lanes = if (fma.avx512) 8 else 4;
 const V = @Vector(lanes, f64);
 const rows = 4;
 const vectors = 8 / lanes; // 8 tokens
