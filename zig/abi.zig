@@ -19,7 +19,7 @@ const status = @import("status.zig");
 const platform = @import("platform");
 const trunk_code = @import("codec/bf16_planes.zig");
 
-pub const abi_version: u32 = 11;
+pub const abi_version: u32 = 12;
 
 pub const Status = status.Status;
 const code = status.code;
@@ -168,8 +168,14 @@ export fn k3_trunk_decode(table: ?[*]const u8, count: u32, first: u64, layer: u3
     const d = dst orelse return code(.bad_argument);
     if (count == 0 or dst_len == 0) return code(.bad_argument);
     const run = trunk_code.Blocks{
-        .table = t[0 .. @as(usize, count) * trunk_code.entry_bytes], .first = first, .layer = layer, .src = s[0..src_len], .src_base = src_base,
-        .dst = d[0..dst_len], .block_bytes = block_bytes, .verify = verify != 0,
+        .table = t[0 .. @as(usize, count) * trunk_code.entry_bytes],
+        .first = first,
+        .layer = layer,
+        .src = s[0..src_len],
+        .src_base = src_base,
+        .dst = d[0..dst_len],
+        .block_bytes = block_bytes,
+        .verify = verify != 0,
     };
     trunk_code.decode(&run, damaged_out) catch |err| return switch (err) {
         error.Damaged => code(.damaged),
@@ -266,6 +272,21 @@ export fn k3_isa_support(isa: u32) u32 {
 }
 
 pub const Support = dispatch.Support;
+
+/// Where the CPU issues the conversions that widen weights (`Widening` codes, zig/pool.zig):
+/// 0 beside the multiply-adds, 1 on their ports. The library sets it from the CPU when it
+/// picks its variant; it changes which multi-token path runs, never the bits. Tests and
+/// benches set it both ways; `bad_argument` for an unknown code.
+export fn k3_widening_select(widening: u32) i32 {
+    const w = std.meta.intToEnum(pool.Widening, widening) catch return code(.bad_argument);
+    dispatch.selectWidening(w);
+    return code(.ok);
+}
+
+/// The widening the kernels plan for now.
+export fn k3_widening_current() u32 {
+    return @intFromEnum(dispatch.currentWidening());
+}
 
 // The kernels themselves: one `k3_<name>` per declaration of zig/kernels/table.zig `entries`,
 // derived from its signature (zig/kernels/entry.zig): the arguments as the C ABI carries them,

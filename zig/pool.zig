@@ -64,6 +64,26 @@ pub fn setFineGrain(on: bool) void {
     fine_grain.store(on, .seq_cst);
 }
 
+/// Where the CPU issues the vector conversions that widen weights to f64 (vpunpcklwd,
+/// vcvtps2pd), which decides how the multi-token kernels spend them. `.beside_fma`: on pipes of
+/// their own (Zen 4), so widening a weight vector again for every token group is nearly free.
+/// `.on_fma_ports`: on the ports of the multiply-adds (the AVX-512 Xeons), so each widening
+/// costs multiply-adds and the kernels widen once for many tokens where they can. A speed
+/// choice only: both give the same bits. It lives here, beside the pool, because every kernel
+/// variant must see the one setting (`Api`); zig/isa/dispatch.zig sets it from the CPU when
+/// the library picks its variant, and tests set it both ways (`k3_widening_select`).
+pub const Widening = enum(u32) { beside_fma = 0, on_fma_ports = 1 };
+
+var widening_setting = Atomic(u32).init(@intFromEnum(Widening.beside_fma));
+
+pub fn setWidening(w: Widening) void {
+    widening_setting.store(@intFromEnum(w), .seq_cst);
+}
+
+pub fn widening() Widening {
+    return @enumFromInt(widening_setting.load(.monotonic));
+}
+
 pub const InitError = error{ SystemResources, OutOfMemory };
 
 /// CPUs this process may run on; at least 1.
@@ -275,6 +295,8 @@ pub const Api = extern struct {
     /// The worker's scratch; its length goes to `len`.
     scratch_for: *const fn (worker: usize, len: *usize) callconv(.c) [*]align(scratch_alignment) u8,
     thread_count: *const fn () callconv(.c) u32,
+    /// The `Widening` code.
+    widening: *const fn () callconv(.c) u32,
 };
 
 pub const api = Api{
@@ -305,6 +327,11 @@ pub const api = Api{
     .thread_count = struct {
         fn f() callconv(.c) u32 {
             return threadCount();
+        }
+    }.f,
+    .widening = struct {
+        fn f() callconv(.c) u32 {
+            return @intFromEnum(widening());
         }
     }.f,
 };

@@ -44,6 +44,8 @@ export const symbols = {
   k3_isa_select: { args: [u32], returns: i32 },
   k3_isa_current: { args: [], returns: u32 },
   k3_isa_support: { args: [u32], returns: u32 },
+  k3_widening_select: { args: [u32], returns: i32 },
+  k3_widening_current: { args: [], returns: u32 },
   // Test only (zig/abi.zig, last section).
   k3_build_safe: { args: [], returns: u32 },
   k3_safety_probe: { args: [u32], returns: i32 },
@@ -55,7 +57,7 @@ export const symbols = {
 export type Native = ConvertFns<typeof symbols>;
 
 /** Mirrors zig/abi.zig `abi_version`: what `k3_abi_version` must return for this binding. */
-export const abiVersion = 11;
+export const abiVersion = 12;
 
 /** Mirrors zig/status.zig `Status`: k3's own status codes; -1 .. -4095 are negated errno values. */
 export const Status = {
@@ -97,6 +99,15 @@ export const IsaSupport = {
   absent: 0,
   cpuLacks: 1,
   runnable: 2,
+} as const;
+
+/**
+ * Mirrors zig/pool.zig `Widening`: where the CPU issues the conversions that widen weights,
+ * which `k3_widening_select` sets (the library sets it from the CPU; the bits never change).
+ */
+export const WideningCode = {
+  besideFma: 0,
+  onFmaPorts: 1,
 } as const;
 
 /** Mirrors zig/pool.zig `max_threads`: the largest compute thread count `k3_pool_init` accepts. */

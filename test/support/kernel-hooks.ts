@@ -3,7 +3,7 @@
  * to sweep every execution path (model.md §8.4), and decoding one MXFP4 row. The engine chooses
  * its variant once, at load (src/native/isa.ts), and never calls these.
  */
-import { mxfp4Group } from "../../src/native/abi.ts";
+import { mxfp4Group, Status, WideningCode } from "../../src/native/abi.ts";
 import { currentIsa, runnableIsas, selectIsa, type IsaName } from "../../src/native/isa.ts";
 import { checkStatus, dim, f32 } from "../../src/native/kernel-checks.ts";
 import { badScaleOut, kernelLib, tallyBadScales } from "../../src/native/kernel-runtime.ts";
@@ -30,6 +30,24 @@ export function setIsa(name: IsaName): void {
 /** The variant the kernels run now. */
 export function isaInUse(): IsaName {
   return currentIsa(kernelLib());
+}
+
+export type WideningName = keyof typeof WideningCode;
+
+/**
+ * Where the kernels take the CPU's widening conversions to issue (zig/pool.zig `Widening`):
+ * which multi-token bf16 path runs. The library sets it from the CPU; the bits must not change.
+ */
+export function setWidening(name: WideningName): void {
+  const status = kernelLib().k3_widening_select(WideningCode[name]);
+  if (status !== Status.ok) throw new Error(`k3_widening_select(${name}): status ${status}`);
+}
+
+export function wideningInUse(): WideningName {
+  const code = kernelLib().k3_widening_current();
+  const name = (Object.keys(WideningCode) as WideningName[]).find((n) => WideningCode[n] === code);
+  if (!name) throw new Error(`libk3 reports widening ${code}, which this binding does not know`);
+  return name;
 }
 
 /** Decodes one MXFP4 row exactly (E2M1 × 2^(s−127)) into `out`; returns the 255-scale count (also tallied). */

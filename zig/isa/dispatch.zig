@@ -18,6 +18,7 @@
 const std = @import("std");
 const builtin = @import("builtin");
 const kernels = @import("kernels");
+const pool = @import("pool");
 const cpu_x86 = @import("cpu_x86.zig");
 
 pub const Table = kernels.Table;
@@ -97,6 +98,7 @@ fn choose() *const Table {
 /// switch (zig/abi.zig's contract), so a plain store is enough.
 pub fn select(isa: Isa) error{Unsupported}!void {
     if (!supported(isa)) return error.Unsupported;
+    if (!widening_chosen) selectWidening(cpuWidening());
     kernels.common.setPath(if (isa == .scalar) .scalar else .simd);
     active_table = compiled(isa).?;
     active_isa = isa;
@@ -105,6 +107,37 @@ pub fn select(isa: Isa) error{Unsupported}!void {
 pub fn current() Isa {
     _ = active();
     return active_isa;
+}
+
+var widening_chosen = false;
+
+/// Where this CPU issues its widening conversions (zig/pool.zig `Widening`): on the
+/// multiply-add ports on Intel's x86-64 CPUs, beside them elsewhere.
+fn cpuWidening() pool.Widening {
+    if (builtin.cpu.arch == .x86_64 and cpu_x86.intel()) return .on_fma_ports;
+    return .beside_fma;
+}
+
+/// Sets the widening every later kernel call plans for (a speed choice: the bits do not
+/// change); the library sets it from the CPU when it picks its variant, tests both ways.
+pub fn selectWidening(w: pool.Widening) void {
+    pool.setWidening(w);
+    widening_chosen = true;
+}
+
+pub fn currentWidening() pool.Widening {
+    _ = active();
+    return pool.widening();
+}
+
+test "the widening follows the CPU until set; setting it survives a variant switch" {
+    _ = active();
+    try std.testing.expectEqual(cpuWidening(), currentWidening());
+    selectWidening(.on_fma_ports);
+    try select(baseline);
+    try std.testing.expectEqual(pool.Widening.on_fma_ports, currentWidening());
+    selectWidening(cpuWidening());
+    try select(widest());
 }
 
 test "the widest variant is chosen by default; every supported variant can be selected" {

@@ -40,3 +40,9 @@ pub fn scratchFor(worker: usize) []align(scratch_alignment) u8 {
 pub fn threadCount() u32 {
     return k3_pool_api.thread_count();
 }
+
+pub const Widening = decls.Widening;
+
+pub fn widening() Widening {
+    return @enumFromInt(k3_pool_api.widening());
+}

@@ -1,5 +1,6 @@
 //! Shared by every kernel: the error set, the scalar/SIMD path switch, exact widening.
 const std = @import("std");
+const pool = @import("pool");
 
 pub const Error = error{
     /// A size, count or pointer is out of range (the ABI layer maps it to `bad_argument`).
@@ -23,6 +24,14 @@ pub fn setPath(p: Path) void {
 
 pub fn path() Path {
     return @enumFromInt(path_setting.load(.monotonic));
+}
+
+/// Where this CPU issues the conversions that widen weights (zig/pool.zig `Widening`): the
+/// multi-token kernels read it to choose between paths that give the same bits.
+pub const Widening = pool.Widening;
+
+pub fn widening() Widening {
+    return pool.widening();
 }
 
 /// bf16 bits -> f32: a 16-bit left shift into the high half (exact; model.md §4).

@@ -26,6 +26,9 @@
 //!     still receives its elements in increasing i from +0, and the tree, the tail and the
 //!     rounding are the one-token ones: y[t][o] has the bits of a T = 1 call whatever T, the
 //!     tiling or the thread count.
+//!   * Several tokens where widening costs multiply-adds (AVX-512 on Intel: common.Widening):
+//!     the first token group of a block widens the weights in its tiles and keeps an f64 copy
+//!     that up to seven more groups multiply from (`multiTokenWidened`); same order, same bits.
 //! Threads split output rows, never the reduction.
 const std = @import("std");
 const common = @import("common.zig");
@@ -283,7 +286,6 @@ fn Job(comptime W: type) type {
         scalar: bool,
 
         fn run(self: *const @This(), begin: usize, end: usize, worker: usize) void {
-            _ = worker;
             const n = self.cols;
             if (self.scalar) {
                 for (begin..end) |o| {
@@ -294,7 +296,10 @@ fn Job(comptime W: type) type {
                 }
                 return;
             }
-            if (self.tokens > 1) return self.multiToken(begin, end);
+            if (self.tokens > 1) {
+                if (takesWidened(self.tokens)) return self.multiTokenWidened(begin, end, worker);
+                return self.multiToken(begin, end);
+            }
             if (common.wide) return self.oneTokenWide(begin, end);
             var o = begin;
             while (o + block_rows <= end) : (o += block_rows) {
@@ -319,6 +324,82 @@ fn Job(comptime W: type) type {
                 inline for (0..wide_block_rows) |r| self.y[o + r] = out[r];
             }
             while (o < end) : (o += 1) self.y[o] = dotRowsWide(W, 1, .{self.w + o * n}, self.x64, n)[0];
+        }
+
+        /// The multi-token path where widening costs multiply-adds (`takesWidened`): rows in
+        /// blocks of `widened_rows`, tokens in runs of at most `widened_groups` token groups,
+        /// columns in blocks of `widened_cols`. In each block the first token group widens
+        /// the weights in its tiles as `multiToken` does and also stores them, as f64, in the
+        /// worker's scratch; the run's other groups multiply from that copy, so a weight is
+        /// widened once per run of up to 64 tokens instead of once per 8. Every (row, token,
+        /// lane group) accumulator lives in scratch across the column blocks and receives its
+        /// elements in the same order as in `multiToken`: the same bits.
+        fn multiTokenWidened(self: *const @This(), begin: usize, end: usize, worker: usize) void {
+            const T = self.tokens;
+            const n = self.cols;
+            const body = n - n % lanes;
+            const groups = tokenGroups(T);
+            const raw = pool.scratchFor(worker);
+            const wscr: [*]MVec = @ptrCast(@alignCast(raw.ptr));
+            const acc: [*]MVec = wscr + widened_rows * (widened_cols / multi_lanes);
+            var o = begin;
+            while (o < end) {
+                const nb = @min(widened_rows, end - o);
+                var k0: usize = 0;
+                while (k0 < groups) {
+                    const k1 = @min(groups, k0 + widened_groups);
+                    const t_lo = tokenGroupStart(T, groups, k0);
+                    const t_hi = tokenGroupStart(T, groups, k1);
+                    @memset(acc[0 .. nb * (t_hi - t_lo) * lane_groups], @as(MVec, @splat(0)));
+                    std.debug.assert(nb * (t_hi - t_lo) * lanes * @sizeOf(f64) + widened_rows * widened_cols * @sizeOf(f64) <= raw.len);
+                    var from: usize = 0;
+                    while (from < body) {
+                        const to = @min(body, from + widened_cols);
+                        const steps = (to - from) / lanes;
+                        for (k0..k1) |k| {
+                            const t0 = tokenGroupStart(T, groups, k);
+                            const size = tokenGroupStart(T, groups, k + 1) - t0;
+                            const a = acc + nb * (t0 - t_lo) * lane_groups;
+                            switch (size) {
+                                inline 1...multi.tokens => |R| if (k == k0) self.widenedGroup(R, true, o, nb, t0, from, steps, wscr, a) else self.widenedGroup(R, false, o, nb, t0, from, steps, wscr, a),
+                                else => unreachable,
+                            }
+                        }
+                        from = to;
+                    }
+                    for (k0..k1) |k| {
+                        const t0 = tokenGroupStart(T, groups, k);
+                        const size = tokenGroupStart(T, groups, k + 1) - t0;
+                        const a = acc + nb * (t0 - t_lo) * lane_groups;
+                        const panel = self.x64 + t0 * n;
+                        for (0..nb) |b| for (0..size) |t| {
+                            var gs: [lane_groups]MVec = undefined;
+                            inline for (0..lane_groups) |g| gs[g] = a[(b * lane_groups + g) * size + t];
+                            self.y[(t0 + t) * self.rows + o + b] = finishGroups(W, gs, self.w + (o + b) * n + body, panel + panelTailOffset(n, size, t), n - body);
+                        };
+                    }
+                    k0 = k1;
+                }
+                o += nb;
+            }
+        }
+
+        /// Token group t0 … t0+R−1 against rows o … o+nb−1 over one column block, lane group
+        /// by lane group, in tiles of `multi.rows` rows; `first` widens the weights from the
+        /// matrix and stores them in `wscr` (lane group g of row b's block j at
+        /// [(g·widened_rows + b)·(widened_cols/lanes) + j]), otherwise they are read from there.
+        fn widenedGroup(self: *const @This(), comptime R: usize, comptime first: bool, o: usize, nb: usize, t0: usize, from: usize, steps: usize, wscr: [*]MVec, acc: [*]MVec) void {
+            const n = self.cols;
+            const body = n - n % lanes;
+            const panel = self.x64 + t0 * n;
+            inline for (0..lane_groups) |g| {
+                var b: usize = 0;
+                while (b + multi.rows <= nb) : (b += multi.rows) widenedTile(W, multi.rows, R, g, first, self.w + (o + b) * n, n, panel, body, from, steps, wscr + (g * widened_rows + b) * (widened_cols / lanes), acc + b * lane_groups * R);
+                switch (nb - b) {
+                    inline 0...multi.rows - 1 => |B| if (B > 0) widenedTile(W, B, R, g, first, self.w + (o + b) * n, n, panel, body, from, steps, wscr + (g * widened_rows + b) * (widened_cols / lanes), acc + b * lane_groups * R),
+                    else => unreachable,
+                }
+            }
         }
 
         /// Blocks of `multi_block_rows` rows; tokens in balanced groups of at most
@@ -396,6 +477,61 @@ fn Job(comptime W: type) type {
             }
             inline for (0..B) |b| acc[b][g] = a[b];
         }
+    };
+}
+
+/// The widened multi-token path's blocks, measured on the AVX-512 Xeon (2026-12-06, 1 thread,
+/// 3072 × 3584, T = 16 / 32 / 64, shares of the FMA peak): 66 rows × 768 columns 58 / 66 /
+/// 69%; 63 × 768 57-58 / 64-66 / 67-69%; 64 × 512 57 / 64 / 67%; 96 × 384 and 48 × 384 a point
+/// or two lower; 1,024 columns 54 / 61 / 66% and 1,536 48 / 54 / 56% (a token group's lane
+/// group of activations, 8 × 512 × 8 bytes, no longer stays in L1 beside the tiles' weights).
+/// 66 rows are 22 whole tiles; the f64 copy is 66 × 768 × 8 = 396 KB, in L2.
+const widened_rows: usize = 66;
+const widened_cols: usize = 768;
+/// Token groups that share one widening: the accumulators of 66 rows × 64 tokens are 528 KB.
+const widened_groups: usize = 8;
+
+/// Whether a call of `tokens` tokens takes the widened multi-token path: AVX-512 code, on a
+/// CPU whose widening conversions issue on the multiply-add ports (common.Widening), and at
+/// least two token groups to share each widening.
+inline fn takesWidened(tokens: usize) bool {
+    return common.wide and common.widening() == .on_fma_ports and tokenGroups(tokens) >= 2;
+}
+
+/// Worker scratch of the widened path, in bytes: the f64 copy of a block and the accumulators
+/// of a run (16 lanes per row and token).
+fn widenedScratch(tokens: usize) usize {
+    const t = @min(tokens, widened_groups * multi.tokens);
+    return (widened_rows * widened_cols + widened_rows * t * lanes) * @sizeOf(f64);
+}
+
+/// Lane group g of B rows (the matrix rows from `rows`, n apart; their f64 copies at `w`,
+/// `widened_cols / lanes` vectors apart) × R tokens over `steps` 16-element blocks from column
+/// `from`, continuing acc[(b·lane_groups + g)·R + t]: `groupTile`'s step, with the weights
+/// widened and stored (`first`) or loaded from the copy.
+inline fn widenedTile(comptime W: type, comptime B: usize, comptime R: usize, comptime g: usize, comptime first: bool, rows: [*]const W, n: usize, panel: [*]const f64, body: usize, from: usize, steps: usize, w: [*]MVec, acc: [*]MVec) void {
+    var a: [B][R]MVec = undefined;
+    inline for (0..B) |b| inline for (0..R) |t| {
+        a[b][t] = acc[(b * lane_groups + g) * R + t];
+    };
+    for (0..steps) |j| {
+        var wv: [B]MVec = undefined;
+        const i = from + j * lanes;
+        inline for (0..B) |b| {
+            if (first) {
+                const row = rows + b * n;
+                if (g == 0 and (W == f32 or i % 32 == 0)) @prefetch(row + i + prefetch_elems, .{ .locality = prefetch_locality });
+                wv[b] = widenGroup(W, g, row + i);
+                w[b * (widened_cols / lanes) + j] = wv[b];
+            } else wv[b] = w[b * (widened_cols / lanes) + j];
+        }
+        inline for (0..R) |t| {
+            const xv: MVec = panel[panelOffset(body, R, g, i, t)..][0..multi_lanes].*;
+            inline for (0..B) |b| a[b][t] = @mulAdd(MVec, wv[b], xv, a[b][t]);
+        }
+    }
+    inline for (0..B) |b| inline for (0..R) |t| {
+        acc[(b * lane_groups + g) * R + t] = a[b][t];
     };
 }
 
@@ -532,6 +668,7 @@ pub fn matmul(comptime W: type, w: [*]const W, rows: usize, cols: usize, x: [*]c
     _ = try common.mulSize(rows, cols);
     const scalar = common.path() == .scalar;
     const x64: [*]const f64 = if (scalar) undefined else try widenSharedPanels(x, cols, tokens);
+    if (!scalar and takesWidened(tokens)) pool.reserveScratch(widenedScratch(tokens)) catch return error.OutOfMemory;
     const job = Job(W){ .w = w, .rows = rows, .cols = cols, .x = x, .x64 = x64, .y = y, .tokens = tokens, .scalar = scalar };
     pool.parallelFor(rows, grainRows(cols, tokens), &job, Job(W).run);
 }
@@ -550,11 +687,13 @@ test "SIMD equals scalar bit for bit, bf16 equals f32 on widened weights, any T 
     var prng = std.Random.DefaultPrng.init(1);
     const rnd = prng.random();
     const alloc = testing.allocator;
-    // rows across the 3-row tiles and the 64-row blocks, cols across the 16 lanes and the 768-
-    // and 1,024-column blocks (529 ≡ 1 and 1039 ≡ 15 mod 16)
+    // rows across the 3-row tiles and the 64- and 66-row blocks, cols across the 16 lanes and
+    // the 768- and 1,024-column blocks (529 ≡ 1 and 1039 ≡ 15 mod 16); 65 and 72 tokens are
+    // more than one run of the widened path (`widened_groups`)
     const sizes = [_][2]usize{ .{ 1, 1 }, .{ 3, 15 }, .{ 5, 16 }, .{ 7, 17 }, .{ 9, 33 }, .{ 13, 255 }, .{ 33, 1000 }, .{ 4, 4099 }, .{ 37, 529 }, .{ 70, 1039 } };
-    const token_counts = [_]usize{ 1, 2, 3, 4, 5, 7, 8, 9, 16, 33 };
-    const max_tokens = 33;
+    const token_counts = [_]usize{ 1, 2, 3, 4, 5, 7, 8, 9, 16, 33, 65, 72 };
+    const max_tokens = 72;
+    defer pool.setWidening(.beside_fma);
     for (sizes) |sz| {
         const rows = sz[0];
         const cols = sz[1];
@@ -587,11 +726,15 @@ test "SIMD equals scalar bit for bit, bf16 equals f32 on widened weights, any T 
             try matmul(u16, wb.ptr, rows, cols, x.ptr + t * cols, y_one.ptr, 1);
             try testing.expectEqualSlices(u32, @ptrCast(want[t * rows ..][0..rows]), @ptrCast(y_one));
         }
-        for (token_counts) |tokens| {
-            try matmul(u16, wb.ptr, rows, cols, x.ptr, y_simd.ptr, tokens);
-            try matmul(f32, wf.ptr, rows, cols, x.ptr, y_f32.ptr, tokens);
-            try testing.expectEqualSlices(u32, @ptrCast(want[0 .. tokens * rows]), @ptrCast(y_simd[0 .. tokens * rows]));
-            try testing.expectEqualSlices(u32, @ptrCast(y_simd[0 .. tokens * rows]), @ptrCast(y_f32[0 .. tokens * rows]));
+        // both multi-token plans (the widened path runs only in AVX-512 code)
+        for ([_]pool.Widening{ .beside_fma, .on_fma_ports }) |widening| {
+            pool.setWidening(widening);
+            for (token_counts) |tokens| {
+                try matmul(u16, wb.ptr, rows, cols, x.ptr, y_simd.ptr, tokens);
+                try matmul(f32, wf.ptr, rows, cols, x.ptr, y_f32.ptr, tokens);
+                try testing.expectEqualSlices(u32, @ptrCast(want[0 .. tokens * rows]), @ptrCast(y_simd[0 .. tokens * rows]));
+                try testing.expectEqualSlices(u32, @ptrCast(y_simd[0 .. tokens * rows]), @ptrCast(y_f32[0 .. tokens * rows]));
+            }
         }
         common.setPath(.scalar);
         try matmul(u16, wb.ptr, rows, cols, x.ptr, y_simd.ptr, 3);

@@ -4,7 +4,7 @@
  * bit for bit (model.md §8.3, §8.4). For T in {1, 2, 3, 4, 5, 7, 8, 9, 12, 16, 32, 33, 64}
  * (token tiles of the kernels up to AVX2 bf16's 12, and balanced groups of them, each group a
  * panel of its own) and shapes that are multiples of none of the kernels' blocks (bf16: rows
- * across AVX-512's 3-row tiles and the 64-row blocks, cols of every residue 1 … 15 mod 16, some
+ * across AVX-512's 3-row tiles and the 64- and 66-row blocks, cols of every residue 1 … 15 mod 16, some
  * across one or two column blocks of 768 (AVX-512) or 1,024; MXFP4: rows across
  * the 32-row blocks, group counts across the 4-group blocks, 255 scales), one call equals:
  * - T calls with T = 1, which equal the TypeScript transcription of the canonical order;
@@ -92,6 +92,37 @@ describe("bf16 / f32 matmul: T tokens in one call == T calls with T = 1, on ever
         });
       }
     });
+  });
+
+  test("more than 64 tokens: the widened path's runs of eight token groups, and the run after them", () => {
+    // 65 tokens are nine groups (eight of 7 and one of 8, or so): one run of eight sharing a
+    // widening, then a run of one; 130 are two full runs and a third. 70 rows cross the 66-row
+    // blocks, 1,552 columns two 768-column blocks and a third.
+    const r = rng(31);
+    const rows = 70;
+    const cols = 1552;
+    const counts = [65, 130];
+    const T = Math.max(...counts);
+    const wb = u16(rows * cols);
+    for (let i = 0; i < rows * cols; i++) wb.a[i] = f32ToBf16Trunc(r.normal() * 0.05);
+    const W: MatrixRef = { ptr: wb.ptr, rows, cols, dtype: "BF16" };
+    const x = spreadActivations(T * cols, r, 12);
+    const y = f32(T * rows);
+    const one = f32(rows);
+    const want = new Float32Array(T * rows);
+    for (let t = 0; t < T; t++) {
+      matmul(W, tokenRow(x, t, cols), one, 1);
+      want.set(one.a, t * rows);
+    }
+    for (const path of paths) {
+      onPath(path, () => {
+        for (const count of counts) {
+          y.a.fill(NaN);
+          matmul(W, x, y, count);
+          expectBits(y.a.subarray(0, count * rows), want.subarray(0, count * rows), `${rows}x${cols}, T = ${count}, ${path.name}`);
+        }
+      });
+    }
   });
 
   test("order-sensitive inputs: cancelling ±2^45 pairs across lanes and column blocks, many tokens", () => {
