@@ -49,15 +49,15 @@ export function mxfp4Ceilings(c: Ceiling): Record<string, number> {
  * `rowLanes` and `panel_min_tokens`): v4 runs 3 to 64 tokens that are not a multiple of 8 as
  * row-lane tiles, and from 5 tokens the rest as lane tiles, whose padding lanes (T = 13 fills
  * 16) only lower what the row can reach below the probe's figure. The v4 bf16 widened path
- * (widening `onFmaPorts`, two or more groups of 8 tokens: zig/kernels/matvec_bf16.zig
+ * (vector ports `onFmaPorts`, two or more groups of 8 tokens: zig/kernels/matvec_bf16.zig
  * `takesWidened`) runs the first group of each run of up to 8 as the widening tile and the
  * others as the tile on f64 weights, so its bound is the time-weighted mix of the two.
  */
-export function tileCeiling(c: Ceiling, variant: string, kind: "bf16" | "MXFP4", tokens: number, widening?: "besideFma" | "onFmaPorts"): number | undefined {
+export function tileCeiling(c: Ceiling, variant: string, kind: "bf16" | "MXFP4", tokens: number, ports?: "besideFma" | "onFmaPorts"): number | undefined {
   if (kind === "bf16") {
     if (variant !== "v4" || tokens <= 1) return undefined;
     const groups = Math.ceil(tokens / 8);
-    if (widening !== "onFmaPorts" || groups < 2) return c.bf16Tile.kernel;
+    if (ports !== "onFmaPorts" || groups < 2) return c.bf16Tile.kernel;
     const run = Math.min(groups, 8);
     return run / (1 / c.bf16Tile.kernel + (run - 1) / c.bf16Tile.f64Weights);
   }
@@ -155,7 +155,7 @@ export function ceilingReport(c: Ceiling, bandwidth1: number, threads: number, m
     `${indent}  bf16, v4 tile alone          ${pct(c.bf16Tile.kernel)} of the FMA peak (3 rows x 8 tokens as the kernel, weights widened in L1; ` +
       `4 x 6 ${pct(c.bf16Tile.rows4)}, 2 x 12 ${pct(c.bf16Tile.rows2)}, 3 x 8 on f64 weights ${pct(c.bf16Tile.f64Weights)}; bench/probes/bf16-tile.zig), ` +
       `the most the v4 bf16 T > 1 rows can reach where widening runs beside the multiply-adds; where it shares their ports ` +
-      `(widening onFmaPorts) the rows from 9 tokens widen once per 8 groups, and their bound mixes the two tiles (tileCeiling)`,
+      `(vector ports onFmaPorts) the rows from 9 tokens widen once per 8 groups, and their bound mixes the two tiles (tileCeiling)`,
     `${indent}  bf16 1-thread target (90% of ${bandwidth1.toFixed(1)} GB/s = ${(2 * bf16Need).toFixed(1)} GB/s): ${verdict(bf16, bf16Need)}`,
     ...Object.entries(mxfp4Ceilings(c)).map(([variant, one]) => {
       const share = mxfp4Shares[variant] ?? NaN;

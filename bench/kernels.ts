@@ -11,8 +11,8 @@
  *   last-level cache) for T = 1, 8, 32, 64 tokens: T = 1 (decode) is bound by memory and is
  *   reported against the read bandwidth at the same thread count (issue 12's targets: 90% with
  *   1 thread, 85% with all); T > 1 (prefill) in GFLOP/s against the FMA peak and T = 1. On v4
- *   T = 32 and 64 run once more with all threads under the other widening plan (zig/pool.zig
- *   `Widening`: the library takes Intel's conversions to share the multiply-add ports, and
+ *   T = 32 and 64 run once more with all threads under the other vector ports (zig/pool.zig
+ *   `VectorPorts`: the library takes Intel's conversions to share the multiply-add ports, and
  *   widens each weight once for up to 64 tokens there), so one run shows what the choice gains.
  * - MXFP4 matmul 3072 x 3584 (one routed expert's w1: 5.85 MB packed + scales, starting 8 bytes
  *   past a cache line as the released experts do): T = 1 with the
@@ -36,7 +36,7 @@ import { availableParallelism, loadavg } from "node:os";
 import { f32View, NativeBuffer, offsetPointer } from "../src/native/memory.ts";
 import { matmul, matmulMxfp4, memReadSum, type F32Ref } from "../src/native/kernels.ts";
 import { initPool } from "../src/native/kernel-runtime.ts";
-import { availableIsas, isaInUse, setIsa, setWidening, wideningInUse, type WideningName } from "../test/support/kernel-hooks.ts";
+import { availableIsas, isaInUse, setIsa, setVectorPorts, vectorPortsInUse, type VectorPortsName } from "../test/support/kernel-hooks.ts";
 import { fillRandom, fmaPeakFlops } from "../src/doctor/machine-speed.ts";
 import { benchCeiling, ceilingReport, mxfp4Ceilings, tileCeiling, type Ceiling } from "./ceiling.ts";
 
@@ -61,8 +61,8 @@ export interface Row {
   cached?: boolean;
   /** T > 1: the f64 FMA peak (GFLOP/s) of the runs alternated with this row's (`bestBeside`). */
   peakGflops?: number;
-  /** bf16 T > 1: the widening the kernels planned for (zig/pool.zig `Widening`; the library's is this CPU's). */
-  widening?: WideningName;
+  /** bf16 T > 1: the vector ports the kernels planned for (zig/pool.zig `VectorPorts`; the library's are this CPU's). */
+  ports?: VectorPortsName;
 }
 
 /** The shortest of `passes` timed runs, in seconds: the figure least disturbed by a shared machine. */
@@ -119,8 +119,8 @@ export function benchKernels(): Row[] {
   const threadCounts = all > 1 ? [1, all] : [1];
   const rows: Row[] = [];
   const loaded = isaInUse();
-  const loadedWidening = wideningInUse();
-  const otherWidening: WideningName = loadedWidening === "besideFma" ? "onFmaPorts" : "besideFma";
+  const loadedPorts = vectorPortsInUse();
+  const otherPorts: VectorPortsName = loadedPorts === "besideFma" ? "onFmaPorts" : "besideFma";
   const variants = availableIsas().filter((v) => v !== "scalar");
   const probe = (kind: "memory" | "fma", variant: string, what: string, threads: number, seconds: number, gbPerSecond: number, gflops: number) =>
     rows.push({ kind, variant, what, threads, seconds, gbPerSecond, gflops, tokens: 0, shape: "" });
@@ -193,27 +193,27 @@ export function benchKernels(): Row[] {
         const peak = measureFmaPeak();
         probe("fma", variant, "f64 FMA peak", t, peak.seconds, 0, peak.gflops);
       }
-      const bf16Row = (T: number, t: number, widening: WideningName) => {
+      const bf16Row = (T: number, t: number, ports: VectorPortsName) => {
         matmul(matrix, xv, yv, T);
         const { seconds, peakGflops } = timeRow(T, T === 1 ? 10 : T <= 8 ? 5 : 3, () => matmul(matrix, xv, yv, T));
-        const other = widening === loadedWidening ? "" : `, ${widening}`;
+        const other = ports === loadedPorts ? "" : `, ${ports}`;
         rows.push({
           kind: "matmul", variant, what: `bf16 matmul ${bf16Shape} T=${T}${other}`, threads: t, seconds, gbPerSecond: weightBytes / seconds / GB,
-          gflops: (2 * outRows * inCols * T) / seconds / GB, tokens: T, shape: `bf16 ${bf16Shape}`, peakGflops, widening: T > 1 ? widening : undefined,
+          gflops: (2 * outRows * inCols * T) / seconds / GB, tokens: T, shape: `bf16 ${bf16Shape}`, peakGflops, ports: T > 1 ? ports : undefined,
         });
       };
       for (const t of threadCounts) {
         initPool(t);
-        for (const T of bf16Tokens) bf16Row(T, t, loadedWidening);
+        for (const T of bf16Tokens) bf16Row(T, t, loadedPorts);
       }
       // The multi-token plan made for the other kind of CPU (AVX-512 only has two), all threads:
       // what the choice from the vendor gains or would lose here.
       if (variant === "v4") {
         try {
-          setWidening(otherWidening);
-          for (const T of bf16Tokens.filter((T) => T >= prefillTargetTokens)) bf16Row(T, all, otherWidening);
+          setVectorPorts(otherPorts);
+          for (const T of bf16Tokens.filter((T) => T >= prefillTargetTokens)) bf16Row(T, all, otherPorts);
         } finally {
-          setWidening(loadedWidening);
+          setVectorPorts(loadedPorts);
         }
       }
       for (const t of threadCounts) {
@@ -325,7 +325,7 @@ function formatKernelRows(rows: Row[], ceiling: Ceiling | undefined, indent = ""
     const judged = r.tokens >= prefillTargetTokens && r.threads === most;
     const verdict = judged ? ` (target ${(100 * prefillPeakTarget).toFixed(0)}%: ${met(r.gflops >= prefillPeakTarget * peak)})` : "";
     const kind = r.shape.startsWith("bf16") ? "bf16" : "MXFP4";
-    const tile = ceiling ? tileCeiling(ceiling, r.variant, kind, r.tokens, r.widening) : undefined;
+    const tile = ceiling ? tileCeiling(ceiling, r.variant, kind, r.tokens, r.ports) : undefined;
     const versusTile = tile === undefined ? "" : `, tile alone ${(100 * tile).toFixed(0)}%`;
     lines.push(`${figures}  ${fmaShare}${verdict}${versusTile}${vsOne}`);
   }

@@ -273,19 +273,19 @@ export fn k3_isa_support(isa: u32) u32 {
 
 pub const Support = dispatch.Support;
 
-/// Where the CPU issues the conversions that widen weights (`Widening` codes, zig/pool.zig):
-/// 0 beside the multiply-adds, 1 on their ports. The library sets it from the CPU when it
-/// picks its variant; it changes which multi-token path runs, never the bits. Tests and
-/// benches set it both ways; `bad_argument` for an unknown code.
-export fn k3_widening_select(widening: u32) i32 {
-    const w = std.meta.intToEnum(pool.Widening, widening) catch return code(.bad_argument);
-    dispatch.selectWidening(w);
+/// Where the CPU issues its vector shuffles, blends and conversions (`VectorPorts` codes,
+/// zig/pool.zig): 0 beside the multiply-adds, 1 on their ports. The library sets it from the
+/// CPU when it picks its variant; it changes which kernel paths run, never the bits. Tests
+/// and benches set it both ways; `bad_argument` for an unknown code.
+export fn k3_vector_ports_select(ports: u32) i32 {
+    const w = std.meta.intToEnum(pool.VectorPorts, ports) catch return code(.bad_argument);
+    dispatch.selectVectorPorts(w);
     return code(.ok);
 }
 
-/// The widening the kernels plan for now.
-export fn k3_widening_current() u32 {
-    return @intFromEnum(dispatch.currentWidening());
+/// Where the kernels take this CPU's vector operations to issue, now.
+export fn k3_vector_ports_current() u32 {
+    return @intFromEnum(dispatch.currentVectorPorts());
 }
 
 // The kernels themselves: one `k3_<name>` per declaration of zig/kernels/table.zig `entries`,

@@ -64,24 +64,26 @@ pub fn setFineGrain(on: bool) void {
     fine_grain.store(on, .seq_cst);
 }
 
-/// Where the CPU issues the vector conversions that widen weights to f64 (vpunpcklwd,
-/// vcvtps2pd), which decides how the multi-token kernels spend them. `.beside_fma`: on pipes of
-/// their own (Zen 4), so widening a weight vector again for every token group is nearly free.
-/// `.on_fma_ports`: on the ports of the multiply-adds (the AVX-512 Xeons), so each widening
-/// costs multiply-adds and the kernels widen once for many tokens where they can. A speed
-/// choice only: both give the same bits. It lives here, beside the pool, because every kernel
-/// variant must see the one setting (`Api`); zig/isa/dispatch.zig sets it from the CPU when
-/// the library picks its variant, and tests set it both ways (`k3_widening_select`).
-pub const Widening = enum(u32) { beside_fma = 0, on_fma_ports = 1 };
+/// Where the CPU issues its vector shuffles, blends and conversions (the bf16 widening:
+/// vpunpcklwd, vcvtps2pd; the MXFP4 lane trees' blends), which decides how the kernels spend
+/// them. `.beside_fma`: on pipes of their own (Zen 4), so widening a weight vector again for
+/// every token group is nearly free and a blend beside a shuffle runs in parallel with it.
+/// `.on_fma_ports`: on the ports of the multiply-adds (the AVX-512 Xeons), so each such
+/// operation costs a multiply-add: the bf16 kernel widens once for many tokens and the MXFP4
+/// one-token trees fold their blends into shuffles. A speed choice only: both give the same
+/// bits. It lives here, beside the pool, because every kernel variant must see the one
+/// setting (`Api`); zig/isa/dispatch.zig sets it from the CPU when the library picks its
+/// variant, and tests set it both ways (`k3_vector_ports_select`).
+pub const VectorPorts = enum(u32) { beside_fma = 0, on_fma_ports = 1 };
 
-var widening_setting = Atomic(u32).init(@intFromEnum(Widening.beside_fma));
+var vector_ports_setting = Atomic(u32).init(@intFromEnum(VectorPorts.beside_fma));
 
-pub fn setWidening(w: Widening) void {
-    widening_setting.store(@intFromEnum(w), .seq_cst);
+pub fn setVectorPorts(w: VectorPorts) void {
+    vector_ports_setting.store(@intFromEnum(w), .seq_cst);
 }
 
-pub fn widening() Widening {
-    return @enumFromInt(widening_setting.load(.monotonic));
+pub fn vectorPorts() VectorPorts {
+    return @enumFromInt(vector_ports_setting.load(.monotonic));
 }
 
 pub const InitError = error{ SystemResources, OutOfMemory };
@@ -295,8 +297,8 @@ pub const Api = extern struct {
     /// The worker's scratch; its length goes to `len`.
     scratch_for: *const fn (worker: usize, len: *usize) callconv(.c) [*]align(scratch_alignment) u8,
     thread_count: *const fn () callconv(.c) u32,
-    /// The `Widening` code.
-    widening: *const fn () callconv(.c) u32,
+    /// The `VectorPorts` code.
+    vector_ports: *const fn () callconv(.c) u32,
 };
 
 pub const api = Api{
@@ -329,9 +331,9 @@ pub const api = Api{
             return threadCount();
         }
     }.f,
-    .widening = struct {
+    .vector_ports = struct {
         fn f() callconv(.c) u32 {
-            return @intFromEnum(widening());
+            return @intFromEnum(vectorPorts());
         }
     }.f,
 };

@@ -44,8 +44,8 @@ export const symbols = {
   k3_isa_select: { args: [u32], returns: i32 },
   k3_isa_current: { args: [], returns: u32 },
   k3_isa_support: { args: [u32], returns: u32 },
-  k3_widening_select: { args: [u32], returns: i32 },
-  k3_widening_current: { args: [], returns: u32 },
+  k3_vector_ports_select: { args: [u32], returns: i32 },
+  k3_vector_ports_current: { args: [], returns: u32 },
   // Test only (zig/abi.zig, last section).
   k3_build_safe: { args: [], returns: u32 },
   k3_safety_probe: { args: [u32], returns: i32 },
@@ -102,10 +102,11 @@ export const IsaSupport = {
 } as const;
 
 /**
- * Mirrors zig/pool.zig `Widening`: where the CPU issues the conversions that widen weights,
- * which `k3_widening_select` sets (the library sets it from the CPU; the bits never change).
+ * Mirrors zig/pool.zig `VectorPorts`: where the CPU issues its vector shuffles, blends and
+ * conversions, which `k3_vector_ports_select` sets (the library sets it from the CPU; the bits
+ * never change).
  */
-export const WideningCode = {
+export const VectorPortsCode = {
   besideFma: 0,
   onFmaPorts: 1,
 } as const;

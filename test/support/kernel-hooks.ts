@@ -3,7 +3,7 @@
  * to sweep every execution path (model.md §8.4), and decoding one MXFP4 row. The engine chooses
  * its variant once, at load (src/native/isa.ts), and never calls these.
  */
-import { mxfp4Group, Status, WideningCode } from "../../src/native/abi.ts";
+import { mxfp4Group, Status, VectorPortsCode } from "../../src/native/abi.ts";
 import { currentIsa, runnableIsas, selectIsa, type IsaName } from "../../src/native/isa.ts";
 import { checkStatus, dim, f32 } from "../../src/native/kernel-checks.ts";
 import { badScaleOut, kernelLib, tallyBadScales } from "../../src/native/kernel-runtime.ts";
@@ -32,21 +32,22 @@ export function isaInUse(): IsaName {
   return currentIsa(kernelLib());
 }
 
-export type WideningName = keyof typeof WideningCode;
+export type VectorPortsName = keyof typeof VectorPortsCode;
 
 /**
- * Where the kernels take the CPU's widening conversions to issue (zig/pool.zig `Widening`):
- * which multi-token bf16 path runs. The library sets it from the CPU; the bits must not change.
+ * Where the kernels take the CPU's vector shuffles, blends and conversions to issue (zig/pool.zig
+ * `VectorPorts`): which bf16 multi-token and MXFP4 one-token paths run. The library sets it from
+ * the CPU; the bits must not change.
  */
-export function setWidening(name: WideningName): void {
-  const status = kernelLib().k3_widening_select(WideningCode[name]);
-  if (status !== Status.ok) throw new Error(`k3_widening_select(${name}): status ${status}`);
+export function setVectorPorts(name: VectorPortsName): void {
+  const status = kernelLib().k3_vector_ports_select(VectorPortsCode[name]);
+  if (status !== Status.ok) throw new Error(`k3_vector_ports_select(${name}): status ${status}`);
 }
 
-export function wideningInUse(): WideningName {
-  const code = kernelLib().k3_widening_current();
-  const name = (Object.keys(WideningCode) as WideningName[]).find((n) => WideningCode[n] === code);
-  if (!name) throw new Error(`libk3 reports widening ${code}, which this binding does not know`);
+export function vectorPortsInUse(): VectorPortsName {
+  const code = kernelLib().k3_vector_ports_current();
+  const name = (Object.keys(VectorPortsCode) as VectorPortsName[]).find((n) => VectorPortsCode[n] === code);
+  if (!name) throw new Error(`libk3 reports vector ports ${code}, which this binding does not know`);
   return name;
 }
 

@@ -7,7 +7,7 @@ import { expect } from "bun:test";
 import { f32View, NativeBuffer, offsetPointer, u16View, u8View, type Pointer } from "../../src/native/memory.ts";
 import { axpy, matmulMxfp4, situGlu, type F32Ref, type Mxfp4Ref } from "../../src/native/kernels.ts";
 import { initPool } from "../../src/native/kernel-runtime.ts";
-import { availableIsas, isaInUse, setFineGrain, setIsa, setWidening, wideningInUse, type WideningName } from "./kernel-hooks.ts";
+import { availableIsas, isaInUse, setFineGrain, setIsa, setVectorPorts, vectorPortsInUse, type VectorPortsName } from "./kernel-hooks.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Native memory and random inputs
@@ -111,10 +111,10 @@ export function expectBits(got: Float32Array, want: Float32Array, what: string):
   }
 }
 
-/** The variant and the widening the library chose at load: what every path returns to. */
+/** The variant and the vector ports the library chose at load: what every path returns to. */
 const loadedIsa = isaInUse();
-const loadedWidening = wideningInUse();
-const otherWidening: WideningName = loadedWidening === "besideFma" ? "onFmaPorts" : "besideFma";
+const loadedPorts = vectorPortsInUse();
+const otherPorts: VectorPortsName = loadedPorts === "besideFma" ? "onFmaPorts" : "besideFma";
 
 export interface ExecutionPath {
   name: string;
@@ -122,17 +122,17 @@ export interface ExecutionPath {
   leave: () => void;
 }
 
-function onThreads(isa: ReturnType<typeof isaInUse>, threads: number, fine: boolean, widening = loadedWidening): ExecutionPath {
+function onThreads(isa: ReturnType<typeof isaInUse>, threads: number, fine: boolean, ports = loadedPorts): ExecutionPath {
   return {
-    name: `${isa}, ${threads} thread${threads > 1 ? "s" : ""}${fine ? ", one-item chunks" : ""}${widening === loadedWidening ? "" : `, widening ${widening}`}`,
+    name: `${isa}, ${threads} thread${threads > 1 ? "s" : ""}${fine ? ", one-item chunks" : ""}${ports === loadedPorts ? "" : `, vector ports ${ports}`}`,
     enter: () => {
       setIsa(isa);
       initPool(threads);
       setFineGrain(fine);
-      setWidening(widening);
+      setVectorPorts(ports);
     },
     leave: () => {
-      setWidening(loadedWidening);
+      setVectorPorts(loadedPorts);
       setFineGrain(false);
       initPool();
       setIsa(loadedIsa);
@@ -145,15 +145,15 @@ function onThreads(isa: ReturnType<typeof isaInUse>, threads: number, fine: bool
  * first: each kernel variant the library has and this CPU runs (scalar, v3, v4, ...) at 1, 2
  * and 3 threads, the pool splitting every job into one-item chunks at 2 and 3 (so even small
  * inputs are spread over all threads), each SIMD variant once more at 2 threads with the
- * other widening (the paths chosen for the other kind of CPU), and the variant chosen at load
+ * other vector ports (the paths chosen for the other kind of CPU), and the variant chosen at load
  * with the default pool.
  */
 export function executionPaths(): ExecutionPath[] {
   const paths: ExecutionPath[] = [];
   for (const isa of availableIsas()) {
     for (const threads of [1, 2, 3]) paths.push(onThreads(isa, threads, threads > 1));
-    // the multi-token paths planned for the other CPU kind (zig/pool.zig `Widening`)
-    if (isa !== "scalar") paths.push(onThreads(isa, 2, false, otherWidening));
+    // the multi-token paths planned for the other CPU kind (zig/pool.zig `VectorPorts`)
+    if (isa !== "scalar") paths.push(onThreads(isa, 2, false, otherPorts));
   }
   paths.push({ name: `${loadedIsa} (chosen at load), default pool`, enter: () => {}, leave: () => {} });
   return paths;

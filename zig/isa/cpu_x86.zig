@@ -70,8 +70,8 @@ pub fn detect() Level {
     return .{ .v3 = v3, .v4 = v4 };
 }
 
-/// Whether the CPU is Intel's (vendor "GenuineIntel"): its vector conversions issue on the
-/// multiply-add ports (zig/pool.zig `Widening`).
+/// Whether the CPU is Intel's (vendor "GenuineIntel"): its vector shuffles, blends and
+/// conversions issue on the multiply-add ports (zig/pool.zig `VectorPorts`).
 pub fn intel() bool {
     const v = cpuid(0, 0);
     return v.ebx == 0x756e_6547 and v.edx == 0x4965_6e69 and v.ecx == 0x6c65_746e; // "Genu" "ineI" "ntel"

@@ -98,7 +98,7 @@ fn choose() *const Table {
 /// switch (zig/abi.zig's contract), so a plain store is enough.
 pub fn select(isa: Isa) error{Unsupported}!void {
     if (!supported(isa)) return error.Unsupported;
-    if (!widening_chosen) selectWidening(cpuWidening());
+    if (!vector_ports_chosen) selectVectorPorts(cpuVectorPorts());
     kernels.common.setPath(if (isa == .scalar) .scalar else .simd);
     active_table = compiled(isa).?;
     active_isa = isa;
@@ -109,34 +109,34 @@ pub fn current() Isa {
     return active_isa;
 }
 
-var widening_chosen = false;
+var vector_ports_chosen = false;
 
-/// Where this CPU issues its widening conversions (zig/pool.zig `Widening`): on the
-/// multiply-add ports on Intel's x86-64 CPUs, beside them elsewhere.
-fn cpuWidening() pool.Widening {
+/// Where this CPU issues its vector shuffles, blends and conversions (zig/pool.zig
+/// `VectorPorts`): on the multiply-add ports on Intel's x86-64 CPUs, beside them elsewhere.
+fn cpuVectorPorts() pool.VectorPorts {
     if (builtin.cpu.arch == .x86_64 and cpu_x86.intel()) return .on_fma_ports;
     return .beside_fma;
 }
 
-/// Sets the widening every later kernel call plans for (a speed choice: the bits do not
-/// change); the library sets it from the CPU when it picks its variant, tests both ways.
-pub fn selectWidening(w: pool.Widening) void {
-    pool.setWidening(w);
-    widening_chosen = true;
+/// Sets the ports every later kernel call plans for (a speed choice: the bits do not change);
+/// the library sets it from the CPU when it picks its variant, tests both ways.
+pub fn selectVectorPorts(w: pool.VectorPorts) void {
+    pool.setVectorPorts(w);
+    vector_ports_chosen = true;
 }
 
-pub fn currentWidening() pool.Widening {
+pub fn currentVectorPorts() pool.VectorPorts {
     _ = active();
-    return pool.widening();
+    return pool.vectorPorts();
 }
 
-test "the widening follows the CPU until set; setting it survives a variant switch" {
+test "the vector ports follow the CPU until set; setting it survives a variant switch" {
     _ = active();
-    try std.testing.expectEqual(cpuWidening(), currentWidening());
-    selectWidening(.on_fma_ports);
+    try std.testing.expectEqual(cpuVectorPorts(), currentVectorPorts());
+    selectVectorPorts(.on_fma_ports);
     try select(baseline);
-    try std.testing.expectEqual(pool.Widening.on_fma_ports, currentWidening());
-    selectWidening(cpuWidening());
+    try std.testing.expectEqual(pool.VectorPorts.on_fma_ports, currentVectorPorts());
+    selectVectorPorts(cpuVectorPorts());
     try select(widest());
 }
 

@@ -41,8 +41,8 @@ pub fn threadCount() u32 {
     return k3_pool_api.thread_count();
 }
 
-pub const Widening = decls.Widening;
+pub const VectorPorts = decls.VectorPorts;
 
-pub fn widening() Widening {
-    return @enumFromInt(k3_pool_api.widening());
+pub fn vectorPorts() VectorPorts {
+    return @enumFromInt(k3_pool_api.vector_ports());
 }

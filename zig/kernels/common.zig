@@ -26,12 +26,12 @@ pub fn path() Path {
     return @enumFromInt(path_setting.load(.monotonic));
 }
 
-/// Where this CPU issues the conversions that widen weights (zig/pool.zig `Widening`): the
-/// multi-token kernels read it to choose between paths that give the same bits.
-pub const Widening = pool.Widening;
+/// Where this CPU issues its vector shuffles, blends and conversions (zig/pool.zig
+/// `VectorPorts`): kernels read it to choose between paths that give the same bits.
+pub const VectorPorts = pool.VectorPorts;
 
-pub fn widening() Widening {
-    return pool.widening();
+pub fn vectorPorts() VectorPorts {
+    return pool.vectorPorts();
 }
 
 /// bf16 bits -> f32: a 16-bit left shift into the high half (exact; model.md §4).

@@ -26,7 +26,7 @@
 //!     still receives its elements in increasing i from +0, and the tree, the tail and the
 //!     rounding are the one-token ones: y[t][o] has the bits of a T = 1 call whatever T, the
 //!     tiling or the thread count.
-//!   * Several tokens where widening costs multiply-adds (AVX-512 on Intel: common.Widening):
+//!   * Several tokens where widening costs multiply-adds (AVX-512 on Intel, common.VectorPorts):
 //!     the first token group of a block widens the weights in its tiles and keeps an f64 copy
 //!     that up to seven more groups multiply from (`multiTokenWidened`); same order, same bits.
 //! Threads split output rows, never the reduction.
@@ -492,10 +492,10 @@ const widened_cols: usize = 768;
 const widened_groups: usize = 8;
 
 /// Whether a call of `tokens` tokens takes the widened multi-token path: AVX-512 code, on a
-/// CPU whose widening conversions issue on the multiply-add ports (common.Widening), and at
+/// CPU whose widening conversions issue on the multiply-add ports (common.VectorPorts), and at
 /// least two token groups to share each widening.
 inline fn takesWidened(tokens: usize) bool {
-    return common.wide and common.widening() == .on_fma_ports and tokenGroups(tokens) >= 2;
+    return common.wide and common.vectorPorts() == .on_fma_ports and tokenGroups(tokens) >= 2;
 }
 
 /// Worker scratch of the widened path, in bytes: the f64 copy of a block and the accumulators
@@ -693,7 +693,7 @@ test "SIMD equals scalar bit for bit, bf16 equals f32 on widened weights, any T 
     const sizes = [_][2]usize{ .{ 1, 1 }, .{ 3, 15 }, .{ 5, 16 }, .{ 7, 17 }, .{ 9, 33 }, .{ 13, 255 }, .{ 33, 1000 }, .{ 4, 4099 }, .{ 37, 529 }, .{ 70, 1039 } };
     const token_counts = [_]usize{ 1, 2, 3, 4, 5, 7, 8, 9, 16, 33, 65, 72 };
     const max_tokens = 72;
-    defer pool.setWidening(.beside_fma);
+    defer pool.setVectorPorts(.beside_fma);
     for (sizes) |sz| {
         const rows = sz[0];
         const cols = sz[1];
@@ -727,8 +727,8 @@ test "SIMD equals scalar bit for bit, bf16 equals f32 on widened weights, any T 
             try testing.expectEqualSlices(u32, @ptrCast(want[t * rows ..][0..rows]), @ptrCast(y_one));
         }
         // both multi-token plans (the widened path runs only in AVX-512 code)
-        for ([_]pool.Widening{ .beside_fma, .on_fma_ports }) |widening| {
-            pool.setWidening(widening);
+        for ([_]pool.VectorPorts{ .beside_fma, .on_fma_ports }) |ports| {
+            pool.setVectorPorts(ports);
             for (token_counts) |tokens| {
                 try matmul(u16, wb.ptr, rows, cols, x.ptr, y_simd.ptr, tokens);
                 try matmul(f32, wf.ptr, rows, cols, x.ptr, y_f32.ptr, tokens);

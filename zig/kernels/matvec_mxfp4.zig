@@ -412,8 +412,9 @@ inline fn singleGroupWide(packed_row: [*]const u8, s: u8, g: usize, x64: [*]cons
 
 /// R rows against TT tokens on the wide path (R > 1 only with TT = 1: rows then share every
 /// activation load, which with one row is what bounds the loop). Each row's and token's
-/// arithmetic is the one-row, one-token sequence.
-inline fn dotRowsWide(comptime R: usize, comptime TT: usize, packed_rows: [R][*]const u8, scales_rows: [R][*]const u8, groups: usize, x64: [TT][*]const f64, bad: *usize) [R][TT]f32 {
+/// arithmetic is the one-row, one-token sequence. `blends`: with one token, keep the lane
+/// trees' selects as blends (`laneMask`), for CPUs whose blends issue beside the shuffles.
+inline fn dotRowsWide(comptime blends: bool, comptime R: usize, comptime TT: usize, packed_rows: [R][*]const u8, scales_rows: [R][*]const u8, groups: usize, x64: [TT][*]const f64, bad: *usize) [R][TT]f32 {
     var total: [R][TT]f64 = @splat([_]f64{0} ** TT);
     // One token: the scaled group sums of the last eight groups are added to the totals (in
     // group order) a quarter of the way through the next eight, where their inputs are ready,
@@ -460,7 +461,7 @@ inline fn dotRowsWide(comptime R: usize, comptime TT: usize, packed_rows: [R][*]
                 inline for (0..R) |r| acc[r][k] = groupWide(packed_rows[r] + (g + k) * 16, &xg);
             }
             inline for (0..R) |r| {
-                const sums = groupSums8(deferred, acc[r]) * scales8(scales_rows[r][g..][0..8]);
+                const sums = groupSums8(deferred and blends, acc[r]) * scales8(scales_rows[r][g..][0..8]);
                 if (deferred) {
                     @as(*volatile V8, @ptrCast(&pending[r][t])).* = sums;
                 } else {
@@ -712,7 +713,7 @@ fn rowTokens(comptime TT: usize, self: *const Job, r: usize, t0: usize, prow: [*
     var xs: [TT][*]const f64 = undefined;
     inline for (0..TT) |t| xs[t] = self.x64 + (t0 + t) * self.cols;
     var bad: usize = 0;
-    const out = if (common.wide) dotRowsWide(1, TT, .{prow}, .{srow}, groups, xs, &bad)[0] else dotRowSimd(TT, prow, srow, groups, xs, &bad);
+    const out = if (common.wide) dotRowsWide(true, 1, TT, .{prow}, .{srow}, groups, xs, &bad)[0] else dotRowSimd(TT, prow, srow, groups, xs, &bad);
     inline for (0..TT) |t| self.y[(t0 + t) * self.rows + r] = out[t];
     return bad;
 }
@@ -760,6 +761,11 @@ const Job = struct {
             return;
         }
         if (common.wide and !self.scalar and self.tokens <= 2) {
+            // blends where they issue beside the shuffles (common.VectorPorts); on the
+            // multiply-add ports a select folded into its shuffle is one operation fewer
+            // (the AVX-512 Xeon, 2026-12-06, 2 threads, 3072 x 3584 streamed, three alternated
+            // pairs: 17.9-18.7 -> 19.2-19.8 G weights/s; Zen 4 measured 2.5% slower that way)
+            const blends = common.vectorPorts() == .beside_fma;
             while (first + wide_rows <= end) : (first += wide_rows) {
                 var prows: [wide_rows][*]const u8 = undefined;
                 var srows: [wide_rows][*]const u8 = undefined;
@@ -769,7 +775,7 @@ const Job = struct {
                 }
                 for (0..self.tokens) |t| {
                     var bad_t: usize = 0;
-                    const out = dotRowsWide(wide_rows, 1, prows, srows, groups, .{self.x64 + t * n}, &bad_t);
+                    const out = if (blends) dotRowsWide(true, wide_rows, 1, prows, srows, groups, .{self.x64 + t * n}, &bad_t) else dotRowsWide(false, wide_rows, 1, prows, srows, groups, .{self.x64 + t * n}, &bad_t);
                     if (t == 0) bad += bad_t;
                     inline for (0..wide_rows) |k| self.y[t * self.rows + first + k] = out[k][0];
                 }

@@ -1,8 +1,8 @@
 /**
  * Kernel variants (zig/isa/, src/native/isa.ts): the library offers exactly the variants this
  * CPU can run (judged independently from /proc/cpuinfo), picks the widest at load, switches
- * between them, and K3_ISA is parsed and refused as documented; the widening plan (zig/pool.zig
- * `Widening`) follows the CPU's vendor and can be set both ways. Bit identity across the
+ * between them, and K3_ISA is parsed and refused as documented; the vector ports (zig/pool.zig
+ * `VectorPorts`) follows the CPU's vendor and can be set both ways. Bit identity across the
  * variants is proven per operator in kernels.test.ts and kernels-multirow.test.ts (every path
  * of test/support/kernels.ts `executionPaths`) and end to end in test/gates/oracle.test.ts.
  */
@@ -12,15 +12,15 @@ import { arch } from "node:os";
 import { K3Error } from "../../../src/errors.ts";
 import { requestedIsa, runnableIsas, selectIsa, type IsaName } from "../../../src/native/isa.ts";
 import { kernelVariant } from "../../../src/native/kernel-runtime.ts";
-import { availableIsas, isaInUse, setIsa, setWidening, wideningInUse } from "../../support/kernel-hooks.ts";
+import { availableIsas, isaInUse, setIsa, setVectorPorts, vectorPortsInUse } from "../../support/kernel-hooks.ts";
 import { native } from "../../../src/native/library.ts";
-import { Status, WideningCode } from "../../../src/native/abi.ts";
+import { Status, VectorPortsCode } from "../../../src/native/abi.ts";
 import { kernelLib } from "../../../src/native/kernel-runtime.ts";
 
 const loaded = isaInUse();
-const loadedWidening = wideningInUse();
+const loadedPorts = vectorPortsInUse();
 afterAll(() => {
-  setWidening(loadedWidening);
+  setVectorPorts(loadedPorts);
   setIsa(loaded);
 });
 
@@ -54,19 +54,19 @@ describe("kernel variants", () => {
     setIsa(loaded);
   });
 
-  test("the widening follows the CPU's vendor at load, survives a variant switch, and refuses an unknown code", () => {
-    // zig/pool.zig `Widening`: Intel's x86-64 CPUs issue the widening conversions on the
+  test("the vector ports follow the CPU's vendor at load, survives a variant switch, and refuses an unknown code", () => {
+    // zig/pool.zig `VectorPorts`: Intel's x86-64 CPUs issue vector shuffles, blends and conversions on the
     // multiply-add ports; every other CPU is planned for as issuing them beside.
     const vendor = existsSync("/proc/cpuinfo") ? /^vendor_id\s*:\s*(\S+)/m.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] : undefined;
-    if (arch() === "x64" && vendor) expect(loadedWidening).toBe(vendor === "GenuineIntel" ? "onFmaPorts" : "besideFma");
-    for (const name of Object.keys(WideningCode) as (keyof typeof WideningCode)[]) {
-      setWidening(name);
+    if (arch() === "x64" && vendor) expect(loadedPorts).toBe(vendor === "GenuineIntel" ? "onFmaPorts" : "besideFma");
+    for (const name of Object.keys(VectorPortsCode) as (keyof typeof VectorPortsCode)[]) {
+      setVectorPorts(name);
       for (const isa of availableIsas()) setIsa(isa);
-      expect(wideningInUse()).toBe(name);
+      expect(vectorPortsInUse()).toBe(name);
     }
-    expect(kernelLib().k3_widening_select(2)).toBe(Status.badArgument);
-    expect(kernelLib().k3_widening_select(0xffffffff)).toBe(Status.badArgument);
-    setWidening(loadedWidening);
+    expect(kernelLib().k3_vector_ports_select(2)).toBe(Status.badArgument);
+    expect(kernelLib().k3_vector_ports_select(0xffffffff)).toBe(Status.badArgument);
+    setVectorPorts(loadedPorts);
     setIsa(loaded);
   });
 
