@@ -16,7 +16,8 @@
  *   widens each weight once for up to 64 tokens there), so one run shows what the choice gains.
  * - MXFP4 matmul 3072 x 3584 (one routed expert's w1: 5.85 MB packed + scales, starting 8 bytes
  *   past a cache line as the released experts do): T = 1 with the
- *   expert in cache (one matrix again and again) and streamed from RAM (rotating through enough
+ *   expert in cache (one matrix again and again; on v4 with all threads also under the other
+ *   vector ports) and streamed from RAM (rotating through enough
  *   distinct experts, > 8x the L3, that every call reads its weights from DRAM, as the expert
  *   cache does), in G weights/s, as a share of the FMA peak (2 flops per weight) and, where the
  *   ceiling probe runs, of the variant's ceiling at that thread count (threads x the one-thread
@@ -218,12 +219,25 @@ export function benchKernels(): Row[] {
       }
       for (const t of threadCounts) {
         initPool(t);
-        matmulMxfp4(expert(0), exv, eyv, 1);
-        const inCache = best(30, () => matmulMxfp4(expert(0), exv, eyv, 1));
-        rows.push({
-          kind: "matmul", variant, what: `MXFP4 matmul ${mxShape} T=1, cached`, threads: t, seconds: inCache, gbPerSecond: expertBytes / inCache / GB,
-          gflops: (2 * eRows * eCols) / inCache / GB, tokens: 1, shape: `MXFP4 ${mxShape}`, cached: true,
-        });
+        const cachedRow = (ports: VectorPortsName) => {
+          matmulMxfp4(expert(0), exv, eyv, 1);
+          const inCache = best(30, () => matmulMxfp4(expert(0), exv, eyv, 1));
+          rows.push({
+            kind: "matmul", variant, what: `MXFP4 matmul ${mxShape} T=1, cached${ports === loadedPorts ? "" : `, ${ports}`}`, threads: t, seconds: inCache,
+            gbPerSecond: expertBytes / inCache / GB, gflops: (2 * eRows * eCols) / inCache / GB, tokens: 1, shape: `MXFP4 ${mxShape}`, cached: true,
+          });
+        };
+        cachedRow(loadedPorts);
+        // v4 at all threads once more under the other vector ports (the one-token lane trees'
+        // blends: kept where they issue beside the shuffles, folded into them elsewhere)
+        if (variant === "v4" && t === all) {
+          try {
+            setVectorPorts(otherPorts);
+            cachedRow(otherPorts);
+          } finally {
+            setVectorPorts(loadedPorts);
+          }
+        }
         for (const T of mxTokens) {
           const pass = () => {
             for (let e = 0; e < experts; e++) matmulMxfp4(expert(e), exv, eyv, T);
