@@ -144,16 +144,17 @@ function onThreads(isa: ReturnType<typeof isaInUse>, threads: number, fine: bool
  * Every execution path of model.md §8.4 on this machine, the scalar reference on one thread
  * first: each kernel variant the library has and this CPU runs (scalar, v3, v4, ...) at 1, 2
  * and 3 threads, the pool splitting every job into one-item chunks at 2 and 3 (so even small
- * inputs are spread over all threads), each SIMD variant once more at 2 threads with the
- * other vector ports (the paths chosen for the other kind of CPU), and the variant chosen at load
- * with the default pool.
+ * inputs are spread over all threads), v4 once more at 2 threads with the other vector ports
+ * (the paths chosen for the other kind of CPU), and the variant chosen at load with the default
+ * pool.
  */
 export function executionPaths(): ExecutionPath[] {
   const paths: ExecutionPath[] = [];
   for (const isa of availableIsas()) {
     for (const threads of [1, 2, 3]) paths.push(onThreads(isa, threads, threads > 1));
-    // the multi-token paths planned for the other CPU kind (zig/pool.zig `VectorPorts`)
-    if (isa !== "scalar") paths.push(onThreads(isa, 2, false, otherPorts));
+    // the paths planned for the other kind of CPU (zig/pool.zig `VectorPorts`): only the
+    // AVX-512 code reads the setting
+    if (isa === "v4") paths.push(onThreads(isa, 2, false, otherPorts));
   }
   paths.push({ name: `${loadedIsa} (chosen at load), default pool`, enter: () => {}, leave: () => {} });
   return paths;
