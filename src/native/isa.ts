@@ -5,7 +5,7 @@
  */
 import { envValue, type Environment } from "../env.ts";
 import { runtimeError, usageError } from "../errors.ts";
-import { IsaCode, IsaSupport, Status, type Native } from "./abi.ts";
+import { IsaCode, IsaSupport, Status, VectorPortsCode, type Native } from "./abi.ts";
 
 export type IsaName = keyof typeof IsaCode;
 
@@ -62,6 +62,22 @@ export function isaSupport(lib: Native, name: IsaName, env?: Environment): IsaSu
 /** The variants this library has and this CPU runs, in code order. */
 export function runnableIsas(lib: Native, env?: Environment): IsaName[] {
   return isaNames.filter((name) => isaSupport(lib, name, env) === "runnable");
+}
+
+export type VectorPortsName = keyof typeof VectorPortsCode;
+
+/** What the run report says of each setting of zig/pool.zig `VectorPorts`. */
+export const vectorPortsDescription: Record<VectorPortsName, string> = {
+  besideFma: "vector shuffles and conversions beside the multiply-adds",
+  onFmaPorts: "vector shuffles and conversions on the multiply-add ports",
+};
+
+/** Where the kernels take this CPU's vector shuffles, blends and conversions to issue (set from the CPU when the library loads). */
+export function currentVectorPorts(lib: Native): VectorPortsName {
+  const code = lib.k3_vector_ports_current();
+  const name = (Object.keys(VectorPortsCode) as VectorPortsName[]).find((n) => VectorPortsCode[n] === code);
+  if (!name) throw new Error(`libk3 reports vector ports ${code}, which this binding does not know`);
+  return name;
 }
 
 export function currentIsa(lib: Native): IsaName {

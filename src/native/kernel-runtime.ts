@@ -11,7 +11,7 @@
 import { envValue, type Environment } from "../env.ts";
 import { quoteArgument, usageError } from "../errors.ts";
 import { maxThreads, type Native } from "./abi.ts";
-import { currentIsa, isaDescription, runnableIsas, type IsaName } from "./isa.ts";
+import { currentIsa, currentVectorPorts, isaDescription, runnableIsas, type IsaName, type VectorPortsName } from "./isa.ts";
 import { checkStatus } from "./kernel-checks.ts";
 import { native } from "./library.ts";
 import { NativeBuffer } from "./memory.ts";
@@ -73,12 +73,14 @@ export interface KernelVariant {
   /** Every variant this library has and this CPU runs. */
   runnable: IsaName[];
   threads: number;
+  /** Where the kernels take this CPU's vector shuffles, blends and conversions to issue (zig/pool.zig `VectorPorts`): speed only. */
+  vectorPorts: VectorPortsName;
 }
 
 export function kernelVariant(): KernelVariant {
   const l = kernelLib();
   const isa = currentIsa(l);
-  return { isa, description: isaDescription[isa], runnable: runnableIsas(l), threads: l.k3_pool_threads() };
+  return { isa, description: isaDescription[isa], runnable: runnableIsas(l), threads: l.k3_pool_threads(), vectorPorts: currentVectorPorts(l) };
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -3,6 +3,7 @@
  * listing, the budgets, the index, the memory plan and the trunk streaming banner.
  */
 import type { KernelVariant } from "../native/kernel-runtime.ts";
+import { vectorPortsDescription } from "../native/isa.ts";
 import type { EnginePlan } from "../engine/result.ts";
 import type { MemoryPlan } from "../plan/memory-plan.ts";
 import { autoPresetNote, presetFooter, presets } from "../plan/presets.ts";
@@ -50,9 +51,13 @@ export function trunkBanner(
   return lines.join("\n");
 }
 
-/** The kernel variant and threads: `kernels: v4 (x86-64-v4: AVX-512), 2 threads`. */
+/**
+ * The kernel variant and threads: `kernels: v4 (x86-64-v4: AVX-512), 2 threads`; on v4, whose
+ * code alone reads it, also where it takes the CPU's vector operations to issue.
+ */
 export function kernelsLine(kernels: KernelVariant): string {
-  return `kernels: ${kernels.isa} (${kernels.description}), ${kernels.threads} thread${kernels.threads === 1 ? "" : "s"}`;
+  const ports = kernels.isa === "v4" ? `, ${vectorPortsDescription[kernels.vectorPorts]}` : "";
+  return `kernels: ${kernels.isa} (${kernels.description}), ${kernels.threads} thread${kernels.threads === 1 ? "" : "s"}${ports}`;
 }
 
 /** `k3 --version`'s second line (and `k3 doctor`'s kernels line): the variant in use and every one this machine runs. */

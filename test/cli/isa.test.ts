@@ -1,10 +1,11 @@
 /**
- * Kernel variants through dist/k3: `--version` and the run report name the variant in use,
+ * Kernel variants through dist/k3: `--version` and the run report name the variant in use (and
+ * on v4 where it takes the CPU's vector operations to issue),
  * K3_ISA forces each one this machine runs with identical ids and logits, and a variant the
  * CPU lacks is refused (exit 1, one line) before the model is read.
  */
 import { describe, expect, setDefaultTimeout, test } from "bun:test";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { availableIsas } from "../support/kernel-hooks.ts";
 import { expectation, modelDir } from "../support/fixtures.ts";
@@ -19,6 +20,8 @@ const want = expectation("tiny13");
 const prompt = want.prompt_ids.join(",");
 const variants = availableIsas();
 const widest = variants.at(-1) as string;
+/** Whether /proc/cpuinfo names an Intel CPU: the library then plans for conversions on the multiply-add ports. */
+const intel = existsSync("/proc/cpuinfo") && /^vendor_id\s*:\s*GenuineIntel$/m.test(readFileSync("/proc/cpuinfo", "utf8"));
 
 describe.concurrent("kernel variants through dist/k3", () => {
   test("--version names the variant chosen from the CPU and every variant this machine runs", async () => {
@@ -38,8 +41,13 @@ describe.concurrent("kernel variants through dist/k3", () => {
       const results = JSON.parse(r.stdout);
       expect(results.plan.kernels.isa).toBe(isa);
       // The text is the contract here: the report names the variant (with the figures the results carry).
-      const { description, threads } = results.plan.kernels;
+      const { description, threads, vector_ports: ports } = results.plan.kernels;
       expect(r.stderr).toContain(`kernels: ${isa} (${description}), ${threads} thread${threads === 1 ? "" : "s"}`);
+      // zig/pool.zig `VectorPorts`, set from the CPU's vendor; only v4's report names it
+      expect(ports).toBe(intel ? "onFmaPorts" : "besideFma");
+      const portsText = ports === "onFmaPorts" ? "on the multiply-add ports" : "beside the multiply-adds";
+      if (isa === "v4") expect(r.stderr).toContain(`thread${threads === 1 ? "" : "s"}, vector shuffles and conversions ${portsText}\n`);
+      else expect(r.stderr).not.toContain("vector shuffles and conversions");
       return { isa, ids: results.generated_ids as number[], logits: readFileSync(logits) };
     }));
     expect(runs.length).toBeGreaterThanOrEqual(2);

@@ -4,7 +4,7 @@
  * its variant once, at load (src/native/isa.ts), and never calls these.
  */
 import { mxfp4Group, Status, VectorPortsCode } from "../../src/native/abi.ts";
-import { currentIsa, runnableIsas, selectIsa, type IsaName } from "../../src/native/isa.ts";
+import { currentIsa, currentVectorPorts, runnableIsas, selectIsa, type IsaName, type VectorPortsName } from "../../src/native/isa.ts";
 import { checkStatus, dim, f32 } from "../../src/native/kernel-checks.ts";
 import { badScaleOut, kernelLib, tallyBadScales } from "../../src/native/kernel-runtime.ts";
 import type { F32Ref, Pointer } from "../../src/native/memory.ts";
@@ -32,7 +32,7 @@ export function isaInUse(): IsaName {
   return currentIsa(kernelLib());
 }
 
-export type VectorPortsName = keyof typeof VectorPortsCode;
+export type { VectorPortsName } from "../../src/native/isa.ts";
 
 /**
  * Where the kernels take the CPU's vector shuffles, blends and conversions to issue (zig/pool.zig
@@ -45,10 +45,7 @@ export function setVectorPorts(name: VectorPortsName): void {
 }
 
 export function vectorPortsInUse(): VectorPortsName {
-  const code = kernelLib().k3_vector_ports_current();
-  const name = (Object.keys(VectorPortsCode) as VectorPortsName[]).find((n) => VectorPortsCode[n] === code);
-  if (!name) throw new Error(`libk3 reports vector ports ${code}, which this binding does not know`);
-  return name;
+  return currentVectorPorts(kernelLib());
 }
 
 /** Decodes one MXFP4 row exactly (E2M1 × 2^(s−127)) into `out`; returns the 255-scale count (also tallied). */

@@ -32,7 +32,7 @@ function plan(p: Partial<EnginePlan> = {}): EnginePlan {
     expertCache: { slotBytes: 20_480, slots: 96, requestedSlots: 48_828, minimumSlots: 3, totalExperts: 96 },
     memory: { terms: [{ name: "KV cache", bytes: 1000 }], totalBytes: 1000, positions: 32, contextLength: 4096, kvBytesPerPosition: 10, bytesPerPosition: 20 },
     availableBytes: 8e9, positions: 32, prefillChunk: 64, draft: undefined, ultra: undefined, hiddenSize: 128,
-    kernels: { isa: "scalar", description: "scalar reference, plain loops", runnable: ["scalar"], threads: 1 },
+    kernels: { isa: "scalar", description: "scalar reference, plain loops", runnable: ["scalar"], threads: 1, vectorPorts: "besideFma" },
     ...p,
   };
 }
