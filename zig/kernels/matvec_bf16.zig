@@ -351,17 +351,16 @@ fn Job(comptime W: type) type {
                     const t_lo = tokenGroupStart(T, groups, k0);
                     const t_hi = tokenGroupStart(T, groups, k1);
                     @memset(acc[0 .. nb * (t_hi - t_lo) * lane_groups], @as(MVec, @splat(0)));
-                    std.debug.assert(nb * (t_hi - t_lo) * lanes * @sizeOf(f64) + widened_rows * widened_cols * @sizeOf(f64) <= raw.len);
+                    std.debug.assert(widenedScratch(t_hi - t_lo) <= raw.len);
                     var from: usize = 0;
                     while (from < body) {
                         const to = @min(body, from + widened_cols);
-                        const steps = (to - from) / lanes;
                         for (k0..k1) |k| {
                             const t0 = tokenGroupStart(T, groups, k);
                             const size = tokenGroupStart(T, groups, k + 1) - t0;
                             const a = acc + nb * (t0 - t_lo) * lane_groups;
                             switch (size) {
-                                inline 1...multi.tokens => |R| if (k == k0) self.widenedGroup(R, true, o, nb, t0, from, steps, wscr, a) else self.widenedGroup(R, false, o, nb, t0, from, steps, wscr, a),
+                                inline 1...multi.tokens => |R| if (k == k0) self.widenedGroup(R, .store, o, nb, t0, from, to, wscr, @ptrCast(a)) else self.widenedGroup(R, .load, o, nb, t0, from, to, wscr, @ptrCast(a)),
                                 else => unreachable,
                             }
                         }
@@ -371,12 +370,10 @@ fn Job(comptime W: type) type {
                         const t0 = tokenGroupStart(T, groups, k);
                         const size = tokenGroupStart(T, groups, k + 1) - t0;
                         const a = acc + nb * (t0 - t_lo) * lane_groups;
-                        const panel = self.x64 + t0 * n;
-                        for (0..nb) |b| for (0..size) |t| {
-                            var gs: [lane_groups]MVec = undefined;
-                            inline for (0..lane_groups) |g| gs[g] = a[(b * lane_groups + g) * size + t];
-                            self.y[(t0 + t) * self.rows + o + b] = finishGroups(W, gs, self.w + (o + b) * n + body, panel + panelTailOffset(n, size, t), n - body);
-                        };
+                        switch (size) {
+                            inline 1...multi.tokens => |R| self.finishRows(R, o, nb, t0, @ptrCast(a)),
+                            else => unreachable,
+                        }
                     }
                     k0 = k1;
                 }
@@ -384,19 +381,17 @@ fn Job(comptime W: type) type {
             }
         }
 
-        /// Token group t0 … t0+R−1 against rows o … o+nb−1 over one column block, lane group
-        /// by lane group, in tiles of `multi.rows` rows; `first` widens the weights from the
-        /// matrix and stores them in `wscr` (lane group g of row b's block j at
-        /// [(g·widened_rows + b)·(widened_cols/lanes) + j]), otherwise they are read from there.
-        fn widenedGroup(self: *const @This(), comptime R: usize, comptime first: bool, o: usize, nb: usize, t0: usize, from: usize, steps: usize, wscr: [*]MVec, acc: [*]MVec) void {
-            const n = self.cols;
-            const body = n - n % lanes;
-            const panel = self.x64 + t0 * n;
+        /// Token group t0 … t0+R−1 against rows o … o+nb−1 over the column block [from, to),
+        /// lane group by lane group, in tiles of `multi.rows` rows; `copy` is `.store` for the
+        /// run's first group and `.load` for the others (lane group g of row b's block j of the
+        /// copy at wscr[(g·widened_rows + b)·(widened_cols/lanes) + j]).
+        fn widenedGroup(self: *const @This(), comptime R: usize, comptime copy: Copy, o: usize, nb: usize, t0: usize, from: usize, to: usize, wscr: [*]MVec, acc: [*][lane_groups][R]MVec) void {
+            const panel = self.x64 + t0 * self.cols;
             inline for (0..lane_groups) |g| {
                 var b: usize = 0;
-                while (b + multi.rows <= nb) : (b += multi.rows) widenedTile(W, multi.rows, R, g, first, self.w + (o + b) * n, n, panel, body, from, steps, wscr + (g * widened_rows + b) * (widened_cols / lanes), acc + b * lane_groups * R);
+                while (b + multi.rows <= nb) : (b += multi.rows) self.groupTile(multi.rows, R, g, copy, o + b, panel, from, to, acc + b, wscr + (g * widened_rows + b) * (widened_cols / lanes));
                 switch (nb - b) {
-                    inline 0...multi.rows - 1 => |B| if (B > 0) widenedTile(W, B, R, g, first, self.w + (o + b) * n, n, panel, body, from, steps, wscr + (g * widened_rows + b) * (widened_cols / lanes), acc + b * lane_groups * R),
+                    inline 0...multi.rows - 1 => |B| if (B > 0) self.groupTile(B, R, g, copy, o + b, panel, from, to, acc + b, wscr + (g * widened_rows + b) * (widened_cols / lanes)),
                     else => unreachable,
                 }
             }
@@ -437,14 +432,23 @@ fn Job(comptime W: type) type {
                 const to = @min(body, from + multi_block_cols);
                 inline for (0..lane_groups) |g| {
                     var b: usize = 0;
-                    while (b + multi.rows <= nb) : (b += multi.rows) self.groupTile(multi.rows, R, g, o + b, panel, from, to, acc[b..].ptr);
+                    while (b + multi.rows <= nb) : (b += multi.rows) self.groupTile(multi.rows, R, g, .none, o + b, panel, from, to, acc[b..].ptr, undefined);
                     switch (nb - b) {
-                        inline 0...multi.rows - 1 => |B| if (B > 0) self.groupTile(B, R, g, o + b, panel, from, to, acc[b..].ptr),
+                        inline 0...multi.rows - 1 => |B| if (B > 0) self.groupTile(B, R, g, .none, o + b, panel, from, to, acc[b..].ptr, undefined),
                         else => unreachable,
                     }
                 }
                 from = to;
             }
+            self.finishRows(R, o, nb, t0, &acc);
+        }
+
+        /// The tree, tail and rounding (`finishGroups`) of rows o … o+nb−1 × tokens t0 …
+        /// t0+R−1, whose lane accumulators are acc[b][g][t].
+        fn finishRows(self: *const @This(), comptime R: usize, o: usize, nb: usize, t0: usize, acc: [*]const [lane_groups][R]MVec) void {
+            const n = self.cols;
+            const body = n - n % lanes;
+            const panel = self.x64 + t0 * n;
             for (0..nb) |b| {
                 inline for (0..R) |t| {
                     var groups: [lane_groups]MVec = undefined;
@@ -455,20 +459,31 @@ fn Job(comptime W: type) type {
         }
 
         /// Lane group g of rows o … o+B−1 × R tokens over elements [from, to), continuing the
-        /// accumulators acc[b][g][t]: each weight vector widened once for R tokens, each
-        /// activation vector loaded once for B rows.
-        inline fn groupTile(self: *const @This(), comptime B: usize, comptime R: usize, comptime g: usize, o: usize, panel: [*]const f64, from: usize, to: usize, acc: [*][lane_groups][R]MVec) void {
+        /// accumulators acc[b][g][t]: each weight vector widened once for R tokens (or, `copy`
+        /// `.load`, read from the f64 copy `kept`, row b's block j at kept[b·(widened_cols/lanes)
+        /// + j]; `.store` widens and keeps it there), each activation vector loaded once for B
+        /// rows.
+        inline fn groupTile(self: *const @This(), comptime B: usize, comptime R: usize, comptime g: usize, comptime copy: Copy, o: usize, panel: [*]const f64, from: usize, to: usize, acc: [*][lane_groups][R]MVec, kept: [*]MVec) void {
             const n = self.cols;
             const body = n - n % lanes;
             var a: [B][R]MVec = undefined;
             inline for (0..B) |b| a[b] = acc[b][g];
             var i = from;
-            while (i < to) : (i += lanes) {
+            var j: usize = 0;
+            while (i < to) : ({
+                i += lanes;
+                j += 1;
+            }) {
                 var wv: [B]MVec = undefined;
                 inline for (0..B) |b| {
-                    const row = self.w + (o + b) * n;
-                    if (g == 0 and (W == f32 or i % 32 == 0)) @prefetch(row + i + prefetch_elems, .{ .locality = prefetch_locality });
-                    wv[b] = widenGroup(W, g, row + i);
+                    if (copy == .load) {
+                        wv[b] = kept[b * (widened_cols / lanes) + j];
+                    } else {
+                        const row = self.w + (o + b) * n;
+                        if (g == 0 and (W == f32 or i % 32 == 0)) @prefetch(row + i + prefetch_elems, .{ .locality = prefetch_locality });
+                        wv[b] = widenGroup(W, g, row + i);
+                        if (copy == .store) kept[b * (widened_cols / lanes) + j] = wv[b];
+                    }
                 }
                 inline for (0..R) |t| {
                     const xv: MVec = panel[panelOffset(body, R, g, i, t)..][0..multi_lanes].*;
@@ -491,6 +506,10 @@ const widened_cols: usize = 768;
 /// Token groups that share one widening: the accumulators of 66 rows × 64 tokens are 528 KB.
 const widened_groups: usize = 8;
 
+/// What a multi-token tile does with the f64 copy of the weights (`multiTokenWidened`): none
+/// (`multiToken`), widen and keep it, or multiply from it.
+const Copy = enum { none, store, load };
+
 /// Whether a call of `tokens` tokens takes the widened multi-token path: AVX-512 code, on a
 /// CPU whose widening conversions issue on the multiply-add ports (common.VectorPorts), and at
 /// least two token groups to share each widening.
@@ -503,36 +522,6 @@ inline fn takesWidened(tokens: usize) bool {
 fn widenedScratch(tokens: usize) usize {
     const t = @min(tokens, widened_groups * multi.tokens);
     return (widened_rows * widened_cols + widened_rows * t * lanes) * @sizeOf(f64);
-}
-
-/// Lane group g of B rows (the matrix rows from `rows`, n apart; their f64 copies at `w`,
-/// `widened_cols / lanes` vectors apart) × R tokens over `steps` 16-element blocks from column
-/// `from`, continuing acc[(b·lane_groups + g)·R + t]: `groupTile`'s step, with the weights
-/// widened and stored (`first`) or loaded from the copy.
-inline fn widenedTile(comptime W: type, comptime B: usize, comptime R: usize, comptime g: usize, comptime first: bool, rows: [*]const W, n: usize, panel: [*]const f64, body: usize, from: usize, steps: usize, w: [*]MVec, acc: [*]MVec) void {
-    var a: [B][R]MVec = undefined;
-    inline for (0..B) |b| inline for (0..R) |t| {
-        a[b][t] = acc[(b * lane_groups + g) * R + t];
-    };
-    for (0..steps) |j| {
-        var wv: [B]MVec = undefined;
-        const i = from + j * lanes;
-        inline for (0..B) |b| {
-            if (first) {
-                const row = rows + b * n;
-                if (g == 0 and (W == f32 or i % 32 == 0)) @prefetch(row + i + prefetch_elems, .{ .locality = prefetch_locality });
-                wv[b] = widenGroup(W, g, row + i);
-                w[b * (widened_cols / lanes) + j] = wv[b];
-            } else wv[b] = w[b * (widened_cols / lanes) + j];
-        }
-        inline for (0..R) |t| {
-            const xv: MVec = panel[panelOffset(body, R, g, i, t)..][0..multi_lanes].*;
-            inline for (0..B) |b| a[b][t] = @mulAdd(MVec, wv[b], xv, a[b][t]);
-        }
-    }
-    inline for (0..B) |b| inline for (0..R) |t| {
-        acc[(b * lane_groups + g) * R + t] = a[b][t];
-    };
 }
 
 /// Lane group g of the 16 weights at p, widened exactly to f64 (see `multi_lanes`): on
