@@ -37,7 +37,7 @@ import { availableParallelism, loadavg } from "node:os";
 import { f32View, NativeBuffer, offsetPointer } from "../src/native/memory.ts";
 import { matmul, matmulMxfp4, memReadSum, type F32Ref } from "../src/native/kernels.ts";
 import { initPool } from "../src/native/kernel-runtime.ts";
-import { availableIsas, isaInUse, setIsa, setVectorPorts, vectorPortsInUse, type VectorPortsName } from "../test/support/kernel-hooks.ts";
+import { availableIsas, isaInUse, otherVectorPorts, setIsa, setVectorPorts, vectorPortsInUse, type VectorPortsName } from "../test/support/kernel-hooks.ts";
 import { fillRandom, fmaPeakFlops } from "../src/doctor/machine-speed.ts";
 import { benchCeiling, ceilingReport, mxfp4Ceilings, tileCeiling, type Ceiling } from "./ceiling.ts";
 
@@ -121,7 +121,7 @@ export function benchKernels(): Row[] {
   const rows: Row[] = [];
   const loaded = isaInUse();
   const loadedPorts = vectorPortsInUse();
-  const otherPorts: VectorPortsName = loadedPorts === "besideFma" ? "onFmaPorts" : "besideFma";
+  const otherPorts = otherVectorPorts();
   const variants = availableIsas().filter((v) => v !== "scalar");
   const probe = (kind: "memory" | "fma", variant: string, what: string, threads: number, seconds: number, gbPerSecond: number, gflops: number) =>
     rows.push({ kind, variant, what, threads, seconds, gbPerSecond, gflops, tokens: 0, shape: "" });

@@ -168,14 +168,8 @@ export fn k3_trunk_decode(table: ?[*]const u8, count: u32, first: u64, layer: u3
     const d = dst orelse return code(.bad_argument);
     if (count == 0 or dst_len == 0) return code(.bad_argument);
     const run = trunk_code.Blocks{
-        .table = t[0 .. @as(usize, count) * trunk_code.entry_bytes],
-        .first = first,
-        .layer = layer,
-        .src = s[0..src_len],
-        .src_base = src_base,
-        .dst = d[0..dst_len],
-        .block_bytes = block_bytes,
-        .verify = verify != 0,
+        .table = t[0 .. @as(usize, count) * trunk_code.entry_bytes], .first = first, .layer = layer, .src = s[0..src_len], .src_base = src_base,
+        .dst = d[0..dst_len], .block_bytes = block_bytes, .verify = verify != 0,
     };
     trunk_code.decode(&run, damaged_out) catch |err| return switch (err) {
         error.Damaged => code(.damaged),

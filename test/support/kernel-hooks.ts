@@ -48,6 +48,11 @@ export function vectorPortsInUse(): VectorPortsName {
   return currentVectorPorts(kernelLib());
 }
 
+/** The setting the library did not choose: the paths planned for the other kind of CPU. */
+export function otherVectorPorts(): VectorPortsName {
+  return vectorPortsInUse() === "besideFma" ? "onFmaPorts" : "besideFma";
+}
+
 /** Decodes one MXFP4 row exactly (E2M1 × 2^(s−127)) into `out`; returns the 255-scale count (also tallied). */
 export function mxfp4DecodeRow(packed: Pointer, scales: Pointer, cols: number, out: F32Ref): number {
   const what = "mxfp4DecodeRow";

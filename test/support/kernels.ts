@@ -7,7 +7,7 @@ import { expect } from "bun:test";
 import { f32View, NativeBuffer, offsetPointer, u16View, u8View, type Pointer } from "../../src/native/memory.ts";
 import { axpy, matmulMxfp4, situGlu, type F32Ref, type Mxfp4Ref } from "../../src/native/kernels.ts";
 import { initPool } from "../../src/native/kernel-runtime.ts";
-import { availableIsas, isaInUse, setFineGrain, setIsa, setVectorPorts, vectorPortsInUse, type VectorPortsName } from "./kernel-hooks.ts";
+import { availableIsas, isaInUse, otherVectorPorts, setFineGrain, setIsa, setVectorPorts, vectorPortsInUse } from "./kernel-hooks.ts";
 
 // ---------------------------------------------------------------------------------------------
 // Native memory and random inputs
@@ -114,7 +114,7 @@ export function expectBits(got: Float32Array, want: Float32Array, what: string):
 /** The variant and the vector ports the library chose at load: what every path returns to. */
 const loadedIsa = isaInUse();
 const loadedPorts = vectorPortsInUse();
-const otherPorts: VectorPortsName = loadedPorts === "besideFma" ? "onFmaPorts" : "besideFma";
+const otherPorts = otherVectorPorts();
 
 export interface ExecutionPath {
   name: string;

@@ -2,7 +2,7 @@
  * Kernel variants (zig/isa/, src/native/isa.ts): the library offers exactly the variants this
  * CPU can run (judged independently from /proc/cpuinfo), picks the widest at load, switches
  * between them, and K3_ISA is parsed and refused as documented; the vector ports (zig/pool.zig
- * `VectorPorts`) follows the CPU's vendor and can be set both ways. Bit identity across the
+ * `VectorPorts`) follow the CPU's vendor and can be set both ways. Bit identity across the
  * variants is proven per operator in kernels.test.ts and kernels-multirow.test.ts (every path
  * of test/support/kernels.ts `executionPaths`) and end to end in test/gates/oracle.test.ts.
  */
@@ -11,11 +11,10 @@ import { existsSync, readFileSync } from "node:fs";
 import { arch } from "node:os";
 import { K3Error } from "../../../src/errors.ts";
 import { requestedIsa, runnableIsas, selectIsa, type IsaName } from "../../../src/native/isa.ts";
-import { kernelVariant } from "../../../src/native/kernel-runtime.ts";
+import { kernelLib, kernelVariant } from "../../../src/native/kernel-runtime.ts";
 import { availableIsas, isaInUse, setIsa, setVectorPorts, vectorPortsInUse } from "../../support/kernel-hooks.ts";
 import { native } from "../../../src/native/library.ts";
 import { Status, VectorPortsCode } from "../../../src/native/abi.ts";
-import { kernelLib } from "../../../src/native/kernel-runtime.ts";
 
 const loaded = isaInUse();
 const loadedPorts = vectorPortsInUse();
@@ -54,7 +53,7 @@ describe("kernel variants", () => {
     setIsa(loaded);
   });
 
-  test("the vector ports follow the CPU's vendor at load, survives a variant switch, and refuses an unknown code", () => {
+  test("the vector ports follow the CPU's vendor at load, survive a variant switch, and refuses an unknown code", () => {
     // zig/pool.zig `VectorPorts`: Intel's x86-64 CPUs issue vector shuffles, blends and conversions on the
     // multiply-add ports; every other CPU is planned for as issuing them beside.
     const vendor = existsSync("/proc/cpuinfo") ? /^vendor_id\s*:\s*(\S+)/m.exec(readFileSync("/proc/cpuinfo", "utf8"))?.[1] : undefined;
