@@ -4,8 +4,8 @@
 //! weights already decoded and every operand in L1.
 //! Per group: the eight canonical chains of four multiply-adds from +0 (elements l, l+8, l+16,
 //! l+24, a broadcast weight times the tokens' activations), run a pair at a time in the tree's
-//! order with the kernel's pinning, the tree ((c0+c4)+(c1+c5))+((c2+c6)+(c3+c7)), the scale and
-//! the add to the totals. No decode, no memory traffic beyond L1: a kernel built this way on 16
+//! order with the kernel's pinning, the tree ((c0+c4)+(c1+c5))+((c2+c6)+(c3+c7)), and the scaled
+//! add to the totals (one multiply-add, exact as the kernel's `addScaledSum`). No decode, no memory traffic beyond L1: a kernel built this way on 16
 //! registers cannot beat it, so it is the ceiling the T >= 32 share of v3 is read against (and
 //! on v4, whose 32 registers hold the tile without spills, the v4 share).
 //!
@@ -65,7 +65,7 @@ noinline fn tileLoop(reps: usize, w: *const [rows][groups * 32]f64, x: *const [g
             const right = add(add(chain(2, w, x, j), chain(6, w, x, j)), add(chain(3, w, x, j), chain(7, w, x, j)));
             const g = add(left, right);
             inline for (0..rows) |b| inline for (0..vectors) |k| {
-                tot[b][k] = tot[b][k] + g[b][k] * @as(V, @splat(scales[b][j]));
+                tot[b][k] = @mulAdd(V, g[b][k], @as(V, @splat(scales[b][j])), tot[b][k]);
             };
         }
     }

@@ -4,8 +4,9 @@
 //! and token: the eight canonical chains of four multiply-adds from +0 (a decoded weight vector
 //! times the token's broadcast activation), run a pair at a time in the tree's order with the
 //! kernel's pinning, the tree ((c0+c4)+(c1+c5))+((c2+c6)+(c3+c7)), the group's scale (built from
-//! its code bytes), the multiply by it and the add to the total that a 255 code skips. That is
-//! 32 multiply-adds and 9 other vector operations per group and token, which the model.md §8.3
+//! its code bytes), and the scaled add to the total (one multiply-add, exact as the kernel's
+//! `addScaledSum`) that a 255 code skips. That is 32 multiply-adds, the tree's 7 adds and the
+//! scaled add per group and token, which the model.md §8.3
 //! order requires; no decode and no memory traffic beyond L1, so no kernel keeping that order
 //! can beat it: the ceiling of the v4 MXFP4 rows whose token count is not a multiple of 8 (the
 //! others run as lane tiles, bench/probes/lane-tile.zig).
@@ -65,7 +66,7 @@ noinline fn tileLoop(w: *const [groups][32]V8, codes: *const [groups]@Vector(8, 
             const g = add(left, right);
             const mult = halfScales(codes[j]);
             const skip = codes[j] == @as(@Vector(8, u8), @splat(255));
-            inline for (0..tokens) |t| tot[t] = @select(f64, skip, tot[t], tot[t] + g[t] * mult);
+            inline for (0..tokens) |t| tot[t] = @select(f64, skip, tot[t], @mulAdd(V8, g[t], mult, tot[t]));
         }
     }
     var s: V8 = @splat(0);

@@ -106,7 +106,7 @@ inline fn tile(comptime B: usize, panel: *const Panel, kg: usize, x64: [*]const 
         const codes = panel.codes[j];
         const mult = mx.halfScales(tile_rows, codes);
         const skip = codes == @as(@Vector(tile_rows, u8), @splat(255));
-        inline for (0..B) |t| tot[t] = @select(f64, skip, tot[t], tot[t] + gsum[t] * mult);
+        inline for (0..B) |t| tot[t] = @select(f64, skip, tot[t], mx.addScaledSum(V8, tot[t], gsum[t], mult));
     }
     inline for (0..B) |t| totals[t0 + t] = tot[t];
 }
