@@ -570,6 +570,10 @@ const PairVec = V4;
 /// 2 rows 50 / 58 / 59%, 3 rows 52 / 61 / 63%, 4 rows 54 / 62 / 65%, 5 rows 52 / 60 / 63%;
 /// with four tokens a vector (before) 4 rows 43 / 50 / 52%. The registers hold fewer rows'
 /// live vectors than that and the compiler spills, but each activation load serves more rows.
+/// On the AVX-512 Xeon (2026-12-06, 1 thread, GFLOP/s at T = 32) each broadcast weight feeding
+/// two blocks of 8 tokens, for half the broadcast loads, was slower: 3 rows 53.5-53.9 and 2 rows
+/// 53.4, against 55.9-57.0 (bench/probes/lane-tile.zig alone: 3 rows 76-77% of the FMA peak,
+/// 4 rows of one block 74%).
 const lane_tile_rows = 4;
 /// Token counts that run as row-lane tiles (mxfp4_row_lanes.zig; AVX-512 only), rows past
 /// whole tiles as single rows: from three tokens up, except whole blocks of lane tiles, which pad
