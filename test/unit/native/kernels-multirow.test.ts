@@ -34,6 +34,22 @@ const maxTokens = Math.max(...tokenCounts);
 /** The execution paths every multi-token result must be identical across (every variant, 1-3 threads). */
 const paths = executionPaths();
 
+/**
+ * On every execution path, the call of each token count T (`call`, writing y) gives the first T
+ * rows of `want`, bit for bit; y is filled with NaN before each call, so a row it skipped shows.
+ */
+function expectEveryPath(call: (T: number) => void, y: F32Buf, rows: number, want: Float32Array, counts: readonly number[], label: string): void {
+  for (const path of paths) {
+    onPath(path, () => {
+      for (const T of counts) {
+        y.a.fill(NaN);
+        call(T);
+        expectBits(y.a.subarray(0, T * rows), want.subarray(0, T * rows), `${label}, T = ${T}, ${path.name}`);
+      }
+    });
+  }
+}
+
 /** Token t's row of a [T][n] activation buffer, as its own reference. */
 function tokenRow(x: F32Ref, t: number, n: number): F32Ref {
   return { ptr: offsetPointer(x.ptr, t * n * 4), length: n };
@@ -79,18 +95,8 @@ describe("bf16 / f32 matmul: T tokens in one call == T calls with T = 1, on ever
         for (let o = 0; o < rows; o++) canonical[t * rows + o] = dotCanonical(wf.a, o * cols, x.a, t * cols, cols);
       }
       expectBits(want, canonical, `${rows}x${cols}: T = 1 vs the canonical order`);
-      for (const path of paths) {
-        onPath(path, () => {
-          for (const T of tokenCounts) {
-            y.a.fill(NaN);
-            matmul(W, x, y, T);
-            expectBits(y.a.subarray(0, T * rows), want.subarray(0, T * rows), `${rows}x${cols}, T = ${T}, ${path.name}`);
-            y.a.fill(NaN);
-            matmul(WF, x, y, T);
-            expectBits(y.a.subarray(0, T * rows), want.subarray(0, T * rows), `${rows}x${cols}, f32 weights, T = ${T}, ${path.name}`);
-          }
-        });
-      }
+      expectEveryPath((T) => matmul(W, x, y, T), y, rows, want, tokenCounts, `${rows}x${cols}`);
+      expectEveryPath((T) => matmul(WF, x, y, T), y, rows, want, tokenCounts, `${rows}x${cols}, f32 weights`);
     });
   });
 
@@ -114,15 +120,7 @@ describe("bf16 / f32 matmul: T tokens in one call == T calls with T = 1, on ever
       matmul(W, tokenRow(x, t, cols), one, 1);
       want.set(one.a, t * rows);
     }
-    for (const path of paths) {
-      onPath(path, () => {
-        for (const count of counts) {
-          y.a.fill(NaN);
-          matmul(W, x, y, count);
-          expectBits(y.a.subarray(0, count * rows), want.subarray(0, count * rows), `${rows}x${cols}, T = ${count}, ${path.name}`);
-        }
-      });
-    }
+    expectEveryPath((count) => matmul(W, x, y, count), y, rows, want, counts, `${rows}x${cols}`);
   });
 
   test("order-sensitive inputs: cancelling ±2^45 pairs across lanes and column blocks, many tokens", () => {
@@ -211,15 +209,8 @@ describe("MXFP4 matmul: T tokens in one call == T calls with T = 1, on every pat
         for (let o = 0; o < rows; o++) canonical[t * rows + o] = mxfp4DotCanonical(mx.packed, mx.scales, cols, o, x.a, t * cols);
       }
       expectBits(want, canonical, `${rows}x${cols}: T = 1 vs the §8.3 order`);
-      for (const path of paths) {
-        onPath(path, () => {
-          for (const T of counts) {
-            y.a.fill(NaN);
-            expect(matmulMxfp4(mx.M, x, y, T)).toBe(mx.bad); // once per matrix, not per token
-            expectBits(y.a.subarray(0, T * rows), want.subarray(0, T * rows), `${rows}x${cols}, T = ${T}, ${path.name}`);
-          }
-        });
-      }
+      // 255 scales are counted once per matrix, not per token
+      expectEveryPath((T) => expect(matmulMxfp4(mx.M, x, y, T)).toBe(mx.bad), y, rows, want, counts, `${rows}x${cols}`);
     });
   });
 });
