@@ -487,13 +487,15 @@ fn Job(comptime W: type) type {
                 j += 1;
             }) {
                 var wv: [B]MVec = undefined;
+                // one prefetch per 64-byte line: every other step for bf16
+                const line = W == f32 or i % 32 == 0;
                 inline for (0..B) |b| {
                     if (copy == .load) {
                         wv[b] = kept[b * (widened_cols / lanes) + j];
-                        if (g == 0 and (W == f32 or i % 32 == 0)) if (ahead) |p| @prefetch(p + b * n + (i - from), .{ .locality = prefetch_locality });
+                        if (g == 0 and line) if (ahead) |p| @prefetch(p + b * n + (i - from), .{ .locality = prefetch_locality });
                     } else {
                         const row = self.w + (o + b) * n;
-                        if (W == f32 or i % 32 == 0) {
+                        if (line) {
                             if (copy == .store) {
                                 @prefetch(row + i + widened_prefetch_elems, .{ .locality = 3 });
                             } else if (g == 0) {
