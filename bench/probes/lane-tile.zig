@@ -5,9 +5,10 @@
 //! Per group: the eight canonical chains of four multiply-adds from +0 (elements l, l+8, l+16,
 //! l+24, a broadcast weight times the tokens' activations), run a pair at a time in the tree's
 //! order with the kernel's pinning, the tree ((c0+c4)+(c1+c5))+((c2+c6)+(c3+c7)), and the scaled
-//! add to the totals (one multiply-add, exact as the kernel's `addScaledSum`). No decode, no memory traffic beyond L1: a kernel built this way on 16
-//! registers cannot beat it, so it is the ceiling the T >= 32 share of v3 is read against (and
-//! on v4, whose 32 registers hold the tile without spills, the v4 share).
+//! add to the totals (one multiply-add, exact as the kernel's `addScaledSum`). No decode, no memory
+//! traffic beyond L1: a kernel built this way on 16 registers cannot beat it, so it is the ceiling
+//! the T >= 32 share of v3 is read against (and on v4, whose 32 registers hold the tile without
+//! spills, the v4 share).
 //!
 //! Prints one JSON object: the loop's multiply-adds as a share of the f64 FMA peak of the same
 //! thread, each the best of rounds that time the peak and the loop back to back.

@@ -1,15 +1,14 @@
-//! The AVX-512 MXFP4 row-lane tile's arithmetic alone (bench/ceiling.ts builds it for x86-64-v4
-//! and runs it): the group loop of `tile` in zig/kernels/mxfp4_row_lanes.zig at its widest, 8
-//! rows (the lanes) x 4 tokens, with weights already decoded and every operand in L1. Per group
-//! and token: the eight canonical chains of four multiply-adds from +0 (a decoded weight vector
-//! times the token's broadcast activation), run a pair at a time in the tree's order with the
-//! kernel's pinning, the tree ((c0+c4)+(c1+c5))+((c2+c6)+(c3+c7)), the group's scale (built from
-//! its code bytes), and the scaled add to the total (one multiply-add, exact as the kernel's
-//! `addScaledSum`) that a 255 code skips. That is 32 multiply-adds, the tree's 7 adds and the
-//! scaled add per group and token, which the model.md §8.3
-//! order requires; no decode and no memory traffic beyond L1, so no kernel keeping that order
-//! can beat it: the ceiling of the v4 MXFP4 rows whose token count is not a multiple of 8 (the
-//! others run as lane tiles, bench/probes/lane-tile.zig).
+//! The AVX-512 MXFP4 row-lane tile's arithmetic alone (bench/ceiling.ts builds it for x86-64-v4 and
+//! runs it): the group loop of `tile` in zig/kernels/mxfp4_row_lanes.zig at its widest, 8 rows (the
+//! lanes) x 4 tokens, with weights already decoded and every operand in L1. Per group and token:
+//! the eight canonical chains of four multiply-adds from +0 (a decoded weight vector times the
+//! token's broadcast activation), run a pair at a time in the tree's order with the kernel's
+//! pinning, the tree ((c0+c4)+(c1+c5))+((c2+c6)+(c3+c7)), the group's scale (built from its code
+//! bytes), and the scaled add to the total (one multiply-add, exact as the kernel's `addScaledSum`)
+//! that a 255 code skips. That is 32 multiply-adds, the tree's 7 adds and the scaled add per group
+//! and token, which the model.md §8.3 order requires; no decode and no memory traffic beyond L1, so
+//! no kernel keeping that order can beat it: the ceiling of the v4 MXFP4 rows whose token count is
+//! not a multiple of 8 (the others run as lane tiles, bench/probes/lane-tile.zig).
 //!
 //! Prints one JSON object: the loop's multiply-adds as a share of the f64 FMA peak of the same
 //! thread, the best of rounds that time the peak and the loop back to back.
