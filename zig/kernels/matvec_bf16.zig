@@ -365,7 +365,7 @@ fn Job(comptime W: type) type {
                             const size = tokenGroupStart(T, groups, k + 1) - t0;
                             const a = acc + nb * (t0 - t_lo) * lane_groups;
                             switch (size) {
-                                inline 1...multi.tokens => |R| if (k == k0) self.widenedGroup(R, .store, o, nb, t0, from, to, wscr, @ptrCast(a), null) else self.widenedGroup(R, .load, o, nb, t0, from, to, wscr, @ptrCast(a), if (k + 1 < k1) null else nextBlock),
+                                inline 1...multi.tokens => |R| if (k == k0) self.columnBlock(R, .store, o, nb, t0, from, to, wscr, @ptrCast(a), null) else self.columnBlock(R, .load, o, nb, t0, from, to, wscr, @ptrCast(a), if (k + 1 < k1) null else nextBlock),
                                 else => unreachable,
                             }
                         }
@@ -387,19 +387,25 @@ fn Job(comptime W: type) type {
         }
 
         /// Token group t0 … t0+R−1 against rows o … o+nb−1 over the column block [from, to),
-        /// lane group by lane group, in tiles of `multi.rows` rows; `copy` is `.store` for the
+        /// lane group by lane group, in tiles of `multi.rows` rows, for both multi-token paths.
+        /// `copy`: `.none` in `tokenGroup` (`wscr` unused); on the widened path `.store` for a
         /// run's first group and `.load` for the others (lane group g of row b's block j of the
         /// copy at wscr[(g·widened_rows + b)·(widened_cols/lanes) + j]). `ahead`, if any, is
         /// where the block the next first group widens starts (row o's element), prefetched
         /// into L2 as this group goes.
-        fn widenedGroup(self: *const @This(), comptime R: usize, comptime copy: Copy, o: usize, nb: usize, t0: usize, from: usize, to: usize, wscr: [*]MVec, acc: [*][lane_groups][R]MVec, ahead: ?[*]const W) void {
+        fn columnBlock(self: *const @This(), comptime R: usize, comptime copy: Copy, o: usize, nb: usize, t0: usize, from: usize, to: usize, wscr: [*]MVec, acc: [*][lane_groups][R]MVec, ahead: ?[*]const W) void {
             const panel = self.x64 + t0 * self.cols;
             inline for (0..lane_groups) |g| {
                 var b: usize = 0;
-                while (b + multi.rows <= nb) : (b += multi.rows) self.groupTile(multi.rows, R, g, copy, o + b, panel, from, to, acc + b, wscr + (g * widened_rows + b) * (widened_cols / lanes), if (ahead) |p| p + b * self.cols else null);
-                switch (nb - b) {
-                    inline 0...multi.rows - 1 => |B| if (B > 0) self.groupTile(B, R, g, copy, o + b, panel, from, to, acc + b, wscr + (g * widened_rows + b) * (widened_cols / lanes), if (ahead) |p| p + b * self.cols else null),
-                    else => unreachable,
+                while (b < nb) {
+                    switch (@min(multi.rows, nb - b)) {
+                        inline 1...multi.rows => |B| {
+                            const kept = if (copy == .none) undefined else wscr + (g * widened_rows + b) * (widened_cols / lanes);
+                            self.groupTile(B, R, g, copy, o + b, panel, from, to, acc + b, kept, if (ahead) |p| p + b * self.cols else null);
+                            b += B;
+                        },
+                        else => unreachable,
+                    }
                 }
             }
         }
@@ -436,18 +442,10 @@ fn Job(comptime W: type) type {
             if (body == 0) for (acc[0..nb]) |*a| {
                 a.* = @splat(@splat(@splat(0)));
             };
-            const panel = self.x64 + t0 * n;
             var from: usize = 0;
             while (from < body) {
                 const to = @min(body, from + multi_block_cols);
-                inline for (0..lane_groups) |g| {
-                    var b: usize = 0;
-                    while (b + multi.rows <= nb) : (b += multi.rows) self.groupTile(multi.rows, R, g, .none, o + b, panel, from, to, acc[b..].ptr, undefined, null);
-                    switch (nb - b) {
-                        inline 0...multi.rows - 1 => |B| if (B > 0) self.groupTile(B, R, g, .none, o + b, panel, from, to, acc[b..].ptr, undefined, null),
-                        else => unreachable,
-                    }
-                }
+                self.columnBlock(R, .none, o, nb, t0, from, to, undefined, &acc, null);
                 from = to;
             }
             self.finishRows(R, o, nb, t0, &acc);
