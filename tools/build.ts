@@ -67,13 +67,21 @@ async function runConcurrently(command: string[], what: string): Promise<void> {
   process.stderr.write(`build: ${what} in ${((performance.now() - started) / 1000).toFixed(1)} s\n`);
 }
 
+/** The pinned Zig: the one tools/setup.sh put in .toolchain/, else `python3 -m ziglang` on PATH. */
 export function zigCommand(): string[] {
   const want = toolchain().zig;
-  const probe = Bun.spawnSync(["python3", "-m", "ziglang", "version"], { stderr: "pipe" });
-  const have = probe.stdout.toString().trim();
-  if (probe.exitCode !== 0) throw new Error(`Zig ${want} is not installed: run 'pip install ziglang==${want}'`);
-  if (have !== want) throw new Error(`Zig ${have} found, k3 pins ${want}: run 'pip install ziglang==${want}'`);
-  return ["python3", "-m", "ziglang"];
+  const candidates = [[join(root, ".toolchain/bin/zig")], ["python3", "-m", "ziglang"]];
+  const seen: string[] = [];
+  for (const command of candidates) {
+    if (command.length === 1 && !existsSync(command[0] as string)) continue;
+    const probe = Bun.spawnSync([...command, "version"], { stderr: "pipe" });
+    if (probe.exitCode !== 0) continue;
+    const have = probe.stdout.toString().trim();
+    if (have === want) return command;
+    seen.push(`${command.join(" ")} is ${have}`);
+  }
+  const found = seen.length > 0 ? ` (${seen.join("; ")})` : "";
+  throw new Error(`Zig ${want} is not installed${found}: run 'bash tools/setup.sh'`);
 }
 
 const libraryBuild = (): [string[], string] => [[...zigCommand(), "build", "-Doptimize=ReleaseFast"], "libk3 (zig build -Doptimize=ReleaseFast)"];
