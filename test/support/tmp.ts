@@ -32,22 +32,25 @@ let root: string | undefined;
 /** Roots made under other parents (`tempDir(label, parent)`), removed with the main one. */
 const otherRoots = new Set<string>();
 
+/** EPERM means the process exists but is another user's: alive. */
 function processAlive(pid: number): boolean {
   try {
     process.kill(pid, 0);
     return true;
-  } catch {
-    return false;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
 
-/** Removes the temporary roots of test processes that no longer run. */
+/** Removes this user's temporary roots of test processes that no longer run; others' are theirs. */
 export function removeStaleTestRoots(parent = tmpdir()): void {
+  const uid = process.getuid?.();
   for (const name of readdirSync(parent)) {
     const pid = Number(name.slice(testRootPrefix.length).split("-")[0]);
-    if (name.startsWith(testRootPrefix) && Number.isInteger(pid) && pid !== process.pid && !processAlive(pid)) {
-      rmSync(join(parent, name), { recursive: true, force: true });
-    }
+    if (!name.startsWith(testRootPrefix) || !Number.isInteger(pid) || pid === process.pid || processAlive(pid)) continue;
+    const path = join(parent, name);
+    if (uid !== undefined && statSync(path, { throwIfNoEntry: false })?.uid !== uid) continue;
+    rmSync(path, { recursive: true, force: true });
   }
 }
 
