@@ -22,6 +22,7 @@ import { parseCommandArgs, type CommandInfo } from "./usage.ts";
 interface DemoOptions {
   prompt: string;
   gen: number;
+  modelDir: boolean;
 }
 
 const defaultPrompt = "Kimi K3 runs on one machine.";
@@ -30,6 +31,10 @@ const defaultGen = 48;
 const options: readonly OptionDef<DemoOptions>[] = [
   { name: "prompt", value: "TEXT", description: `Prompt text (default "${defaultPrompt}")`, apply: (o, raw) => { o.prompt = raw; } },
   { name: "gen", value: "N", description: `Tokens to generate (default ${defaultGen})`, apply: (o, raw, flag) => { o.gen = parseInteger(raw, flag, 1, 4096); } },
+  {
+    name: "model-dir", description: "Print the directory the demo model is unpacked to (a model directory and tokenizer for every other command) and exit",
+    apply: (o) => { o.modelDir = true; },
+  },
   helpOption,
 ];
 
@@ -38,10 +43,14 @@ const command: CommandInfo<DemoOptions> = {
 };
 
 export async function main(args: readonly string[]): Promise<number> {
-  const o: DemoOptions = { prompt: defaultPrompt, gen: defaultGen };
+  const o: DemoOptions = { prompt: defaultPrompt, gen: defaultGen, modelDir: false };
   if (!(await parseCommandArgs(args, command, o))) return ExitCode.ok;
   watchSignals();
   const dir = unpackDemo();
+  if (o.modelDir) {
+    emit(`${dir}\n`);
+    return ExitCode.ok;
+  }
   const { config, shape } = loadConfig(join(dir, "config.json"));
   log.info(`demo: ${demoModelName(config.numLayers)}, from ${dir}`);
   const prompt = resolvePrompt({ source: "--prompt", value: o.prompt, tokDir: dir });
