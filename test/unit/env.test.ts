@@ -1,6 +1,7 @@
 /**
  * The environment variables: src/env.ts is the one table, code reads variables only through it,
- * and README's list says exactly what the table holds.
+ * and the documents list exactly what it holds: README the users' variables, docs/testing.md the
+ * tests' and docs/benchmarks.md the benchmarks'.
  */
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -33,12 +34,27 @@ describe("environment variables", () => {
     for (const name of read) expect(names).toContain(name);
   });
 
-  test("README's environment paragraph names exactly the table's variables", () => {
-    const readme = readFileSync(join(root, "README.md"), "utf8");
-    const section = readme.slice(readme.indexOf("Environment ("), readme.indexOf("## Memory is a dial"));
-    expect(section.length).toBeGreaterThan(0);
-    const mentioned = new Set([...section.matchAll(/`\$?([A-Z][A-Z0-9_]{2,})(?:=[^`]*)?`/g)].map((m) => m[1] as string));
-    expect([...mentioned].sort()).toEqual([...names].sort());
+  /** The upper-case names in backticks in a document's "## Environment variables" section. */
+  function documented(file: string): string[] {
+    const text = readFileSync(join(root, file), "utf8");
+    const start = text.indexOf("\n## Environment variables\n");
+    if (start < 0) throw new Error(`${file} has no "## Environment variables" section`);
+    const end = text.indexOf("\n## ", start + 1);
+    const section = text.slice(start, end < 0 ? undefined : end);
+    return [...new Set([...section.matchAll(/`\$?([A-Z][A-Z0-9_]{2,})(?:=[^`]*)?`/g)].map((m) => m[1] as string))].sort();
+  }
+  const byAudience = (audience: string) =>
+    Object.entries(environment).filter(([, v]) => v.audience === audience).map(([name]) => name).sort();
+
+  for (const [file, audience] of [["README.md", "users"], ["docs/testing.md", "tests"], ["docs/benchmarks.md", "bench"]] as const) {
+    test(`${file} names exactly the table's ${audience} variables`, () => {
+      expect(byAudience(audience).length).toBeGreaterThan(0);
+      expect(documented(file)).toEqual(byAudience(audience));
+    });
+  }
+
+  test("every variable has one of the three audiences", () => {
+    for (const entry of Object.values(environment)) expect(["users", "tests", "bench"]).toContain(entry.audience);
   });
 
   test("an unset or empty variable reads as undefined", () => {

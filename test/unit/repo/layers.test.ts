@@ -1,7 +1,7 @@
 /**
- * The folders of src/ follow the path of one token, and imports only point the way README's
- * import table allows: this test reads that table and fails on any other edge, so the README and
- * the code cannot drift apart.
+ * The folders of src/ follow the path of one token, and imports only point the way the
+ * import table allows (docs/architecture.md): this test reads that table and fails on any other
+ * edge, so the document and the code cannot drift apart.
  */
 import { describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync, statSync } from "node:fs";
@@ -10,11 +10,11 @@ import { dirname, join, relative, resolve } from "node:path";
 const root = resolve(import.meta.dir, "../../..");
 const src = join(root, "src");
 
-/** The ```layers block of README: `from -> to to ...`, plus the leaves every folder may import. */
+/** The ```layers block of docs/architecture.md: `from -> to to ...`, plus the leaves every folder may import. */
 function allowedEdges(): { edges: Map<string, Set<string>>; leaves: Set<string>; outside: Map<string, Set<string>> } {
-  const readme = readFileSync(join(root, "README.md"), "utf8");
-  const block = readme.match(/```layers\n([\s\S]*?)```/);
-  if (!block?.[1]) throw new Error("README.md has no ```layers block");
+  const doc = readFileSync(join(root, "docs/architecture.md"), "utf8");
+  const block = doc.match(/```layers\n([\s\S]*?)```/);
+  if (!block?.[1]) throw new Error("docs/architecture.md has no ```layers block");
   const edges = new Map<string, Set<string>>();
   const outside = new Map<string, Set<string>>();
   let leaves = new Set<string>();
@@ -95,7 +95,7 @@ function violations(all: readonly Edge[], { edges, leaves, outside }: Table): st
     .map((e) => `${e.file}: ${e.from} -> ${e.to}`);
 }
 
-describe("import layering (README's import table)", () => {
+describe("import layering (docs/architecture.md's import table)", () => {
   const table = allowedEdges();
   const { edges, leaves } = table;
   const files = sourceFiles(src);

@@ -1,8 +1,8 @@
 /**
  * A unit test is found from its module: test/unit/<folder>/<module>[-aspect].test.ts tests
  * src/<folder>/<module>.ts, test/unit/<module>[-aspect].test.ts a root file src/<module>.ts, and
- * test/unit/repo/ holds the tests of the repository as a whole (README's import table, the one
- * loop, the suite's temporaries, a fixture against its generator). This test fails on a file
+ * test/unit/repo/ holds the tests of the repository as a whole (docs/architecture.md's import
+ * table, the one loop, the suite's temporaries, a fixture against its generator). This test fails on a file
  * placed otherwise, so the tree of tests cannot drift from the tree of src/.
  */
 import { describe, expect, test } from "bun:test";
