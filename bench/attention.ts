@@ -17,6 +17,7 @@ import { memoryPlan } from "../src/plan/memory-plan.ts";
 import { attentionKind } from "../src/checkpoint/tensor-names.ts";
 import { releasedConfig } from "../tools/checkpoint/released-config.ts";
 import { best, measureFmaPeak } from "./kernels.ts";
+import { Figures, percent, verdict, type PartReport } from "./results.ts";
 
 const shape = { heads: 96, dn: 128, dr: 64, dv: 128, rank: 512 };
 const positions = [1024, 8192, 32768];
@@ -101,23 +102,34 @@ export function benchAttention(): AttentionBench {
   return { threads, variant: isaInUse(), bandwidthGbPerSecond: bandwidth, fmaGflops, rows, planned };
 }
 
-export function attentionReport(b: AttentionBench): string {
+export function attentionReport(b: AttentionBench): PartReport {
+  const figures = new Figures("attention");
+  const threads = `${b.variant}, ${b.threads} threads`;
+  const peak = figures.add("fma", `f64 FMA peak, ${threads}`, b.fmaGflops, "GFLOP/s", "a limit measured in this part: the floors below are set by it");
+  const bandwidth = figures.add("memory", `memory read bandwidth, ${b.threads} threads`, b.bandwidthGbPerSecond, "GB/s", "a limit measured in this part: the cache reads are set against it");
   const lines = [
     `attention: latent MLA, one token, one layer, released widths (96 heads, rank 512, dr 64), ${b.variant}, ${b.threads} threads; ` +
-      `f64 FMA peak ${b.fmaGflops.toFixed(1)} GFLOP/s, memory read bandwidth ${b.bandwidthGbPerSecond.toFixed(1)} GB/s (both measured now)`,
+      `f64 FMA peak ${peak.value.toFixed(1)} GFLOP/s, memory read bandwidth ${bandwidth.value.toFixed(1)} GB/s (both measured now)`,
     ...b.rows.map((r) => {
-      const ratio = r.seconds / r.floorSeconds;
-      const target = r.positions === 32768 ? ` (target at most ${floorTarget}x: ${ratio <= floorTarget ? "met" : "NOT met"})` : "";
-      return `  ${String(r.positions).padStart(6)} positions  ${(r.seconds * 1000).toFixed(2).padStart(9)} ms/token/layer  ` +
-        `${ratio.toFixed(2)}x its FMA floor of ${(r.floorSeconds * 1000).toFixed(2)} ms, ${(100 / ratio).toFixed(0)}% of the peak${target}; ` +
-        `cache ${(r.cacheBytes / 1e6).toFixed(1)} MB read at ${r.gbPerSecond.toFixed(2)} GB/s, ${((100 * r.gbPerSecond) / b.bandwidthGbPerSecond).toFixed(0)}% of bandwidth`;
+      const step = figures.add(`mla.${r.positions}`, `latent MLA attention, released widths, 1 token over ${r.positions} positions, one layer, ${threads}`, r.seconds * 1000, "ms",
+        { what: "its FMA floor (multiply-adds at the f64 FMA peak)", value: r.floorSeconds * 1000, unit: "ms" },
+        r.positions === 32768 ? { max: floorTarget, source: "issue 26" } : undefined);
+      const cache = figures.add(`mla.${r.positions}.cache_read`, `the same, cache of ${(r.cacheBytes / 1e6).toFixed(1)} MB read`, r.gbPerSecond, "GB/s",
+        { what: `memory read bandwidth, ${b.threads} threads`, value: b.bandwidthGbPerSecond, unit: "GB/s" });
+      const ratio = step.ratio ?? NaN;
+      const target = step.target ? ` (target at most ${floorTarget}x: ${verdict(step)})` : "";
+      return `  ${String(r.positions).padStart(6)} positions  ${step.value.toFixed(2).padStart(9)} ms/token/layer  ` +
+        `${ratio.toFixed(2)}x its FMA floor of ${(step.limit?.value ?? NaN).toFixed(2)} ms, ${(100 / ratio).toFixed(0)}% of the peak${target}; ` +
+        `cache ${(r.cacheBytes / 1e6).toFixed(1)} MB read at ${cache.value.toFixed(2)} GB/s, ${percent(cache)} of bandwidth`;
     }),
-    ...b.planned.map((p) =>
-      `  planned MLA cache, released config, ${p.positions} positions: ${(p.latentBytes / 1e9).toFixed(2)} GB latent ` +
-        `(expanded would be ${(p.expandedBytes / 1e12).toFixed(2)} TB)`,
-    ),
+    ...b.planned.map((p) => {
+      const f = figures.add(`planned_cache.${p.positions}`, `planned MLA cache, released config, ${p.positions} positions (latent)`, p.latentBytes / 1e9, "GB",
+        { what: "the expanded cache (keys and values per head)", value: p.expandedBytes / 1e9, unit: "GB" });
+      return `  planned MLA cache, released config, ${p.positions} positions: ${f.value.toFixed(2)} GB latent ` +
+        `(expanded would be ${((f.limit?.value ?? NaN) / 1e3).toFixed(2)} TB)`;
+    }),
   ];
-  return lines.join("\n");
+  return { lines, figures: figures.list, failures: [] };
 }
 
-if (import.meta.main) console.log(attentionReport(benchAttention()));
+if (import.meta.main) for (const line of attentionReport(benchAttention()).lines) console.log(line);

@@ -16,7 +16,8 @@ import { writeFileSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { executablePath } from "../tools/build.ts";
-import { benchPaths, ensureExecutable, prepare, type StreamingPaths } from "./streaming.ts";
+import { benchPaths, ensureExecutable, prepare, slug, type StreamingPaths } from "./streaming.ts";
+import { Figures, times, type PartReport } from "./results.ts";
 
 const progress = (line: string) => process.stderr.write(`[batch] ${line}\n`);
 const prompts = 4;
@@ -80,25 +81,30 @@ export async function benchBatch(paths: StreamingPaths = benchPaths()): Promise<
   return results;
 }
 
-export function batchReport(places: readonly BatchPlace[]): { lines: string[]; failed: boolean } {
+export function batchReport(places: readonly BatchPlace[]): PartReport {
+  const figures = new Figures("batch");
   const lines: string[] = [`batch: ${prompts} prompts of ${promptIds} ids, --gen ${generation}, --parallel ${prompts} against --parallel 1 (dist/k3 --batch)`];
-  let failed = false;
+  const failures: string[] = [];
   for (const p of places) {
+    const name = slug(p.label);
     const rate = (r: BatchRun) => r.generated / r.seconds;
     const perId = (r: BatchRun) => (r.trunkBytes + r.expertBytes) / Math.max(r.generated, 1) / 1e9;
-    const gain = rate(p.together) / rate(p.alone);
+    const gain = figures.add(`${name}.ids_per_second`, `K3-width, ${p.label}: ${prompts} prompts decoded together (--parallel ${prompts}), generated ids per second`, rate(p.together), "ids/s",
+      { what: "the same prompts one after another (--parallel 1)", value: rate(p.alone), unit: "ids/s" }, { min: p.target, source: "issue 24" });
+    const read = figures.add(`${name}.read_per_id`, `K3-width, ${p.label}: bytes read from disk per generated id, together`, perId(p.together), "GB/id",
+      { what: "one after another", value: perId(p.alone), unit: "GB/id" });
     lines.push(
-      `  ${p.label}: ${rate(p.alone).toFixed(3)} -> ${rate(p.together).toFixed(3)} ids/s, ${gain.toFixed(2)}x (target ${p.target}x: ${gain >= p.target ? "met" : "not met"}); ` +
-        `read per generated id ${perId(p.alone).toFixed(3)} -> ${perId(p.together).toFixed(3)} GB; load ${p.alone.load.toFixed(2)} / ${p.together.load.toFixed(2)}; ` +
+      `  ${p.label}: ${(gain.limit?.value ?? NaN).toFixed(3)} -> ${gain.value.toFixed(3)} ids/s, ${times(gain)} (target ${p.target}x: ${gain.target?.met ? "met" : "not met"}); ` +
+        `read per generated id ${(read.limit?.value ?? NaN).toFixed(3)} -> ${read.value.toFixed(3)} GB; load ${p.alone.load.toFixed(2)} / ${p.together.load.toFixed(2)}; ` +
         `ids ${p.idsEqual ? "identical" : "DIFFER (FAIL)"}`,
     );
-    if (!p.idsEqual) failed = true;
+    if (!p.idsEqual) failures.push(`${p.label}: --parallel ${prompts} generated other ids than --parallel 1`);
   }
-  return { lines, failed };
+  return { lines, figures: figures.list, failures };
 }
 
 if (import.meta.main) {
   const report = batchReport(await benchBatch());
   for (const line of report.lines) console.log(line);
-  process.exitCode = report.failed ? 1 : 0;
+  process.exitCode = report.failures.length > 0 ? 1 : 0;
 }

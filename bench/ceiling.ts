@@ -17,6 +17,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { zigCommand } from "../tools/build.ts";
+import { percent, type Figure, type Figures } from "./results.ts";
 
 export interface Ceiling {
   /** f64 lanes of fused multiply-add per second / 1e9, one thread. */
@@ -131,35 +132,55 @@ export function benchCeiling(): Ceiling {
  * weights would reach the peak), and what the ceiling means for the targets: issue 12's bf16
  * 1-thread one needs 90% of `bandwidth1` (GB/s, 1 thread) streamed from RAM; issue 26 sets the
  * MXFP4 T = 1 ones as `mxfp4Shares` (per variant) of `threads` times the one-thread ceiling,
- * the figure the kernel bench's rows are then compared with.
+ * the figure the kernel bench's rows are then compared with. The figures go to `figures`
+ * (named `ceiling.*`), and the lines are rendered from them.
  */
-export function ceilingReport(c: Ceiling, bandwidth1: number, threads: number, mxfp4Shares: Record<string, number>, indent = ""): string[] {
-  const share = (gw: number) => `${((100 * gw) / c.fmaGLanes).toFixed(0)}% of the FMA peak`;
-  const pct = (fraction: number) => `${(100 * fraction).toFixed(0)}%`;
+export function ceilingReport(c: Ceiling, bandwidth1: number, threads: number, mxfp4Shares: Record<string, number>, figures: Figures, indent = ""): string[] {
+  const fma = figures.add("ceiling.fma", "f64 FMA peak of the probe's thread (bench/probes/ceiling.zig)", c.fmaGLanes, "G lanes/s",
+    "a limit: the loops below are shares of it");
+  const peak = { what: "the probe thread's f64 FMA peak, one weight a lane", value: c.fmaGLanes, unit: "G weights/s" };
+  const loop = (name: string, what: string, gw: number) => figures.add(`ceiling.${name}`, `inner loop alone, 1 thread, in L2: ${what}`, gw, "G weights/s", peak);
+  const tileReason = "a bound: the share of the FMA peak the tile's arithmetic alone reaches (operands in L1), the most its rows can reach";
+  const tile = (name: string, what: string, share: number) => figures.add(`ceiling.${name}`, what, share, "share of the FMA peak", tileReason);
+  const unpack = loop("bf16_unpack", "bf16, unpack + vcvtps2pd", c.bf16Unpack);
+  const integer = loop("bf16_integer", "bf16, integer widening", c.bf16Integer);
+  const mxfp4 = loop("mxfp4_v4", "MXFP4, vpermi2pd lookup", c.mxfp4);
+  const mxfp4V3 = loop("mxfp4_v3", "MXFP4, v3 (vpshufb, 4-wide)", c.mxfp4V3);
+  const laneV3 = tile("lane_tile_v3", "MXFP4 v3 lane tile alone (4 rows x 8 tokens; bench/probes/lane-tile.zig)", c.laneTileV3);
+  const laneV4 = tile("lane_tile_v4", "MXFP4 v4 lane tile alone (one 8-wide vector of tokens)", c.laneTileV4);
+  const rowLane = tile("row_lane_tile_v4", "MXFP4 v4 row-lane tile alone (8 rows x 4 tokens; bench/probes/row-lane-tile.zig)", c.rowLaneTileV4);
+  const bf16Tile = tile("bf16_tile_v4", "bf16 v4 tile alone (3 rows x 8 tokens, weights widened in L1; bench/probes/bf16-tile.zig)", c.bf16Tile.kernel);
+  const rows4 = tile("bf16_tile_v4_4x6", "bf16 v4 tile alone, 4 rows x 6 tokens", c.bf16Tile.rows4);
+  const rows2 = tile("bf16_tile_v4_2x12", "bf16 v4 tile alone, 2 rows x 12 tokens", c.bf16Tile.rows2);
+  const f64Weights = tile("bf16_tile_v4_f64", "bf16 v4 tile alone, 3 rows x 8 tokens on f64 weights", c.bf16Tile.f64Weights);
+  const share = (f: Figure) => `${percent(f)} of the FMA peak`;
+  const pct = (f: Figure) => `${(100 * f.value).toFixed(0)}%`;
   const bf16 = Math.max(c.bf16Unpack, c.bf16Integer);
-  const bf16Need = (0.9 * bandwidth1) / 2;
-  const verdict = (ceiling: number, need: number) => (ceiling >= need ? "within reach" : "above this CPU's ceiling");
+  const need = figures.add("ceiling.bf16_target", "the bf16 ceiling, GB/s, against issue 12's 1-thread bf16 target", 2 * bf16, "GB/s",
+    { what: "90% of the 1-thread memory read bandwidth", value: 0.9 * bandwidth1, unit: "GB/s" }, { min: 1, source: "issue 12 (within this CPU's reach)" });
   return [
     `${indent}ceiling of the f64 contract on this CPU (inner loops alone, 1 thread, in L2; bench/probes/ceiling.zig):`,
-    `${indent}  f64 FMA peak                 ${c.fmaGLanes.toFixed(1)} G lanes/s`,
-    `${indent}  bf16, unpack + vcvtps2pd     ${c.bf16Unpack.toFixed(2)} G weights/s (${(2 * c.bf16Unpack).toFixed(1)} GB/s), ${share(c.bf16Unpack)}`,
-    `${indent}  bf16, integer widening       ${c.bf16Integer.toFixed(2)} G weights/s (${(2 * c.bf16Integer).toFixed(1)} GB/s), ${share(c.bf16Integer)}`,
-    `${indent}  MXFP4, vpermi2pd lookup      ${c.mxfp4.toFixed(2)} G weights/s, ${share(c.mxfp4)}`,
-    `${indent}  MXFP4, v3 (vpshufb, 4-wide)  ${c.mxfp4V3.toFixed(2)} G weights/s, ${share(c.mxfp4V3)}`,
-    `${indent}  MXFP4, v3 lane tile alone    ${pct(c.laneTileV3)} of the FMA peak (4 rows x 8 tokens, decoded weights in L1: ` +
+    `${indent}  f64 FMA peak                 ${fma.value.toFixed(1)} G lanes/s`,
+    `${indent}  bf16, unpack + vcvtps2pd     ${unpack.value.toFixed(2)} G weights/s (${(2 * unpack.value).toFixed(1)} GB/s), ${share(unpack)}`,
+    `${indent}  bf16, integer widening       ${integer.value.toFixed(2)} G weights/s (${(2 * integer.value).toFixed(1)} GB/s), ${share(integer)}`,
+    `${indent}  MXFP4, vpermi2pd lookup      ${mxfp4.value.toFixed(2)} G weights/s, ${share(mxfp4)}`,
+    `${indent}  MXFP4, v3 (vpshufb, 4-wide)  ${mxfp4V3.value.toFixed(2)} G weights/s, ${share(mxfp4V3)}`,
+    `${indent}  MXFP4, v3 lane tile alone    ${pct(laneV3)} of the FMA peak (4 rows x 8 tokens, decoded weights in L1: ` +
       `chains, tree and scale; bench/probes/lane-tile.zig), the most the v3 T >= 32 rows can reach`,
-    `${indent}  MXFP4, v4 lane tile alone    ${pct(c.laneTileV4)} of the FMA peak (the same on one 8-wide vector of tokens), ` +
+    `${indent}  MXFP4, v4 lane tile alone    ${pct(laneV4)} of the FMA peak (the same on one 8-wide vector of tokens), ` +
       `the most the v4 rows at T = 32 and 64 can reach`,
-    `${indent}  MXFP4, v4 row-lane tile      ${pct(c.rowLaneTileV4)} of the FMA peak (8 rows x 4 tokens, decoded weights in L1: ` +
+    `${indent}  MXFP4, v4 row-lane tile      ${pct(rowLane)} of the FMA peak (8 rows x 4 tokens, decoded weights in L1: ` +
       `chains, tree and scale; bench/probes/row-lane-tile.zig), the most the v4 rows at other T >= 3 can reach`,
-    `${indent}  bf16, v4 tile alone          ${pct(c.bf16Tile.kernel)} of the FMA peak (3 rows x 8 tokens as the kernel, weights widened in L1; ` +
-      `4 x 6 ${pct(c.bf16Tile.rows4)}, 2 x 12 ${pct(c.bf16Tile.rows2)}, 3 x 8 on f64 weights ${pct(c.bf16Tile.f64Weights)}; bench/probes/bf16-tile.zig), ` +
+    `${indent}  bf16, v4 tile alone          ${pct(bf16Tile)} of the FMA peak (3 rows x 8 tokens as the kernel, weights widened in L1; ` +
+      `4 x 6 ${pct(rows4)}, 2 x 12 ${pct(rows2)}, 3 x 8 on f64 weights ${pct(f64Weights)}; bench/probes/bf16-tile.zig), ` +
       `the most the v4 bf16 T > 1 rows can reach where widening runs beside the multiply-adds; where it shares their ports ` +
       `(vector ports onFmaPorts) the rows from 9 tokens widen once per 8 groups, and their bound mixes the two tiles (tileCeiling)`,
-    `${indent}  bf16 1-thread target (90% of ${bandwidth1.toFixed(1)} GB/s = ${(2 * bf16Need).toFixed(1)} GB/s): ${verdict(bf16, bf16Need)}`,
+    `${indent}  bf16 1-thread target (90% of ${bandwidth1.toFixed(1)} GB/s = ${(need.limit?.value ?? NaN).toFixed(1)} GB/s): ${need.target?.met ? "within reach" : "above this CPU's ceiling"}`,
     ...Object.entries(mxfp4Ceilings(c)).map(([variant, one]) => {
-      const share = mxfp4Shares[variant] ?? NaN;
-      return `${indent}  MXFP4 T=1 target, ${variant}: ${(100 * share).toFixed(0)}% of ${threads} x ${one.toFixed(2)} = ${(share * threads * one).toFixed(1)} G weights/s with ${threads} threads`;
+      const shareOf = mxfp4Shares[variant] ?? NaN;
+      const target = figures.add(`ceiling.mxfp4_t1_target_${variant}`, `issue 26's MXFP4 T = 1 target, ${variant}, ${threads} threads: ${(100 * shareOf).toFixed(0)}% of ${threads} x the 1-thread ceiling`,
+        shareOf * threads * one, "G weights/s", "a target: the MXFP4 T = 1 rows with all threads are measured against the ceiling it is a share of");
+      return `${indent}  MXFP4 T=1 target, ${variant}: ${(100 * shareOf).toFixed(0)}% of ${threads} x ${one.toFixed(2)} = ${target.value.toFixed(1)} G weights/s with ${threads} threads`;
     }),
   ];
 }

@@ -12,6 +12,7 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { executablePath } from "../tools/build.ts";
 import { benchIds, benchPaths, ensureExecutable, prepare, runStreamedK3, type StreamingPaths } from "./streaming.ts";
+import { Figures, percent, type PartReport } from "./results.ts";
 
 const progress = (line: string) => process.stderr.write(`[hybrid] ${line}\n`);
 const cacheGb = 2;
@@ -74,25 +75,39 @@ export async function benchHybrid(paths = benchPaths()): Promise<HybridBench> {
 /** Steady-state seconds per token: every step but step 0 (the prefill). */
 const decodeSecondsPerToken = (r: RunJson) => r.steps.slice(1).reduce((a, s) => a + s.seconds, 0) / Math.max(1, r.steps.length - 1);
 
-export function hybridReport(b: HybridBench): string {
+export function hybridReport(b: HybridBench): PartReport {
+  const figures = new Figures("hybrid");
   const s = b.hybrid.speculation;
   const h = b.hybrid.hybrid;
-  const plain = decodeSecondsPerToken(b.plain);
-  const hybrid = decodeSecondsPerToken(b.hybrid);
-  return [
+  const plain = figures.add("plain.s_per_token", `K3-width, ${generation} tokens, exact trunk streamed at 1.5 GB, plain decode: s/token after step 0`, decodeSecondsPerToken(b.plain), "s/token",
+    "the baseline hybrid decode is measured against");
+  const hybrid = figures.add("hybrid.s_per_token", `K3-width, ${generation} tokens, hybrid decode with the int8 draft trunk: s/token after step 0, replays included`, decodeSecondsPerToken(b.hybrid), "s/token",
+    { what: "plain decode of the same prompt", value: plain.value, unit: "s/token" });
+  const plainPeak = figures.add("plain.peak_rss", "K3-width, plain decode: peak RSS", b.plain.peak_rss_bytes / 1e9, "GB", "the baseline hybrid's peak sits beside");
+  const hybridPeak = figures.add("hybrid.peak_rss", "K3-width, hybrid decode: peak RSS (the int8 draft pinned)", b.hybrid.peak_rss_bytes / 1e9, "GB",
+    { what: "plain decode's peak RSS", value: plainPeak.value, unit: "GB" });
+  const accepted = s ? figures.add("hybrid.accepted", "K3-width, hybrid decode: ids accepted of those the int8 draft proposed", s.accepted, "ids",
+    s.drafted > 0 ? { what: "ids drafted", value: s.drafted, unit: "ids" } : "nothing was drafted") : undefined;
+  const served = h ? figures.add("hybrid.draft_routing", "K3-width, hybrid decode: the draft's expert picks served from the cache", h.experts.served, "picks",
+    h.experts.picks > 0 ? { what: "the draft's expert picks", value: h.experts.picks, unit: "picks" } : "the draft picked no expert") : undefined;
+  const reads = h ? figures.add("hybrid.draft_reads", "K3-width, hybrid decode: expert reads issued while drafting (must be 0)", h.expert_reads_while_drafting, "reads",
+    "a check (cache-only routing reads none), not a rate") : undefined;
+  const faster = hybrid.ratio ? (1 / hybrid.ratio).toFixed(2) : "-";
+  const lines = [
     `hybrid (K3-width, exact trunk streamed at 1.5 GB, ${cacheGb} GB expert cache; int8 draft ${b.draftDir}, default 6 GB draft budget; quantize-trunk ${b.quantizeSeconds.toFixed(1)} s):`,
-    `  ${generation} tokens: plain ${plain.toFixed(3)} s/token, hybrid ${hybrid.toFixed(3)} s/token after step 0, replays included (${(plain / hybrid).toFixed(2)}x; ` +
+    `  ${generation} tokens: plain ${plain.value.toFixed(3)} s/token, hybrid ${hybrid.value.toFixed(3)} s/token after step 0, replays included (${faster}x; ` +
       `load average ${b.plain.load.toFixed(2)} and ${b.hybrid.load.toFixed(2)} before); ` +
-      `peak RSS ${(b.plain.peak_rss_bytes / 1e9).toFixed(2)} GB and ${(b.hybrid.peak_rss_bytes / 1e9).toFixed(2)} GB`,
-    `  ${s ? `${s.sweeps} rounds, ${s.drafted} drafted, ${s.accepted} accepted (${s.drafted > 0 ? ((100 * s.accepted) / s.drafted).toFixed(1) : "0.0"}%), mean accepted run ${s.sweeps > 0 ? (s.accepted / s.sweeps).toFixed(2) : "0"}, ${s.replays} replayed` : "no speculation figures"}; ` +
-      `${h ? `draft ${h.drafter.seconds.toFixed(1)} s over ${h.drafter.fed_ids} ids, routing ${h.experts.served}/${h.experts.picks} picks served from the cache, expert reads while drafting ${h.expert_reads_while_drafting}` : "no draft figures"}; ` +
+      `peak RSS ${plainPeak.value.toFixed(2)} GB and ${hybridPeak.value.toFixed(2)} GB`,
+    `  ${s ? `${s.sweeps} rounds, ${s.drafted} drafted, ${s.accepted} accepted (${s.drafted > 0 && accepted ? percent(accepted, 1) : "0.0%"}), mean accepted run ${s.sweeps > 0 ? (s.accepted / s.sweeps).toFixed(2) : "0"}, ${s.replays} replayed` : "no speculation figures"}; ` +
+      `${h && served && reads ? `draft ${h.drafter.seconds.toFixed(1)} s over ${h.drafter.fed_ids} ids, routing ${served.value}/${h.experts.picks} picks served from the cache, expert reads while drafting ${reads.value}` : "no draft figures"}; ` +
       `ids ${b.identical ? "identical" : "FAIL: DIFFERENT"}`,
     ...b.failures.map((f) => `  FAIL: ${f}`),
-  ].join("\n");
+  ];
+  return { lines, figures: figures.list, failures: b.failures };
 }
 
 if (import.meta.main) {
-  const result = await benchHybrid();
-  console.log(hybridReport(result));
-  if (result.failures.length > 0) process.exit(1);
+  const report = hybridReport(await benchHybrid());
+  for (const line of report.lines) console.log(line);
+  if (report.failures.length > 0) process.exit(1);
 }

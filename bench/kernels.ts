@@ -40,6 +40,7 @@ import { initPool } from "../src/native/kernel-runtime.ts";
 import { availableIsas, isaInUse, otherVectorPorts, setIsa, setVectorPorts, vectorPortsInUse, type VectorPortsName } from "../test/support/kernel-hooks.ts";
 import { fillRandom, fmaPeakFlops } from "../src/doctor/machine-speed.ts";
 import { benchCeiling, ceilingReport, mxfp4Ceilings, tileCeiling, type Ceiling } from "./ceiling.ts";
+import { Figures, percent, times, verdict, type Figure, type Limit, type PartReport, type TargetSpec } from "./results.ts";
 
 const GB = 1e9;
 
@@ -64,6 +65,8 @@ export interface Row {
   peakGflops?: number;
   /** bf16 T > 1: the vector ports the kernels planned for (zig/pool.zig `VectorPorts`; the library's are this CPU's). */
   ports?: VectorPortsName;
+  /** The row's figure name (bench/results.ts): variant, kind, T, cached/streamed, other ports, threads. */
+  key: string;
 }
 
 /** The shortest of `passes` timed runs, in seconds: the figure least disturbed by a shared machine. */
@@ -124,7 +127,7 @@ export function benchKernels(): Row[] {
   const otherPorts = otherVectorPorts();
   const variants = availableIsas().filter((v) => v !== "scalar");
   const probe = (kind: "memory" | "fma", variant: string, what: string, threads: number, seconds: number, gbPerSecond: number, gflops: number) =>
-    rows.push({ kind, variant, what, threads, seconds, gbPerSecond, gflops, tokens: 0, shape: "" });
+    rows.push({ kind, variant, what, threads, seconds, gbPerSecond, gflops, tokens: 0, shape: "", key: `${kind === "memory" ? "memory" : `${variant}.fma`}.threads${threads}` });
 
   // Memory read bandwidth.
   const probeBytes = 1 << 30;
@@ -201,6 +204,7 @@ export function benchKernels(): Row[] {
         rows.push({
           kind: "matmul", variant, what: `bf16 matmul ${bf16Shape} T=${T}${other}`, threads: t, seconds, gbPerSecond: weightBytes / seconds / GB,
           gflops: (2 * outRows * inCols * T) / seconds / GB, tokens: T, shape: `bf16 ${bf16Shape}`, peakGflops, ports: T > 1 ? ports : undefined,
+          key: `${variant}.bf16.t${T}${other ? `.${ports}` : ""}.threads${t}`,
         });
       };
       for (const t of threadCounts) {
@@ -225,6 +229,7 @@ export function benchKernels(): Row[] {
           rows.push({
             kind: "matmul", variant, what: `MXFP4 matmul ${mxShape} T=1, cached${ports === loadedPorts ? "" : `, ${ports}`}`, threads: t, seconds: inCache,
             gbPerSecond: expertBytes / inCache / GB, gflops: (2 * eRows * eCols) / inCache / GB, tokens: 1, shape: `MXFP4 ${mxShape}`, cached: true,
+            key: `${variant}.mxfp4.t1.cached${ports === loadedPorts ? "" : `.${ports}`}.threads${t}`,
           });
         };
         cachedRow(loadedPorts);
@@ -248,6 +253,7 @@ export function benchKernels(): Row[] {
           rows.push({
             kind: "matmul", variant, what: `MXFP4 matmul ${mxShape} T=${T}${T === 1 ? ", streamed" : ""}`, threads: t, seconds, gbPerSecond: expertBytes / seconds / GB,
             gflops: (2 * eRows * eCols * T) / seconds / GB, tokens: T, shape: `MXFP4 ${mxShape}`, cached: T === 1 ? false : undefined, peakGflops: timed.peakGflops,
+            key: `${variant}.mxfp4.t${T}${T === 1 ? ".streamed" : ""}.threads${t}`,
           });
         }
       }
@@ -266,19 +272,19 @@ export function benchKernels(): Row[] {
 }
 
 /** The f64 contract's ceiling on this CPU (bench/ceiling.ts); undefined where the v4 variant (AVX-512) does not run. */
-function kernelCeiling(): Ceiling | undefined {
+export function kernelCeiling(): Ceiling | undefined {
   return availableIsas().includes("v4") ? benchCeiling() : undefined;
 }
 
-function ceilingLines(rows: Row[], ceiling: Ceiling | undefined, indent = ""): string[] {
+function ceilingLines(rows: Row[], ceiling: Ceiling | undefined, figures: Figures, indent = ""): string[] {
   if (!ceiling) return [`${indent}ceiling: skipped (no AVX-512 variant on this CPU)`];
   const one = rows.find((r) => r.kind === "memory" && r.threads === 1)?.gbPerSecond ?? NaN;
   const most = Math.max(...rows.map((r) => r.threads));
-  return ceilingReport(ceiling, one, most, mxfp4CeilingTarget, indent);
+  return ceilingReport(ceiling, one, most, mxfp4CeilingTarget, figures, indent);
 }
 
 /**
- * The bench's lines, ratios included: a probe's own figure; a matmul's GB/s of weights and
+ * The bench's figures and lines, ratios included: a probe's own figure; a matmul's GB/s of weights and
  * GFLOP/s, then for bf16 T = 1 (bound by memory) the share of the read bandwidth at the same
  * thread count, for MXFP4 T = 1 the G weights/s, the share of the FMA peak and the share of the
  * variant's ceiling at that thread count (`ceiling`, when measured), and for T > 1 (bound by
@@ -287,7 +293,7 @@ function ceilingLines(rows: Row[], ceiling: Ceiling | undefined, indent = ""): s
  * most the row can reach); each next to the target issue 12 (bandwidth) or issue 26 (peak,
  * ceiling) sets.
  */
-function formatKernelRows(rows: Row[], ceiling: Ceiling | undefined, indent = ""): string[] {
+function formatKernelRows(rows: Row[], ceiling: Ceiling | undefined, figures: Figures, indent = ""): string[] {
   const bandwidth = new Map(rows.filter((r) => r.kind === "memory").map((r) => [r.threads, r.gbPerSecond]));
   const fma = new Map(rows.filter((r) => r.kind === "fma").map((r) => [`${r.variant}/${r.threads}`, r.gflops]));
   const most = Math.max(...rows.map((r) => r.threads));
@@ -295,61 +301,80 @@ function formatKernelRows(rows: Row[], ceiling: Ceiling | undefined, indent = ""
     `${indent}limits measured here: memory read ${[...bandwidth].map(([t, g]) => `${t} thr ${g.toFixed(1)}`).join(", ")} GB/s; ` +
       `f64 FMA peak ${[...fma].map(([k, g]) => `${k.replace("/", " ")} thr ${g.toFixed(1)}`).join(", ")} GFLOP/s`,
   ];
-  const met = (ok: boolean) => (ok ? "met" : "NOT met");
+  const threadsText = (t: number) => `${t} thread${t === 1 ? "" : "s"}`;
+  const readLimit = (t: number): Limit => ({ what: `memory read bandwidth, ${threadsText(t)}`, value: bandwidth.get(t) ?? NaN, unit: "GB/s" });
+  const targetPct = (f: Figure) => (f.target ? ` (target ${(100 * (f.target.min ?? 0)).toFixed(0)}%: ${verdict(f)})` : "");
   for (const r of rows) {
     const head = `${indent}${(r.variant || "-").padEnd(3)} ${r.what.padEnd(38)} ${String(r.threads).padStart(2)} thr  ${(r.seconds * 1000).toFixed(3).padStart(9)} ms`;
+    const label = `${r.what}, ${r.variant ? `${r.variant}, ` : ""}${threadsText(r.threads)}`;
     if (r.kind === "memory") {
-      lines.push(`${head}  ${r.gbPerSecond.toFixed(2).padStart(6)} GB/s`);
+      const f = figures.add(r.key, label, r.gbPerSecond, "GB/s", "a limit: the bf16 T = 1 rows are measured against it");
+      lines.push(`${head}  ${f.value.toFixed(2).padStart(6)} GB/s`);
       continue;
     }
     if (r.kind === "fma") {
-      lines.push(`${head}  ${"".padStart(11)}  ${r.gflops.toFixed(2).padStart(6)} GFLOP/s`);
+      const f = figures.add(r.key, label, r.gflops, "GFLOP/s", "a limit: the T > 1 rows and the attention and prefill floors are measured against it");
+      lines.push(`${head}  ${"".padStart(11)}  ${f.value.toFixed(2).padStart(6)} GFLOP/s`);
       continue;
     }
-    const figures = `${head}  ${r.gbPerSecond.toFixed(2).padStart(6)} GB/s  ${r.gflops.toFixed(2).padStart(6)} GFLOP/s`;
+    const figuresText = `${head}  ${r.gbPerSecond.toFixed(2).padStart(6)} GB/s  ${r.gflops.toFixed(2).padStart(6)} GFLOP/s`;
     // The higher of the probe row's peak and the one probed between this row's passes: a probe
     // that ran while the host held a core back can neither lift a share above what the machine
     // gives nor hide the core (a best pass that had both cores against a probe that had one
     // showed 111%).
     const probed = fma.get(`${r.variant}/${r.threads}`) ?? NaN;
     const peak = r.peakGflops === undefined ? probed : Math.max(probed, r.peakGflops);
-    const fmaShare = `${((100 * r.gflops) / peak).toFixed(0).padStart(3)}% of FMA peak` + (r.peakGflops === undefined ? "" : ` (${r.peakGflops.toFixed(1)} beside it)`);
+    const peakLimit: Limit = {
+      what: `f64 FMA peak, ${r.variant}, ${threadsText(r.threads)}` + (r.peakGflops === undefined ? "" : ` (the higher of the probe row and the ${r.peakGflops.toFixed(1)} probed beside the row)`),
+      value: peak, unit: "GFLOP/s",
+    };
+    const addFma = (name: string, target?: TargetSpec) => figures.add(name, `${label}, GFLOP/s`, r.gflops, "GFLOP/s", peakLimit, target);
+    const fmaShare = (f: Figure) => `${percent(f).padStart(4)} of FMA peak` + (r.peakGflops === undefined ? "" : ` (${r.peakGflops.toFixed(1)} beside it)`);
     if (r.tokens === 1 && r.shape.startsWith("bf16")) {
-      const bw = bandwidth.get(r.threads) ?? NaN;
-      const share = (100 * r.gbPerSecond) / bw;
-      const target = r.threads === 1 ? 90 : r.threads === most ? 85 : undefined;
-      lines.push(`${figures}  ${share.toFixed(0).padStart(3)}% of ${r.threads}-thr bandwidth${target === undefined ? "" : ` (target ${target}%: ${met(share >= target)})`}`);
+      const target = r.threads === 1 ? 0.9 : r.threads === most ? 0.85 : undefined;
+      const f = figures.add(r.key, label, r.gbPerSecond, "GB/s", readLimit(r.threads), target === undefined ? undefined : { min: target, source: "issue 12" });
+      lines.push(`${figuresText}  ${percent(f).padStart(4)} of ${r.threads}-thr bandwidth${targetPct(f)}`);
       continue;
     }
     if (r.tokens === 1) {
       const weights = r.gflops / 2;
       const perThread = ceiling ? mxfp4Ceilings(ceiling)[r.variant] : undefined;
-      let versus = "";
-      if (perThread !== undefined) {
-        const share = weights / (r.threads * perThread);
-        const target = r.threads === most ? mxfp4CeilingTarget[r.variant] : undefined;
-        versus = `, ${(100 * share).toFixed(0)}% of the ${(r.threads * perThread).toFixed(1)} ceiling` +
-          (target === undefined ? "" : ` (target ${(100 * target).toFixed(0)}%: ${met(share >= target)})`);
-      }
-      lines.push(`${figures}  ${weights.toFixed(1).padStart(5)} G weights/s, ${fmaShare}${versus}`);
+      const target = r.threads === most ? mxfp4CeilingTarget[r.variant] : undefined;
+      const main = perThread === undefined
+        ? figures.add(r.key, `${label}, G weights/s`, weights, "G weights/s", "no ceiling probe for this variant on this CPU (it needs AVX-512)")
+        : figures.add(r.key, `${label}, G weights/s`, weights, "G weights/s",
+          { what: `the ${r.variant} MXFP4 ceiling, ${r.threads} x the 1-thread probe (bench/ceiling.ts)`, value: r.threads * perThread, unit: "G weights/s" },
+          target === undefined ? undefined : { min: target, source: "issue 26" });
+      figures.add(`${r.key}.read`, `${label}, GB/s of weights`, r.gbPerSecond, "GB/s", readLimit(r.threads));
+      const share = addFma(`${r.key}.fma`);
+      const versus = main.limit ? `, ${percent(main)} of the ${main.limit.value.toFixed(1)} ceiling${targetPct(main)}` : "";
+      lines.push(`${figuresText}  ${main.value.toFixed(1).padStart(5)} G weights/s, ${fmaShare(share)}${versus}`);
       continue;
     }
     const single = rows.find((o) => o.kind === "matmul" && o.variant === r.variant && o.shape === r.shape && o.threads === r.threads && o.tokens === 1 && o.cached !== true);
-    const vsOne = single ? `  ${(r.gflops / single.gflops).toFixed(2)}x the T=1 GFLOP/s` : "";
     const judged = r.tokens >= prefillTargetTokens && r.threads === most;
-    const verdict = judged ? ` (target ${(100 * prefillPeakTarget).toFixed(0)}%: ${met(r.gflops >= prefillPeakTarget * peak)})` : "";
+    const main = addFma(r.key, judged ? { min: prefillPeakTarget, source: "issue 26" } : undefined);
+    figures.add(`${r.key}.read`, `${label}, GB/s of weights`, r.gbPerSecond, "GB/s", readLimit(r.threads));
+    const vs = single ? figures.add(`${r.key}.vs_t1`, `${label}, GFLOP/s against T = 1`, r.gflops, "GFLOP/s", { what: "the same shape at T = 1", value: single.gflops, unit: "GFLOP/s" }) : undefined;
+    const vsOne = vs ? `  ${times(vs)} the T=1 GFLOP/s` : "";
     const kind = r.shape.startsWith("bf16") ? "bf16" : "MXFP4";
     const tile = ceiling ? tileCeiling(ceiling, r.variant, kind, r.tokens, r.ports) : undefined;
+    if (tile !== undefined) {
+      figures.add(`${r.key}.tile`, `${label}, GFLOP/s against its tile alone`, r.gflops, "GFLOP/s",
+        { what: `the tile alone (bench/probes): ${(100 * tile).toFixed(0)}% of the FMA peak, the most this row can reach`, value: tile * peak, unit: "GFLOP/s" });
+    }
     const versusTile = tile === undefined ? "" : `, tile alone ${(100 * tile).toFixed(0)}%`;
-    lines.push(`${figures}  ${fmaShare}${verdict}${versusTile}${vsOne}`);
+    const verdictText = main.target ? ` (target ${(100 * prefillPeakTarget).toFixed(0)}%: ${verdict(main)})` : "";
+    lines.push(`${figuresText}  ${fmaShare(main)}${verdictText}${versusTile}${vsOne}`);
   }
   return lines;
 }
 
-/** The kernel rows and, where the ceiling probe runs (measured now), the ceiling's lines. */
-export function kernelReport(rows: Row[], indent = ""): string[] {
-  const ceiling = kernelCeiling();
-  return [...formatKernelRows(rows, ceiling, indent), ...ceilingLines(rows, ceiling, indent)];
+/** The kernel rows' figures and lines and, where `ceiling` was measured, the ceiling's. */
+export function kernelReport(rows: Row[], ceiling: Ceiling | undefined, indent = ""): PartReport {
+  const figures = new Figures("kernels");
+  const lines = [...formatKernelRows(rows, ceiling, figures, indent), ...ceilingLines(rows, ceiling, figures, indent)];
+  return { lines, figures: figures.list, failures: [] };
 }
 
 if (import.meta.main) {
@@ -359,5 +384,5 @@ if (import.meta.main) {
   }
   const rows = benchKernels();
   console.log(`kernels bench (${rows[rows.length - 1]?.threads ?? 1} threads max)`);
-  for (const line of kernelReport(rows)) console.log(line);
+  for (const line of kernelReport(rows, kernelCeiling()).lines) console.log(line);
 }

@@ -22,6 +22,7 @@ import { loadavg } from "node:os";
 import { executablePath } from "../tools/build.ts";
 import { envValue } from "../src/env.ts";
 import { benchIds, benchPaths, ensureExecutable, prepare, streamingSkipReason, type StreamingPaths } from "./streaming.ts";
+import { Figures, times, verdict, type Figure, type PartReport } from "./results.ts";
 
 export const longPromptIds = 8192;
 const shortPromptIds = 16;
@@ -62,8 +63,6 @@ export interface LongContextBench {
   long: DecodeRun;
   /** Every round's runs: [short ones, long ones]. */
   rounds: [DecodeRun[], DecodeRun[]];
-  ratio: number;
-  target: number;
 }
 
 const median = (xs: number[]) => {
@@ -138,26 +137,32 @@ export async function benchLongContext(paths = benchPaths()): Promise<LongContex
   const fastest = (runs: DecodeRun[]) => runs.reduce((a, b) => (b.steadySeconds < a.steadySeconds ? b : a));
   const short = fastest(shorts);
   const long = fastest(longs);
-  return { statePath, prefillSeconds, short, long, rounds: [shorts, longs], ratio: long.steadySeconds / short.steadySeconds, target };
+  return { statePath, prefillSeconds, short, long, rounds: [shorts, longs] };
 }
 
-export function longContextReport(b: LongContextBench): string {
-  const row = (r: DecodeRun) =>
-    `  ${r.label.padEnd(16)} from position ${String(r.positions).padStart(5)}: steady ${r.steadySeconds.toFixed(3)} s/token ` +
+export function longContextReport(b: LongContextBench): PartReport {
+  const figures = new Figures("long-context");
+  const short = figures.add("short.steady", `K3-width resident decode after a ${shortPromptIds}-id prompt: steady s/token, the faster of ${rounds} rounds (samples: every round)`,
+    b.short.steadySeconds, "s/token", "the baseline the long prompt's step is measured against", undefined, b.rounds[0].map((r) => r.steadySeconds));
+  const long = figures.add("long.steady", `K3-width resident decode after ${longPromptIds} + ${shortPromptIds} ids (1 MLA layer in 4): steady s/token, the faster of ${rounds} rounds (samples: every round)`,
+    b.long.steadySeconds, "s/token", { what: `the decode step after ${shortPromptIds} ids, measured in the same part`, value: b.short.steadySeconds, unit: "s/token" },
+    { max: target, source: "issue 26" }, b.rounds[1].map((r) => r.steadySeconds));
+  const prefill = b.prefillSeconds === undefined ? undefined
+    : figures.add("long.prefill", `prefilling the ${longPromptIds}-id state in chunks of ${prefillChunk}, once`, b.prefillSeconds, "s", "set-up time, kept as a state file for later runs");
+  const row = (r: DecodeRun, f: Figure) =>
+    `  ${r.label.padEnd(16)} from position ${String(r.positions).padStart(5)}: steady ${f.value.toFixed(3)} s/token ` +
     `(median of the last ${steadySteps} of ${r.stepSeconds.length} steps, ${r.steadyReads} experts read in them; load average ${r.load.toFixed(2)})`;
-  return [
+  const lines = [
     `long context: K3-width resident decode (1 MLA layer in 4, the released share), every expert cached (--cache-gb ${cacheGb})`,
-    b.prefillSeconds === undefined
+    prefill === undefined
       ? `  the ${longPromptIds}-id state was reused from ${b.statePath}`
-      : `  prefilled ${longPromptIds} ids in chunks of ${prefillChunk}: ${b.prefillSeconds.toFixed(0)} s (${(b.prefillSeconds / longPromptIds).toFixed(3)} s/id), kept in ${b.statePath}`,
-    row(b.short),
-    row(b.long),
-    `  steady s/token of every round, short: ${b.rounds[0].map((r) => r.steadySeconds.toFixed(3)).join(", ")}; long: ${b.rounds[1].map((r) => r.steadySeconds.toFixed(3)).join(", ")} (the faster of each above)`,
-    `  ${longPromptIds} positions over ${shortPromptIds}: ${b.ratio.toFixed(3)}x (target at most ${b.target}x: ${b.ratio <= b.target ? "met" : "NOT met"})`,
-  ].join("\n");
+      : `  prefilled ${longPromptIds} ids in chunks of ${prefillChunk}: ${prefill.value.toFixed(0)} s (${(prefill.value / longPromptIds).toFixed(3)} s/id), kept in ${b.statePath}`,
+    row(b.short, short),
+    row(b.long, long),
+    `  steady s/token of every round, short: ${(short.samples ?? []).map((x) => x.toFixed(3)).join(", ")}; long: ${(long.samples ?? []).map((x) => x.toFixed(3)).join(", ")} (the faster of each above)`,
+    `  ${longPromptIds} positions over ${shortPromptIds}: ${times(long, 3)} (target at most ${target}x: ${verdict(long)})`,
+  ];
+  return { lines, figures: figures.list, failures: [] };
 }
 
-if (import.meta.main) {
-  const result = await benchLongContext();
-  console.log(longContextReport(result));
-}
+if (import.meta.main) for (const line of longContextReport(await benchLongContext()).lines) console.log(line);

@@ -12,7 +12,8 @@ import { join } from "node:path";
 import { initPool } from "../src/native/kernel-runtime.ts";
 import { executablePath } from "../tools/build.ts";
 import { measureFmaPeak } from "./kernels.ts";
-import { benchIds, benchPaths, ensureExecutable, prepare, type StreamingPaths } from "./streaming.ts";
+import { benchIds, benchPaths, ensureExecutable, prepare, slug, type StreamingPaths } from "./streaming.ts";
+import { Figures, percent, times, verdict, type PartReport } from "./results.ts";
 
 const promptLength = 256;
 const oneAtATimeLength = 32;
@@ -59,10 +60,8 @@ async function run(paths: StreamingPaths, label: string, ids: number, chunkIds: 
 }
 
 export interface PrefillBench {
+  /** Resident chunked, resident one at a time, streamed chunked, streamed one at a time. */
   runs: PrefillRun[];
-  /** Chunked over one-at-a-time seconds per id, at the streamed budget. */
-  streamedRatio: number;
-  residentRatio: number;
   floor: PrefillFloor;
 }
 
@@ -98,27 +97,45 @@ export async function benchPrefill(paths = benchPaths()): Promise<PrefillBench> 
     await run(paths, "1.5 GB streamed, chunked", promptLength, chunk, streamed),
     await run(paths, "1.5 GB streamed, one at a time", oneAtATimeLength, 1, streamed),
   ];
-  const ratio = (a: PrefillRun, b: PrefillRun) => a.secondsPerId / b.secondsPerId;
   initPool();
   const peak = measureFmaPeak().gflops; // after the runs, with no child competing for the cores
-  return { runs, residentRatio: ratio(runs[0]!, runs[1]!), streamedRatio: ratio(runs[2]!, runs[3]!), floor: prefillFloor(paths, runs[0]!, peak) };
+  return { runs, floor: prefillFloor(paths, runs[0]!, peak) };
 }
 
-export function prefillReport(b: PrefillBench): string {
+export function prefillReport(b: PrefillBench): PartReport {
+  const figures = new Figures("prefill");
   const mb = (bytes: number) => (bytes / 1e6).toFixed(1);
   const resident = b.runs[0]!;
+  const rows = b.runs.map((r) => {
+    const name = slug(r.label);
+    const perId = figures.add(`${name}.s_per_id`, `K3-width prefill, ${r.label}, ${r.ids} ids in chunks of ${r.chunk}: seconds per prompt id`, r.secondsPerId, "s/id",
+      "the chunked / one-at-a-time ratios and the FMA floor are figures of their own");
+    const trunk = figures.add(`${name}.trunk_read`, `the same, trunk read per id`, r.trunkBytesPerId / 1e6, "MB/id", "bytes read, not a rate");
+    const experts = figures.add(`${name}.experts_read`, `the same, expert bytes read per id`, r.expertBytesPerId / 1e6, "MB/id", "bytes read, not a rate");
+    const loads = figures.add(`${name}.loads`, `the same, distinct expert loads for the picks`, r.loads, "loads", { what: "expert picks", value: r.picks, unit: "loads" });
+    return `  ${r.label.padEnd(32)}${perId.value.toFixed(4).padStart(9)}${mb(1e6 * trunk.value).padStart(13)}${mb(1e6 * experts.value).padStart(14)}${String(r.picks).padStart(8)}${String(loads.value).padStart(8)}`;
+  });
+  const chunkedOver = (i: number, j: number, where: string, target?: { max: number; source: string }) => figures.add(`${where}.chunked_over_single`,
+    `K3-width prefill, ${b.runs[i]!.label}: seconds per id against one id at a time`, b.runs[i]!.secondsPerId, "s/id",
+    { what: `${b.runs[j]!.label} (the first ${oneAtATimeLength} ids)`, value: b.runs[j]!.secondsPerId, unit: "s/id" }, target);
+  const residentRatio = chunkedOver(0, 1, "resident");
+  const streamedRatio = chunkedOver(2, 3, "streamed_1.5", { max: streamedTarget, source: "issue 10" });
+  const peak = figures.add("fma", "f64 FMA peak, all threads, after the runs", b.floor.peakGflops, "GFLOP/s", "a limit measured in this part: the floor is set by it");
+  const floor = figures.add("resident_chunked.floor", `K3-width prefill, resident, chunked: seconds per id against its FMA floor (${(b.floor.flopsPerId / 1e9).toFixed(2)} GFLOP an id)`,
+    resident.secondsPerId, "s/id", { what: "the FMA floor of an id at the f64 peak measured in this part", value: b.floor.secondsPerId, unit: "s/id" },
+    { max: b.floor.target / b.floor.secondsPerId, source: `issue 26 (at most ${b.floor.target} s/id)` });
   const lines = [
     `prefill: K3-width, --cache-gb ${cacheGb}; chunked = ${promptLength} ids in chunks of ${chunk}, one at a time = the first ${oneAtATimeLength} ids`,
     `  ${"run".padEnd(32)}${"s/id".padStart(9)}${"trunk MB/id".padStart(13)}${"expert MB/id".padStart(14)}${"picks".padStart(8)}${"loads".padStart(8)}`,
-    ...b.runs.map((r) => `  ${r.label.padEnd(32)}${r.secondsPerId.toFixed(4).padStart(9)}${mb(r.trunkBytesPerId).padStart(13)}${mb(r.expertBytesPerId).padStart(14)}${String(r.picks).padStart(8)}${String(r.loads).padStart(8)}`),
-    `  chunked / one at a time, seconds per id: resident ${(100 * b.residentRatio).toFixed(1)}%, ` +
-      `1.5 GB streamed ${(100 * b.streamedRatio).toFixed(1)}% (target at most ${(100 * streamedTarget).toFixed(1)}%: ${b.streamedRatio <= streamedTarget ? "met" : "NOT met"})`,
-    `  FMA floor: ${(b.floor.flopsPerId / 1e9).toFixed(2)} GFLOP per id at the ${b.floor.peakGflops.toFixed(1)} GFLOP/s f64 peak measured now = ` +
-      `${b.floor.secondsPerId.toFixed(4)} s/id; resident chunked ${(resident.secondsPerId / b.floor.secondsPerId).toFixed(2)}x the floor ` +
-      `(${(100 * b.floor.secondsPerId / resident.secondsPerId).toFixed(0)}% of the peak; target at most ${b.floor.target} s/id: ` +
-      `${resident.secondsPerId <= b.floor.target ? "met" : "NOT met"}, which is ${(b.floor.target / b.floor.secondsPerId).toFixed(2)}x the floor)`,
+    ...rows,
+    `  chunked / one at a time, seconds per id: resident ${percent(residentRatio, 1)}, ` +
+      `1.5 GB streamed ${percent(streamedRatio, 1)} (target at most ${(100 * streamedTarget).toFixed(1)}%: ${verdict(streamedRatio)})`,
+    `  FMA floor: ${(b.floor.flopsPerId / 1e9).toFixed(2)} GFLOP per id at the ${peak.value.toFixed(1)} GFLOP/s f64 peak measured now = ` +
+      `${b.floor.secondsPerId.toFixed(4)} s/id; resident chunked ${times(floor)} the floor ` +
+      `(${(100 / (floor.ratio ?? NaN)).toFixed(0)}% of the peak; target at most ${b.floor.target} s/id: ` +
+      `${verdict(floor)}, which is ${(b.floor.target / b.floor.secondsPerId).toFixed(2)}x the floor)`,
   ];
-  return lines.join("\n");
+  return { lines, figures: figures.list, failures: [] };
 }
 
-if (import.meta.main) console.log(prefillReport(await benchPrefill()));
+if (import.meta.main) for (const line of prefillReport(await benchPrefill()).lines) console.log(line);

@@ -20,6 +20,7 @@ import { readTraceFile } from "../src/weights/expert-trace.ts";
 import { expectation, fixturesDir, modelDir } from "../test/support/fixtures.ts";
 import { k3 } from "../test/support/k3.ts";
 import { tempDir } from "../test/support/tmp.ts";
+import { Figures, percent, type PartReport } from "./results.ts";
 
 const root = resolve(import.meta.dir, "..");
 const GEN = 48;
@@ -112,22 +113,40 @@ export function measureRouting(source: Source): RoutingFigures {
   };
 }
 
-export function routingReport(figures: RoutingFigures[]): string[] {
+export function routingReport(all: RoutingFigures[]): PartReport {
+  const figures = new Figures("routing");
   const lines: string[] = [];
-  for (const f of figures) {
-    const mean = f.entropyBits.reduce((s, h) => s + h, 0) / f.entropyBits.length;
-    lines.push(`${f.name}: ${f.moeLayers} MoE layers x ${f.experts} experts, top-${f.topK}, ${f.requests} expert requests`);
-    lines.push(`  routing entropy per MoE layer (bits, uniform = ${f.uniformBits.toFixed(2)}): ${f.entropyBits.map((h) => h.toFixed(2)).join(" ")}; mean ${mean.toFixed(2)} (${((mean / f.uniformBits) * 100).toFixed(0)}% of uniform)`);
-    lines.push(`  cache hit rate, LRU / Belady: ${f.cache.map((c) => `${c.slots} slots (1/${1 / c.share} of all): ${(c.lru * 100).toFixed(1)}% / ${(c.belady * 100).toFixed(1)}%`).join("; ")}`);
+  for (const f of all) {
+    const key = f.name.split(" ")[0] as string;
+    const requests = figures.add(`${key}.requests`, `${f.name}: expert requests over the held-out prompts (prefill and decode)`, f.requests, "requests", "a count of the trace, not a rate");
+    const mean = f.entropyBits.reduce((sum, h) => sum + h, 0) / f.entropyBits.length;
+    const entropy = figures.add(`${key}.entropy`, `${f.name}: routing entropy per MoE layer, mean (samples: each layer)`, mean, "bits",
+      { what: `a uniform choice of ${f.experts} experts`, value: f.uniformBits, unit: "bits" }, undefined, f.entropyBits);
+    lines.push(`${f.name}: ${f.moeLayers} MoE layers x ${f.experts} experts, top-${f.topK}, ${requests.value} expert requests`);
+    lines.push(`  routing entropy per MoE layer (bits, uniform = ${f.uniformBits.toFixed(2)}): ${f.entropyBits.map((h) => h.toFixed(2)).join(" ")}; mean ${entropy.value.toFixed(2)} (${percent(entropy)} of uniform)`);
+    const sizes = f.cache.map((c) => {
+      const part = `1/${Math.round(1 / c.share)}`;
+      const name = `share${Math.round(1 / c.share)}`;
+      const belady = figures.add(`${key}.belady.${name}`, `${f.name}: Belady hit rate, ${c.slots} slots (${part} of the routed experts)`, 100 * c.belady, "%",
+        "the optimal replacement: the most any policy of this size hits; LRU is measured against it");
+      const lru = figures.add(`${key}.lru.${name}`, `${f.name}: LRU hit rate, ${c.slots} slots (${part} of the routed experts)`, 100 * c.lru, "%",
+        { what: "Belady (optimal) at the same size", value: belady.value, unit: "%" });
+      return `${c.slots} slots (${part} of all): ${lru.value.toFixed(1)}% / ${belady.value.toFixed(1)}%`;
+    });
+    lines.push(`  cache hit rate, LRU / Belady: ${sizes.join("; ")}`);
     const s = f.spec;
-    lines.push(`  --spec 4 on its own greedy output: ${s.sweeps} sweeps drafted ${s.drafted} ids, ${s.accepted} accepted (${s.drafted ? ((s.accepted / s.drafted) * 100).toFixed(0) : "-"}%); ${s.generated} ids emitted in ${s.generated - s.emitted + s.sweeps} forward steps`);
+    const accepted = figures.add(`${key}.spec.accepted`, `${f.name}: --spec 4 on its own greedy output, ids accepted of those drafted`, s.accepted, "ids",
+      s.drafted > 0 ? { what: "ids drafted", value: s.drafted, unit: "ids" } : "nothing was drafted");
+    const steps = figures.add(`${key}.spec.steps`, `${f.name}: --spec 4, forward steps for the ids emitted`, s.generated - s.emitted + s.sweeps, "steps",
+      { what: "ids emitted (one step each without --spec)", value: s.generated, unit: "steps" });
+    lines.push(`  --spec 4 on its own greedy output: ${s.sweeps} sweeps drafted ${s.drafted} ids, ${accepted.value} accepted (${s.drafted ? percent(accepted) : "-"}); ${s.generated} ids emitted in ${steps.value} forward steps`);
   }
-  return lines;
+  return { lines, figures: figures.list, failures: [] };
 }
 
 if (import.meta.main) {
   console.log(`routing: load average ${(loadavg()[0] ?? 0).toFixed(2)} before`);
   const figures = routingSources().map(measureRouting);
-  for (const line of routingReport(figures)) console.log(line);
+  for (const line of routingReport(figures).lines) console.log(line);
   for (const f of figures) console.log(`\n${f.simCacheCommand}\n${f.simCacheTable}`);
 }

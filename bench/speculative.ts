@@ -28,6 +28,7 @@ import { loadConfig } from "../src/checkpoint/config.ts";
 import { openEngine } from "../src/engine/open.ts";
 import { benchIds, benchPaths, ensureExecutable, measureDirectBandwidth, prepare, runStreamedK3, type StreamingPaths } from "./streaming.ts";
 import { budgetRequest } from "../src/plan/budget.ts";
+import { Figures, percent, verdict, type Figure, type PartReport } from "./results.ts";
 
 const progress = (line: string) => process.stderr.write(`[speculative] ${line}\n`);
 const cacheGb = 2;
@@ -151,6 +152,8 @@ export interface SpeculativeBench {
   warm: WarmSweeps;
   /** O_DIRECT read rate of trunk.bin, the faster of the probe's request shapes, bytes per second. */
   diskBytesPerSecond: number;
+  /** Whether the filesystem granted O_DIRECT for every pass. */
+  diskDirect: boolean;
   plain: Run;
   spec: Run;
   identical: boolean;
@@ -177,7 +180,7 @@ export async function benchSpeculative(paths = benchPaths()): Promise<Speculativ
   const repetitive = [...base, ...lead, ...base].join(",");
   const plain = await run(paths, `plain decode, ${generation} tokens`, ["--ids", repetitive, "--gen", String(generation)]);
   const spec = await run(paths, `--spec 4, ${generation} tokens`, ["--ids", repetitive, "--gen", String(generation), "--spec", "4"]);
-  return { sweep, serial, warm, diskBytesPerSecond, plain, spec, identical: JSON.stringify(plain.json.generated_ids) === JSON.stringify(spec.json.generated_ids) };
+  return { sweep, serial, warm, diskBytesPerSecond, diskDirect: passes.every((p) => p.direct), plain, spec, identical: JSON.stringify(plain.json.generated_ids) === JSON.stringify(spec.json.generated_ids) };
 }
 
 /** Steady-state seconds per token: every step but step 0 (the prefill). */
@@ -216,37 +219,59 @@ function warmLine(p: WarmPhase, rounds: number, diskBytesPerSecond: number): { l
   };
 }
 
-export function speculativeReport(b: SpeculativeBench): string {
+export function speculativeReport(b: SpeculativeBench): PartReport {
+  const figures = new Figures("speculative");
   const s = b.spec.json.speculation;
+  const disk = figures.add("disk", "O_DIRECT read of trunk.bin, the best pass before and after the sweeps", b.diskBytesPerSecond / 1e9, "GB/s",
+    "a limit of this machine, measured in this part: the disk floors are set by it");
+  /** A sweep against 5 serial steps, and each against its disk floor. */
+  const pair = (name: string, what: string, sweep: { seconds: number; floor: number }, serial: { seconds: number; floor: number }) => {
+    const floorLimit = (x: { floor: number }) => ({ what: "its disk floor: the bytes it read at the O_DIRECT rate", value: x.floor, unit: "s" });
+    figures.add(`${name}.sweep.floor`, `${what}: one sweep over 1 + 4 positions against its disk floor`, sweep.seconds, "s", floorLimit(sweep));
+    figures.add(`${name}.serial.floor`, `${what}: 5 serial one-id steps against their disk floor`, serial.seconds, "s", floorLimit(serial));
+    const floors = figures.add(`${name}.floors`, `${what}: the sweep's disk floor against the serial steps'`, sweep.floor, "s",
+      { what: "the 5 serial steps' disk floor", value: serial.floor, unit: "s" });
+    const gain = figures.add(`${name}.sweep`, `${what}: one sweep over 1 + 4 positions against 5 serial one-id steps, --trunk-gb 1.5`, sweep.seconds, "s",
+      { what: "5 serial one-id steps", value: serial.seconds, unit: "s" }, name === "cold" ? { max: 1 / 3, source: "issue 13 (a fully accepted draft >= 3x faster)" } : undefined);
+    return { gain, floors };
+  };
   const sweep = phases(b.sweep, b.diskBytesPerSecond);
   const serial = phases(b.serial, b.diskBytesPerSecond);
-  const plain = decodeSecondsPerToken(b.plain.json);
-  const spec = decodeSecondsPerToken(b.spec.json);
-  return [
-    `speculative (K3-width, 1.5 GB streamed trunk, ${cacheGb} GB expert cache; O_DIRECT sequential read ${(b.diskBytesPerSecond / 1e9).toFixed(2)} GB/s):`,
+  const cold = pair("cold", "K3-width cold (a fresh dist/k3 each)", sweep, serial);
+  const ws = warmLine(b.warm.sweep, b.warm.rounds, b.diskBytesPerSecond);
+  const wr = warmLine(b.warm.serial, b.warm.rounds, b.diskBytesPerSecond);
+  const warm = pair("warm", `K3-width warm (one engine, mid-sequence, ${b.warm.rounds} rounds)`, ws, wr);
+  const plain = figures.add("plain.s_per_token", `K3-width, ${generation} tokens from a repetitive prompt, plain decode: s/token after step 0`, decodeSecondsPerToken(b.plain.json), "s/token",
+    "the baseline --spec 4 is measured against");
+  const spec = figures.add("spec4.s_per_token", `K3-width, ${generation} tokens, --spec 4: s/token after step 0, replays included`, decodeSecondsPerToken(b.spec.json), "s/token",
+    { what: "plain decode of the same prompt", value: plain.value, unit: "s/token" });
+  const accepted = s ? figures.add("spec4.accepted", "K3-width, --spec 4: ids accepted of those drafted (random weights: few agreeing n-grams)", s.accepted, "ids",
+    s.drafted > 0 ? { what: "ids drafted", value: s.drafted, unit: "ids" } : "nothing was drafted") : undefined;
+  const faster = (f: Figure) => (f.ratio ? (1 / f.ratio).toFixed(2) : "-");
+  const failures = b.identical ? [] : ["--spec 4 generated other ids than plain decode"];
+  const lines = [
+    `speculative (K3-width, 1.5 GB streamed trunk, ${cacheGb} GB expert cache; O_DIRECT sequential read ${disk.value.toFixed(2)} GB/s):`,
     `  one sweep over 1 + 4 positions ${sweep.seconds.toFixed(2)} s against 5 serial steps ${serial.seconds.toFixed(2)} s: ` +
-      `a fully accepted draft is ${(serial.seconds / sweep.seconds).toFixed(2)}x faster (issue 13 expects >= 3x; the disk floors' ratio is ${(serial.floor / sweep.floor).toFixed(2)}x)`,
+      `a fully accepted draft is ${faster(cold.gain)}x faster (issue 13 expects >= 3x: ${verdict(cold.gain)}; the disk floors' ratio is ${faster(cold.floors)}x)`,
     `    sweep  ${sweep.line}`,
     `    serial ${serial.line}`,
-    ...(() => {
-      const ws = warmLine(b.warm.sweep, b.warm.rounds, b.diskBytesPerSecond);
-      const wr = warmLine(b.warm.serial, b.warm.rounds, b.diskBytesPerSecond);
-      return [
-        `  warm, mid-sequence (one engine, ${b.warm.rounds} rounds, fresh ids each; load average ${b.warm.load.toFixed(2)} before): sweep ${ws.seconds.toFixed(2)} s against 5 serial steps ` +
-          `${wr.seconds.toFixed(2)} s per round: ${(wr.seconds / ws.seconds).toFixed(2)}x (the disk floors' ratio ${(wr.floor / ws.floor).toFixed(2)}x)`,
-        `    sweep  ${ws.line}`,
-        `    serial ${wr.line}`,
-      ];
-    })(),
-    `  ${generation} tokens from a repetitive prompt: plain ${plain.toFixed(3)} s/token, --spec 4 ${spec.toFixed(3)} s/token after step 0, replays included ` +
-      `(${(plain / spec).toFixed(2)}x; load average ${b.plain.load.toFixed(2)} and ${b.spec.load.toFixed(2)} before); ` +
-      `${s ? `${s.sweeps} sweeps, ${s.drafted} drafted, ${s.accepted} accepted (${s.drafted > 0 ? ((100 * s.accepted) / s.drafted).toFixed(1) : "0.0"}%), ${s.emitted} emitted by sweeps, ${s.replays} replayed` : "no speculation figures"}; ` +
+    `  warm, mid-sequence (one engine, ${b.warm.rounds} rounds, fresh ids each; load average ${b.warm.load.toFixed(2)} before): sweep ${ws.seconds.toFixed(2)} s against 5 serial steps ` +
+      `${wr.seconds.toFixed(2)} s per round: ${faster(warm.gain)}x (the disk floors' ratio ${faster(warm.floors)}x)`,
+    `    sweep  ${ws.line}`,
+    `    serial ${wr.line}`,
+    `  ${generation} tokens from a repetitive prompt: plain ${plain.value.toFixed(3)} s/token, --spec 4 ${spec.value.toFixed(3)} s/token after step 0, replays included ` +
+      `(${faster(spec)}x; load average ${b.plain.load.toFixed(2)} and ${b.spec.load.toFixed(2)} before); ` +
+      `${s ? `${s.sweeps} sweeps, ${s.drafted} drafted, ${s.accepted} accepted (${s.drafted > 0 && accepted ? percent(accepted, 1) : "0.0%"}), ${s.emitted} emitted by sweeps, ${s.replays} replayed` : "no speculation figures"}; ` +
       `ids ${b.identical ? "identical" : "FAIL: DIFFERENT"}`,
-  ].join("\n");
+  ];
+  return {
+    lines, figures: figures.list, failures,
+    disk: [{ what: "O_DIRECT read of the K3-width trunk.bin, best pass (speculative)", value: disk.value, unit: "GB/s", direct: b.diskDirect }],
+  };
 }
 
 if (import.meta.main) {
-  const result = await benchSpeculative();
-  console.log(speculativeReport(result));
-  if (!result.identical) process.exit(1);
+  const report = speculativeReport(await benchSpeculative());
+  for (const line of report.lines) console.log(line);
+  if (report.failures.length > 0) process.exit(1);
 }

@@ -24,6 +24,7 @@ import { dirname, join } from "node:path";
 import { DirectFile, readCapacity } from "../src/native/file.ts";
 import { NativeBuffer } from "../src/native/memory.ts";
 import { benchIds, benchPaths, ensureExecutable, prepare, runStreamedK3, type StreamingPaths } from "./streaming.ts";
+import { Figures, times, type PartReport } from "./results.ts";
 
 const progress = (line: string) => process.stderr.write(`[state] ${line}\n`);
 const cacheGb = 2;
@@ -172,40 +173,53 @@ export async function benchState(paths = benchPaths()): Promise<StateBench> {
   }
 }
 
-const mb = (bytes: number) => `${(bytes / 1e6).toFixed(2)} MB`;
 const ms = (seconds: number) => `${(seconds * 1000).toFixed(1)} ms`;
 const rate = (bytes: number, seconds: number) => `${(bytes / 1e9 / seconds).toFixed(2)} GB/s`;
 
-export function stateReport(b: StateBench): string {
+export function stateReport(b: StateBench): PartReport {
+  const figures = new Figures("state");
   const save = b.saved.saved_state;
   const restore = b.resumed.resumed_from;
-  const prefill = b.whole.steps[0]?.seconds ?? 0;
-  const resumedFirst = b.resumed.steps[0]?.seconds ?? 0;
-  const coldFirst = b.cold.steps[0]?.seconds ?? 0;
   const chunk = b.whole.plan.prefill_chunk;
-  const tfPer = b.tf.seconds / b.tf.positions;
-  const prefillPer = prefill / b.prompt;
+  const size = figures.add("file", `K3-width state file after ${b.prompt} + ${savedTokens} ids`, b.fileBytes / 1e6, "MB", "the file's size, not a rate");
+  const plainWrite = { what: `a plain buffered write of as many bytes, best of ${limitTries}`, value: b.plainWrite * 1000, unit: "ms" };
+  const plainRead = { what: `a plain buffered read of the file, best of ${limitTries}`, value: b.plainRead * 1000, unit: "ms" };
+  const saved = save ? figures.add("save", "--save-state: the save", save.seconds * 1000, "ms", plainWrite) : undefined;
+  const restored = restore ? figures.add("restore", "--load-state: the restore", restore.seconds * 1000, "ms", plainRead) : undefined;
+  const direct = figures.add("direct_read", `an O_DIRECT read of the state file, best of ${limitTries}${b.direct.direct ? "" : " (buffered: O_DIRECT refused)"}`, b.direct.seconds * 1000, "ms",
+    "a limit: what a resume after the page cache lost the file would read at");
+  const firstStep = figures.add("resumed.first_step", `the resumed run's first step (the pending id) against a cold run's first step over the same ${b.saved.full_ids.length} ids`,
+    b.resumed.steps[0]?.seconds ?? 0, "s", { what: "the cold run's first step", value: b.cold.steps[0]?.seconds ?? NaN, unit: "s" });
+  const wholeRuns = figures.add("resumed.steps", `the resumed run's steps for ${resumedTokens} tokens against the cold run's`, b.resumed.steps.reduce((a, x) => a + x.seconds, 0), "s",
+    { what: "the cold run's steps", value: b.cold.steps.reduce((a, x) => a + x.seconds, 0), unit: "s" });
+  const prefill = b.whole.steps[0]?.seconds ?? 0;
+  const tf = figures.add("tf_check", `--tf-check over ${b.tfIds} ids: seconds per position against the chunked prefill's seconds per prompt id`, b.tf.seconds / b.tf.positions, "s/position",
+    { what: `the uninterrupted run's prefill of ${b.prompt} ids, per id`, value: prefill / b.prompt, unit: "s/position" });
+  const agree = figures.add("tf_check.agree", "--tf-check: positions whose prediction is the next id", b.tf.matches, "positions", { what: "positions checked", value: b.tf.positions, unit: "positions" });
   const out = [
     `state files and --tf-check (K3-width, ${trunkGb} GB streamed trunk, ${cacheGb} GB expert cache, ${b.prompt}-id prompt; ` +
       `load average ${b.loads.map((l) => l.toFixed(2)).join(", ")} before the ${b.loads.length} runs):`,
-    save && restore
-      ? `  state file ${mb(b.fileBytes)} (${save.positions} positions): saved in ${ms(save.seconds)} (${rate(b.fileBytes, save.seconds)}; a plain buffered write of as many bytes, best of ${limitTries}, ${ms(b.plainWrite)}: ` +
-        `${(save.seconds / b.plainWrite).toFixed(2)}x), restored in ${ms(restore.seconds)} (${rate(b.fileBytes, restore.seconds)}; a plain buffered read of the file ${ms(b.plainRead)}: ` +
-        `${(restore.seconds / b.plainRead).toFixed(2)}x; an O_DIRECT read of it ${ms(b.direct.seconds)}, ${rate(b.fileBytes, b.direct.seconds)}${b.direct.direct ? "" : " [buffered: O_DIRECT refused]"})`
+    save && restore && saved && restored
+      ? `  state file ${size.value.toFixed(2)} MB (${save.positions} positions): saved in ${ms(save.seconds)} (${rate(b.fileBytes, save.seconds)}; a plain buffered write of as many bytes, best of ${limitTries}, ${ms(b.plainWrite)}: ` +
+        `${times(saved)}), restored in ${ms(restore.seconds)} (${rate(b.fileBytes, restore.seconds)}; a plain buffered read of the file ${ms(b.plainRead)}: ` +
+        `${times(restored)}; an O_DIRECT read of it ${direct.value.toFixed(1)} ms, ${rate(b.fileBytes, b.direct.seconds)}${b.direct.direct ? "" : " [buffered: O_DIRECT refused]"})`
       : "  FAIL: the runs reported no saved or restored state",
-    `  resumed run's first step (the pending id) ${resumedFirst.toFixed(2)} s against a cold run's first step over the same ${b.saved.full_ids.length} ids ${coldFirst.toFixed(2)} s ` +
-      `(${(coldFirst / resumedFirst).toFixed(1)}x); whole runs ${b.resumed.steps.reduce((a, s) => a + s.seconds, 0).toFixed(2)} s against ${b.cold.steps.reduce((a, s) => a + s.seconds, 0).toFixed(2)} s of steps for ${resumedTokens} tokens; ` +
+    `  resumed run's first step (the pending id) ${firstStep.value.toFixed(2)} s against a cold run's first step over the same ${b.saved.full_ids.length} ids ${(firstStep.limit?.value ?? NaN).toFixed(2)} s ` +
+      `(${firstStep.ratio ? (1 / firstStep.ratio).toFixed(1) : "-"}x); whole runs ${wholeRuns.value.toFixed(2)} s against ${(wholeRuns.limit?.value ?? NaN).toFixed(2)} s of steps for ${resumedTokens} tokens; ` +
       `ids ${b.failures.length === 0 ? "identical to the uninterrupted run" : "see FAIL"}`,
-    `  --tf-check over ${b.tfIds} ids: ${b.tf.matches}/${b.tf.positions} agree, ${b.tf.seconds.toFixed(2)} s in ${Math.ceil(b.tf.positions / chunk)} chunks ` +
-      `(${tfPer.toFixed(4)} s per position) against the uninterrupted run's prefill of ${b.prompt} ids in ${Math.ceil(b.prompt / chunk)} chunks of up to ${chunk}, ` +
-      `${prefill.toFixed(2)} s (${prefillPer.toFixed(4)} s per prompt id): ${(tfPer / prefillPer).toFixed(2)}x`,
+    `  --tf-check over ${b.tfIds} ids: ${agree.value}/${b.tf.positions} agree, ${b.tf.seconds.toFixed(2)} s in ${Math.ceil(b.tf.positions / chunk)} chunks ` +
+      `(${tf.value.toFixed(4)} s per position) against the uninterrupted run's prefill of ${b.prompt} ids in ${Math.ceil(b.prompt / chunk)} chunks of up to ${chunk}, ` +
+      `${prefill.toFixed(2)} s (${(prefill / b.prompt).toFixed(4)} s per prompt id): ${times(tf)}`,
     ...b.failures.map((f) => `  FAIL: ${f}`),
   ];
-  return out.join("\n");
+  return {
+    lines: out, figures: figures.list, failures: b.failures,
+    disk: [{ what: "one O_DIRECT read of the state file, best of 3 (state)", value: b.fileBytes / 1e9 / b.direct.seconds, unit: "GB/s", direct: b.direct.direct }],
+  };
 }
 
 if (import.meta.main) {
-  const result = await benchState();
-  console.log(stateReport(result));
-  if (result.failures.length > 0) process.exit(1);
+  const report = stateReport(await benchState());
+  for (const line of report.lines) console.log(line);
+  if (report.failures.length > 0) process.exit(1);
 }

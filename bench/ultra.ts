@@ -11,7 +11,8 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { benchPaths, ensureExecutable, prepare, runK3, type StreamingRun } from "./streaming.ts";
+import { benchPaths, ensureExecutable, prepare, runK3, slug, type StreamingRun } from "./streaming.ts";
+import { Figures, type PartReport } from "./results.ts";
 
 export interface UltraBench {
   laptop: StreamingRun;
@@ -62,33 +63,45 @@ export async function benchUltra(paths = benchPaths()): Promise<UltraBench> {
 const gb = (bytes: number) => `${(bytes / 1e9).toFixed(3)} GB`;
 const mb = (bytes: number) => `${(bytes / 1e6).toFixed(1)} MB`;
 
-export function ultraReport(b: UltraBench): string {
+export function ultraReport(b: UltraBench): PartReport {
+  const figures = new Figures("ultra");
   const out = [
     `ultra (K3-width, packed trunk; embedding + LM head ${mb(b.tablesBytes)} resident in the laptop run; ` +
       `load average ${b.loads.map((l) => l.toFixed(2)).join(", ")} before the three runs):`,
   ];
   for (const r of [b.laptop, b.ultra, b.laptopUltra]) {
+    const name = slug(r.label);
     const tables = term(r, "embed + lm_head") ?? term(r, "embed + lm_head (STREAMED)");
+    const peak = r.peakRss === undefined ? undefined
+      : figures.add(`${name}.peak_rss`, `K3-width, ${r.label}: peak RSS`, r.peakRss / 1e9, "GB",
+        r.planTotal === undefined ? "the run's plan gave no TOTAL" : { what: "the memory plan's TOTAL", value: r.planTotal / 1e9, unit: "GB" });
+    const steady = r.steadySecondsPerToken === undefined ? undefined
+      : figures.add(`${name}.steady`, `K3-width, ${r.label}: s/token after step 0`, r.steadySecondsPerToken, "s/token", "the three runs' speeds side by side; the check is the peak RSS");
     out.push(
-      `  ${r.label.padEnd(22)} peak RSS ${r.peakRss === undefined ? "-" : gb(r.peakRss)} (plan ${r.planTotal === undefined ? "-" : gb(r.planTotal)}, ` +
-        `tables term ${tables === undefined ? "-" : mb(tables)}), ${r.steadySecondsPerToken?.toFixed(3) ?? "-"} s/token after step 0, ` +
+      `  ${r.label.padEnd(22)} peak RSS ${peak === undefined ? "-" : `${peak.value.toFixed(3)} GB`} (plan ${peak?.limit ? `${peak.limit.value.toFixed(3)} GB` : "-"}, ` +
+        `tables term ${tables === undefined ? "-" : mb(tables)}), ${steady?.value.toFixed(3) ?? "-"} s/token after step 0, ` +
         `read embedding ${mb(r.result?.embedding_bytes_read ?? 0)} + LM head ${mb(r.result?.lm_head_bytes_read ?? 0)}, ids [${r.generated?.join(",") ?? "-"}]`,
     );
   }
   const diff = (a: StreamingRun, c: StreamingRun) => (a.peakRss !== undefined && c.peakRss !== undefined ? a.peakRss - c.peakRss : undefined);
   const presetGap = diff(b.laptop, b.ultra);
   const sameBudgetGap = diff(b.laptop, b.laptopUltra);
+  const tables = { what: "the embedding and LM head (the laptop run's plan term)", value: b.tablesBytes / 1e6, unit: "MB" };
+  const gap = presetGap === undefined ? undefined
+    : figures.add("preset_gap", "K3-width: --preset laptop's peak RSS minus --preset ultra's", presetGap / 1e6, "MB", tables, { min: 1, source: "issue 13 (below by at least the tables)" });
+  const alone = sameBudgetGap === undefined ? undefined
+    : figures.add("mode_gap", "K3-width, the laptop budgets: the peak RSS --ultra-low-memory alone saves (it keeps a 4 MiB chunk buffer instead)", sameBudgetGap / 1e6, "MB", tables);
   out.push(
-    `  --preset ultra is ${presetGap === undefined ? "-" : gb(presetGap)} below --preset laptop (needs >= ${gb(b.tablesBytes)}: ` +
-      `${presetGap !== undefined && presetGap >= b.tablesBytes ? "met" : "FAIL"}); at the laptop budgets ultra mode alone saves ` +
-      `${sameBudgetGap === undefined ? "-" : mb(sameBudgetGap)} of the ${mb(b.tablesBytes)} of tables (it keeps a 4 MiB chunk buffer instead)`,
+    `  --preset ultra is ${gap === undefined ? "-" : gb(1e6 * gap.value)} below --preset laptop (needs >= ${gb(b.tablesBytes)}: ` +
+      `${gap?.target?.met ? "met" : "FAIL"}); at the laptop budgets ultra mode alone saves ` +
+      `${alone === undefined ? "-" : `${alone.value.toFixed(1)} MB`} of the ${mb(b.tablesBytes)} of tables (it keeps a 4 MiB chunk buffer instead)`,
   );
   for (const f of b.failures) out.push(`  FAIL: ${f}`);
-  return out.join("\n");
+  return { lines: out, figures: figures.list, failures: b.failures };
 }
 
 if (import.meta.main) {
-  const result = await benchUltra();
-  console.log(ultraReport(result));
-  if (result.failures.length > 0) process.exit(1);
+  const report = ultraReport(await benchUltra());
+  for (const line of report.lines) console.log(line);
+  if (report.failures.length > 0) process.exit(1);
 }
