@@ -5,6 +5,7 @@
  * the model makes logits, the sampler picks, stop ids and the caller end the run.
  */
 import type { Forward, Outputs, Rewindable, RunOptions } from "../model/sequence.ts";
+import { maskCount, maskHas, maskLogits, type Constraint } from "./constraint.ts";
 import type { Drafter } from "./drafter.ts";
 import { greedy, type Sampler } from "./sampler.ts";
 import type { StepBatch } from "./step-batch.ts";
@@ -41,6 +42,16 @@ export interface DecodeOptions<State = unknown> {
   prefillBreaks?: readonly number[];
   /** Picks each token from its logits; greedy (ties to the lowest id) when omitted. */
   sampler?: Sampler;
+  /**
+   * Masks the logits the sampler draws from (decode/constraint.ts); the ids it forces are fed
+   * without sampling, several in one forward call. Without it nothing is masked.
+   */
+  constraint?: Constraint;
+  /**
+   * Told each id with the row it was chosen from (masked when a constraint masked it), before
+   * onToken; `row` is undefined for an id a constraint forced (fed without logits of its own).
+   */
+  onChosen?: (token: number, row: Float32Array | undefined) => void;
   /** Emitting one of these ends the run with `stop`; the id itself is kept in `generated`. */
   stopIds?: ReadonlySet<number>;
   /** Told each token as it is chosen; returning a reason ends the run after that token. */
@@ -91,6 +102,8 @@ export interface SpeculationStats {
 
 export interface DecodeResult {
   generated: number[];
+  /** Ids a constraint forced (each the only one its mask allowed), emitted without sampling. */
+  forcedIds: number;
   /** Prompt ids the state consumed: all of them, unless the run was cancelled during the prefill. */
   promptFed: number;
   speculation?: SpeculationStats;
@@ -164,14 +177,28 @@ async function prefill<State>(
  */
 function emitter(options: DecodeOptions<never>) {
   const sampler = options.sampler ?? greedy;
-  const out = { generated: [] as number[], steps: [] as StepRecord[], finish: undefined as FinishReason | undefined };
-  /** Picks the next id and tells the caller at once (a streamed token does not wait for the step's bookkeeping). */
-  const choose = (logits: Float32Array): number => {
-    const token = sampler.choose(logits);
+  const constraint = options.constraint;
+  const out = { generated: [] as number[], steps: [] as StepRecord[], finish: undefined as FinishReason | undefined, forced: 0 };
+  /** An id is emitted: the sampler's history, the caller, a stop id. */
+  const take = (token: number, row: Float32Array | undefined): number => {
     sampler.accept?.(token);
     out.generated.push(token);
+    options.onChosen?.(token, row);
     out.finish = options.onToken?.(token, out.generated.length - 1) || (options.stopIds?.has(token) ? "stop" : undefined);
     return token;
+  };
+  /** Picks the next id and tells the caller at once (a streamed token does not wait for the step's bookkeeping). */
+  const choose = async (logits: Float32Array): Promise<number> => {
+    const mask = constraint && (await constraint.allowed());
+    if (!mask) return take(sampler.choose(logits), logits);
+    const { count, first } = maskCount(mask, logits.length);
+    if (count === 0) throw new Error("decode: the constraint allows no id at this point");
+    const row = maskLogits(logits, mask);
+    // One allowed id is taken without a draw; an allowed row of -Infinity or NaN logits gives the lowest allowed id.
+    let token = count === 1 ? first : sampler.choose(row);
+    if (!maskHas(mask, token)) token = first;
+    constraint.accept(token);
+    return take(token, row);
   };
   /** Closes the step of the last id chosen: its wall time from `started`, reported. */
   const record = (started: number): void => {
@@ -180,12 +207,31 @@ function emitter(options: DecodeOptions<never>) {
     out.steps.push(record);
     options.afterStep?.(record);
   };
-  const emit = (logits: Float32Array, started: number): number => {
-    const token = choose(logits);
+  const emit = async (logits: Float32Array, started: number): Promise<number> => {
+    const token = await choose(logits);
     record(started);
     return token;
   };
-  return { out, emit, choose, record };
+  /**
+   * The ids the constraint forces next, emitted as steps of their own (no logits, no draw), at
+   * most `limit`; the emission stops early where the run ends. Returns those emitted.
+   */
+  const emitForced = async (limit: number): Promise<number[]> => {
+    if (!constraint || limit <= 0) return [];
+    const forced = await constraint.takeForced(limit);
+    const emitted: number[] = [];
+    for (const token of forced) {
+      options.beforeStep?.(out.generated.length);
+      const started = performance.now();
+      take(token, undefined);
+      out.forced++;
+      emitted.push(token);
+      record(started);
+      if (out.finish !== undefined) break;
+    }
+    return emitted;
+  };
+  return { out, emit, choose, record, emitForced };
 }
 
 /**
@@ -216,15 +262,15 @@ export async function decode<State>(model: Forward<State>, prompt: readonly numb
       model.release(fresh);
     }
     if (step === 0) firstLogits = logits.slice();
-    emit(logits, started);
+    await emit(logits, started);
   }
   const promptFed = out.generated.length > 0 ? prompt.length : 0;
-  return { generated: out.generated, promptFed, steps: out.steps, firstLogits, finish: out.finish ?? "length" };
+  return { generated: out.generated, forcedIds: out.forced, promptFed, steps: out.steps, firstLogits, finish: out.finish ?? "length" };
 }
 
 /** Incremental decode: prefill once, then one id per step, or with speculation up to maxDraft + 1 ids per sweep. */
 async function decodeIncremental<State>(model: Forward<State>, prompt: readonly number[], options: DecodeOptions<State>): Promise<DecodeResult> {
-  const { out, emit, choose, record } = emitter(options as DecodeOptions<never>);
+  const { out, emit, choose, record, emitForced } = emitter(options as DecodeOptions<never>);
   const { generated, steps } = out;
   let firstLogits: Float32Array | undefined;
   let promptFed = 0;
@@ -273,17 +319,17 @@ async function decodeIncremental<State>(model: Forward<State>, prompt: readonly 
     if (options.maxNewTokens === 0) {
       // Nothing to generate: a caller that keeps the state still gets the prompt absorbed.
       if (options.state && prompt.length > 0) promptFed = (await prefill(forward, prompt, options)).fed;
-      return { generated, promptFed, steps, firstLogits, finish: promptFed < prompt.length ? "cancelled" : "length" };
+      return { generated, forcedIds: 0, promptFed, steps, firstLogits, finish: promptFed < prompt.length ? "cancelled" : "length" };
     }
     options.beforeStep?.(0);
     const prefillStarted = performance.now();
     const prefilled = await prefill(forward, prompt, options);
     promptFed = prefilled.fed;
-    if (!prefilled.logits) return { generated, promptFed, steps, firstLogits, finish: "cancelled" };
+    if (!prefilled.logits) return { generated, forcedIds: 0, promptFed, steps, firstLogits, finish: "cancelled" };
     fed.push(...prompt);
     spec?.drafter.sync?.(fed);
     firstLogits = prefilled.logits.slice();
-    emit(prefilled.logits, prefillStarted);
+    await emit(prefilled.logits, prefillStarted);
     while (out.finish === undefined && generated.length < options.maxNewTokens) {
       await yieldToEventLoop();
       if (options.cancelled?.()) {
@@ -291,6 +337,19 @@ async function decodeIncremental<State>(model: Forward<State>, prompt: readonly 
         break;
       }
       const pending = generated[generated.length - 1] as number;
+      // Forced ids go into the state with the pending one, in one call; one id of the budget is left to choose after them.
+      const stateRoom = typeof rewind.capacity === "number" ? rewind.capacity - rewind.position - 2 : Number.POSITIVE_INFINITY;
+      const forced = await emitForced(Math.min(options.maxNewTokens - generated.length - 1, stateRoom));
+      if (forced.length > 0) {
+        const kept = out.finish === undefined ? forced : forced.slice(0, -1);
+        options.beforeStep?.(generated.length);
+        const started = performance.now();
+        const next = await forward([pending, ...kept]);
+        fed.push(pending, ...kept);
+        spec?.drafter.sync?.(fed);
+        if (out.finish === undefined) await emit(next, started);
+        continue;
+      }
       const remaining = options.maxNewTokens - generated.length;
       options.beforeStep?.(generated.length);
       const started = performance.now();
@@ -301,7 +360,7 @@ async function decodeIncremental<State>(model: Forward<State>, prompt: readonly 
         const next = await forward([pending]);
         fed.push(pending);
         spec?.drafter.sync?.(fed);
-        emit(next, started);
+        await emit(next, started);
         continue;
       }
       // One forward over the pending id and the draft, logits at every position (runtime.md 9.2).
@@ -312,7 +371,7 @@ async function decodeIncremental<State>(model: Forward<State>, prompt: readonly 
       for (let i = 0; i <= draft.length; i++) {
         const stepStarted = i === 0 ? started : performance.now();
         if (i > 0) options.beforeStep?.(generated.length); // later ids of a sweep cost nothing more, unless the sweep ends there
-        const token = choose(rows.subarray(i * V, (i + 1) * V));
+        const token = await choose(rows.subarray(i * V, (i + 1) * V));
         const last = out.finish !== undefined || i === draft.length || token !== draft[i];
         // The sweep's last id pays for what the sweep leaves to do (a replay, the drafter's sync), so every forward is in a step's time.
         if (last) await settle(verified, i + 1);
@@ -325,5 +384,5 @@ async function decodeIncremental<State>(model: Forward<State>, prompt: readonly 
     if (snapshot) (snapshot as { free(): void }).free();
     if (!options.state) model.release(state);
   }
-  return { generated, promptFed, steps, firstLogits, finish: out.finish ?? "length", ...(stats && { speculation: stats }) };
+  return { generated, forcedIds: out.forced, promptFed, steps, firstLogits, finish: out.finish ?? "length", ...(stats && { speculation: stats }) };
 }
