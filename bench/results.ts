@@ -12,6 +12,8 @@
  * the format with one line naming the file and the field.
  */
 
+import { K3Error } from "../src/errors.ts";
+
 export const resultsFormat = "k3-bench";
 export const resultsVersion = 1;
 
@@ -192,7 +194,11 @@ export function renderResults(r: BenchResults): string {
 }
 
 /** A results file that breaks the format: the message is one line naming the file and the field. */
-export class ResultsError extends Error {}
+export class ResultsError extends K3Error {
+  constructor(message: string) {
+    super(1, message);
+  }
+}
 
 type Json = unknown;
 

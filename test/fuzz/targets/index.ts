@@ -5,6 +5,7 @@
 import type { FuzzTarget, Seed } from "../harness.ts";
 import { argvTarget } from "./argv.ts";
 import { batchFileTarget } from "./batch-file.ts";
+import { benchResultsTarget } from "./bench-results.ts";
 import { chatRequestTarget } from "./chat-request.ts";
 import { chatStreamTarget } from "./chat-stream.ts";
 import { completionRequestTarget } from "./completion-request.ts";
@@ -43,4 +44,5 @@ export const targets: readonly FuzzTarget<Seed>[] = [
   chatStreamTarget,
   requestHeadersTarget,
   batchFileTarget,
+  benchResultsTarget,
 ];
