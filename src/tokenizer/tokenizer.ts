@@ -116,6 +116,11 @@ export class Tokenizer {
     return `[TOK] ${this.rankCount} ranks (max id ${this.vocabSize - 1}) + ${listed} added tokens | kimi=1 rankbpe=1`;
   }
 
+  /** The bytes of one id (a grammar engine's view of the vocabulary); a view, not a copy. */
+  tokenBytes(id: number): Uint8Array {
+    return this.bytesOf(id);
+  }
+
   private bytesOf(id: number): Uint8Array {
     if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) {
       throw usageError(`token id ${id} is outside the vocabulary [0, ${this.vocabSize})`);

@@ -14,6 +14,7 @@ import { downloadRecordTarget } from "./download-record.ts";
 import { draftTrunkJsonTarget } from "./draft-trunk-json.ts";
 import { expertTraceTarget } from "./expert-trace.ts";
 import { hubAnswersTarget } from "./hub-answers.ts";
+import { jsonSchemaTarget } from "./json-schema.ts";
 import { idsTextTarget } from "./ids-text.ts";
 import { requestHeadersTarget } from "./request-headers.ts";
 import { safetensorsTarget } from "./safetensors.ts";
@@ -45,4 +46,5 @@ export const targets: readonly FuzzTarget<Seed>[] = [
   requestHeadersTarget,
   batchFileTarget,
   benchResultsTarget,
+  jsonSchemaTarget,
 ];
