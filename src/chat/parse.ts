@@ -79,6 +79,7 @@ export class ReplyParser {
   private calls = 0;
   private warnedClosed = false;
   private ended: ReplyEnd | "finished" | undefined;
+  private channel: "reasoning" | "content" | "structure" = "structure";
 
   constructor(tokenizer: Tokenizer, options: ReplyParserOptions) {
     this.tokenizer = tokenizer;
@@ -101,9 +102,18 @@ export class ReplyParser {
     return this.calls;
   }
 
+  /**
+   * Where the last id pushed went: the reasoning's or the response's text (what logprobs report
+   * per section), or structure (a tag, a tool call, a stop id).
+   */
+  get lastChannel(): "reasoning" | "content" | "structure" {
+    return this.channel;
+  }
+
   /** Feeds one generated id. After the reply has ended, ids are ignored. */
   push(id: number): ReplyEvent[] {
     const out: ReplyEvent[] = [];
+    this.channel = "structure";
     if (this.ended !== undefined) return out;
     const c = this.controls;
     if (this.stops.has(id)) {
@@ -145,13 +155,16 @@ export class ReplyParser {
     switch (this.state) {
       case "reasoning":
         this.atStart = false;
+        this.channel = "reasoning";
         this.emit(out, "reasoning", this.reasoning.push(bytes));
         return;
       case "content":
         this.atStart = false;
+        this.channel = "content";
         this.emit(out, "content", this.content.push(bytes));
         return;
       case "between":
+        this.channel = "content";
         this.emit(out, "content", this.betweenText.push(this.between.push(bytes)));
         return;
       case "tools":

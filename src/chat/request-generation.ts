@@ -2,7 +2,8 @@
  * The part of a request body both completion endpoints share: how to generate, not what from.
  * The sampling knobs (read as numbers, checked by the one table of ranges in
  * decode/sampling-options.ts that the flags and /set use too; chat.md 3.4 rule 5: any valid
- * value is accepted), the reply's length, stop strings, `n`, `logprobs` (refused), and streaming. Read here once, for
+ * value is accepted), the reply's length, stop strings, `n`, log-probabilities (chat: `logprobs` and
+ * `top_logprobs`; completions: the legacy `logprobs` count), and streaming. Read here once, for
  * /v1/chat/completions (request.ts) and /v1/completions (serve/text-completion.ts), so a field
  * gets the same verdict, with the same name, at either.
  */
@@ -32,15 +33,32 @@ export function objectFields(root: JsonValue, source: string): Fields {
   return new Fields(root, "");
 }
 
+/** OpenAI's bounds on the alternatives per id: chat's `top_logprobs`, the legacy completions `logprobs`. */
+export const logprobLimits = { chatTop: 20, completionsTop: 5 } as const;
+
+/**
+ * How many alternatives per id the request wants with its log-probabilities, or undefined for
+ * none. Chat: `logprobs: true`, `top_logprobs` 0-20 (which needs `logprobs`); completions: the
+ * legacy `logprobs` 0-5.
+ */
+function readLogprobs(body: Fields, shape: "chat" | "completions"): number | undefined {
+  const given = (key: string) => body.value(key) !== undefined && body.value(key) !== null;
+  if (shape === "completions") {
+    if (given("top_logprobs")) throw refuse("top_logprobs", "is a chat-completions field; /v1/completions takes logprobs: 0-5 (alternatives per id)");
+    return given("logprobs") ? body.integer("logprobs", 0, logprobLimits.completionsTop) : undefined;
+  }
+  const on = given("logprobs") ? body.boolean("logprobs") : undefined;
+  const top = given("top_logprobs") ? body.integer("top_logprobs", 0, logprobLimits.chatTop) : undefined;
+  if (top !== undefined && on !== true) throw refuse("top_logprobs", "needs logprobs: true");
+  return on === true ? top ?? 0 : undefined;
+}
+
 /**
  * The generation fields of `body`; `maxTokenFields` are the endpoint's names for the reply's
  * length, the first given wins (chat: `max_completion_tokens`, then `max_tokens`).
  */
-export function readGenerationFields(body: Fields, maxTokenFields: readonly string[]): GenerationFields {
-  // Token probabilities are not reported: asking for them is refused at both endpoints, never ignored.
-  const logprobs = body.value("logprobs");
-  if (logprobs !== undefined && logprobs !== false) throw refuse("logprobs", "token probabilities are not supported (k3 does not report them)");
-  if (body.has("top_logprobs")) throw refuse("top_logprobs", "token probabilities are not supported (k3 does not report them)");
+export function readGenerationFields(body: Fields, maxTokenFields: readonly string[], shape: "chat" | "completions"): GenerationFields {
+  const logprobs = readLogprobs(body, shape);
   const choices = body.integer("n", 1, inputLimits.requestChoices) ?? 1;
   const lengths = maxTokenFields.map((key) => body.integer(key, 1, Number.POSITIVE_INFINITY));
   const streamOptions = body.object("stream_options");
@@ -51,6 +69,7 @@ export function readGenerationFields(body: Fields, maxTokenFields: readonly stri
     stream: body.boolean("stream") ?? false,
     includeUsage: streamOptions?.boolean("include_usage") ?? false,
     choices,
+    logprobs,
   };
 }
 

@@ -89,6 +89,8 @@ export interface GenerationFields {
   readonly includeUsage: boolean;
   /** `n`: how many choices to generate from the one prompt, each decoding as one sequence of a batch after one shared prefill (the server checks it against --parallel). */
   readonly choices: number;
+  /** Log-probabilities with this many alternatives per id (chat: `top_logprobs`; completions: `logprobs`); undefined: none. */
+  readonly logprobs: number | undefined;
 }
 
 export interface ChatRequest extends GenerationFields {

@@ -61,6 +61,6 @@ function readRequest(body: Fields, options: ParseOptions): ChatRequest {
   const responseFormat = parseResponseFormat(body);
   return {
     model: body.string("model"), messages, tools, thinking, effort, toolChoice, responseFormat,
-    ...readGenerationFields(body, ["max_completion_tokens", "max_tokens"]), notes,
+    ...readGenerationFields(body, ["max_completion_tokens", "max_tokens"], "chat"), notes,
   };
 }

@@ -15,6 +15,10 @@ import type { Tokenizer } from "../tokenizer/index.ts";
 import type { PrefillProgress } from "../session/conversation.ts";
 import { generateReplies, type GenerationSource } from "../session/reply.ts";
 import type { ReplyEvent } from "../chat/parse.ts";
+import { ReplyConstraint, type ReplyShape } from "../chat/constraint/reply-constraint.ts";
+import { replyShape } from "../chat/constraint/shape.ts";
+import type { TokenLogprob } from "../decode/logprobs.ts";
+import type { ReplyLogprobs } from "../session/reply.ts";
 import { statsOf, usageOf, type CompletionStats, type Usage } from "./turn-stats.ts";
 
 export type { GenerationSource };
@@ -30,6 +34,10 @@ export interface CompletionChoice {
   index: number;
   message: AssistantMessage;
   finishReason: OpenAIFinishReason;
+  /** With `logprobs`: every id of the reasoning and of the response's text. */
+  logprobs?: ReplyLogprobs;
+  /** Streaming: the entries not yet sent with a delta (they go with the choice's last chunk). */
+  unsentLogprobs?: ReplyLogprobs;
 }
 
 export interface Completion {
@@ -43,22 +51,33 @@ export interface CompletionLimits {
   defaultMaxTokens: number;
 }
 
-/** The chat defaults under the request's sampling knobs (checked when the request was read), the prompt, and the reply budget against the context. */
-export function prepareCompletion(request: ChatRequest, tokenizer: Tokenizer, capacity: number, limits: CompletionLimits) {
+export interface PreparedCompletion {
+  request: ChatRequest;
+  sampling: ReturnType<typeof resolveSampling>;
+  rendered: ReturnType<typeof renderChat>;
+  maxTokens: number;
+  /** What the reply is held to (response_format, tools), compiled; undefined: nothing is masked. */
+  shape: ReplyShape | undefined;
+}
+
+/**
+ * The chat defaults under the request's sampling knobs (checked when the request was read), the
+ * prompt, the reply budget against the context, and the reply's constraint, compiled (a schema
+ * that cannot be enforced is refused here, before anything is generated).
+ */
+export async function prepareCompletion(request: ChatRequest, tokenizer: Tokenizer, capacity: number, limits: CompletionLimits): Promise<PreparedCompletion> {
   const sampling = resolveSampling({ ...request.sampling, seed: request.sampling.seed ?? freshSeed() }, samplingDefaults.chat, "field");
   const rendered = renderChat(request, tokenizer, capacity);
   const maxTokens = fitReply({
     promptIds: rendered.ids.length, maxTokens: request.maxTokens, defaultMaxTokens: limits.defaultMaxTokens, capacity,
     promptField: "messages", maxTokensField: "max_tokens",
   });
-  return { request, sampling, rendered, maxTokens };
+  return { request, sampling, rendered, maxTokens, shape: await replyShape(request, tokenizer) };
 }
 
-export type PreparedCompletion = ReturnType<typeof prepareCompletion>;
-
 export interface CompletionEvents {
-  /** Every delta of choice `index` as it is produced. */
-  onDelta: (delta: Delta, index: number) => void;
+  /** Every delta of choice `index` as it is produced, with the log-probabilities of its ids when asked for. */
+  onDelta: (delta: Delta, index: number, logprobs?: Partial<ReplyLogprobs>) => void;
   /** Choice `index` has ended (before the others have, with several). */
   onChoiceEnd?: (choice: CompletionChoice) => void;
   cancelled: () => boolean;
@@ -70,23 +89,32 @@ export interface CompletionEvents {
 export async function runCompletion(
   prepared: PreparedCompletion, source: GenerationSource, tokenizer: Tokenizer, stopIds: ReadonlySet<number>, events: CompletionEvents,
 ): Promise<Completion> {
-  const { request, sampling, rendered, maxTokens } = prepared;
+  const { request, sampling, rendered, maxTokens, shape } = prepared;
+  const unsent = Array.from({ length: request.choices }, (): ReplyLogprobs => ({ content: [], reasoning: [] }));
   const replies = generateReplies(source, rendered, tokenizer, Array.from({ length: request.choices }, (_, index) => {
     let calls = 0;
-    const onDelta = (delta: Delta) => events.onDelta(delta, index);
+    const pending = unsent[index] as ReplyLogprobs;
+    const withLogprobs = request.logprobs !== undefined;
+    const onDelta = (delta: Delta, channel?: keyof ReplyLogprobs) =>
+      events.onDelta(delta, index, withLogprobs && channel ? { [channel]: pending[channel].splice(0) } : undefined);
     return {
       thinking: request.thinking, sampling: choiceSampling(sampling, index), maxNewTokens: maxTokens, stopIds, stop: request.stop,
       cancelled: events.cancelled, onPrefill: index === 0 ? events.onPrefill : undefined,
+      constraint: shape && new ReplyConstraint(shape, tokenizer, tokenizer.vocabSize),
+      logprobs: request.logprobs,
+      onLogprob: (entry: TokenLogprob, channel: "reasoning" | "content" | "structure") => {
+        if (channel !== "structure") pending[channel].push(entry);
+      },
       onEvent: (event: ReplyEvent) => {
-        if (event.kind === "reasoning") onDelta({ reasoning_content: event.text });
-        else if (event.kind === "content") onDelta({ content: event.text });
+        if (event.kind === "reasoning") onDelta({ reasoning_content: event.text }, "reasoning");
+        else if (event.kind === "content") onDelta({ content: event.text }, "content");
         else if (event.kind === "tool_call") onDelta({ tool_calls: [{ index: calls++, ...openAIToolCall(event.call) }] });
       },
     };
   }));
   const done = await Promise.all(replies.map(async (reply, index) => {
-    const { message, finishReason, turn } = await reply;
-    const choice = { index, message, finishReason };
+    const { message, finishReason, turn, logprobs } = await reply;
+    const choice = { index, message, finishReason, ...(logprobs && { logprobs, unsentLogprobs: unsent[index] }) };
     events.onChoiceEnd?.(choice);
     return { choice, turn };
   }));

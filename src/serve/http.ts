@@ -17,6 +17,8 @@ import { excerpt, fieldError, runtimeError } from "../errors.ts";
 import { apiError, errorResponse, fromThrown } from "./errors.ts";
 import { pageRoutes } from "./page-routes.ts";
 import { hostAllowed, originAllowed, originPolicy, type OriginPolicy } from "./request-origin.ts";
+import { chatLogprobs, legacyLogprobs } from "./logprob-shapes.ts";
+import type { ReplyLogprobs } from "../session/reply.ts";
 import { parseTextRequest, runTextCompletion, type TextChoice, type TextRequest } from "./text-completion.ts";
 
 export interface ServeOptions {
@@ -194,12 +196,12 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
   const admission = new GenerationQueue(options.queue);
   const queueFull = () => errorResponse(apiError(429, "rate_limit_error", `the queue is full (${options.queue} waiting); try again`, "queue_full"), { "retry-after": "1" });
   /** Runs `parse` in its turn at admission (429 when too many wait), before the request may join the generation queue. */
-  async function admitted<T>(parse: () => T): Promise<T | Response> {
+  async function admitted<T>(parse: () => T | Promise<T>): Promise<T | Response> {
     const gate = admission.enter();
     if (!gate) return queueFull();
     const done = await gate.ready;
     try {
-      return parse();
+      return await parse();
     } catch (error) {
       return errorResponse(fromThrown(error));
     } finally {
@@ -296,13 +298,15 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     if (!turn) return queueFull();
     const head = { id: `cmpl-${crypto.randomUUID().replaceAll("-", "")}`, object: "text_completion", created: Math.floor(Date.now() / 1000), model: options.modelName };
     const cancelled = () => req.signal.aborted;
-    const choiceOf = (c: TextChoice) => ({ index: c.index, text: c.text, logprobs: null, finish_reason: c.finishReason });
+    const choiceOf = (c: TextChoice, entries = c.logprobs, offset = 0) => ({
+      index: c.index, text: c.text, logprobs: entries ? legacyLogprobs(entries, tokenizer, offset) : null, finish_reason: c.finishReason,
+    });
     if (!request.stream) {
       const release = await turn.ready;
       try {
         const c = await runTextCompletion(request, source, tokenizer, stopIdSet, { onText: () => {}, cancelled });
         count(c.usage);
-        return Response.json({ ...head, choices: c.choices.map(choiceOf), usage: c.usage, k3: c.stats });
+        return Response.json({ ...head, choices: c.choices.map((choice) => choiceOf(choice)), usage: c.usage, k3: c.stats });
       } catch (error) {
         return errorResponse(fromThrown(error));
       } finally {
@@ -311,10 +315,16 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     }
     return sse(req, turn.ahead, async (send, progress) => {
       const release = await turn.ready;
+      /** Characters each choice has streamed: where its next chunk's text_offset starts. */
+      const sent: number[] = [];
       try {
         const c = await runTextCompletion(request, source, tokenizer, stopIdSet, {
-          onText: (text, index) => send({ ...head, choices: [{ index, text, logprobs: null, finish_reason: null }] }),
-          onChoiceEnd: (choice) => send({ ...head, choices: [choiceOf({ ...choice, text: "" })] }),
+          onText: (text, index, entries) => {
+            const offset = sent[index] ?? 0;
+            sent[index] = offset + text.length;
+            send({ ...head, choices: [{ index, text, logprobs: entries ? legacyLogprobs(entries, tokenizer, offset) : null, finish_reason: null }] });
+          },
+          onChoiceEnd: (choice) => send({ ...head, choices: [choiceOf({ ...choice, text: "" }, choice.unsent, sent[choice.index] ?? 0)] }),
           cancelled, onPrefill: progress,
         });
         count(c.usage);
@@ -328,11 +338,11 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
   async function chatCompletions(req: Request): Promise<Response> {
     const bytes = await readBody(req);
     if (bytes instanceof Response) return bytes;
-    const prepared = await admitted((): PreparedCompletion | Response => {
+    const prepared = await admitted(async (): Promise<PreparedCompletion | Response> => {
       const request = parseChatRequest(bytes, { source: "request" });
       if (request.model !== undefined && request.model !== options.modelName) return unknownModel(request.model);
       checkChoices(request.choices);
-      return prepareCompletion(request, tokenizer, source.capacity, { defaultMaxTokens: options.defaultMaxTokens });
+      return await prepareCompletion(request, tokenizer, source.capacity, { defaultMaxTokens: options.defaultMaxTokens });
     });
     if (prepared instanceof Response) return prepared;
     const turn = queue.enter(prepared.request.choices);
@@ -345,7 +355,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       try {
         const c = await runCompletion(prepared, source, tokenizer, stopIdSet, { onDelta: () => {}, cancelled });
         count(c.usage);
-        return Response.json(completionBody(head, c));
+        return Response.json(completionBody(head, c, tokenizer, prepared.request.logprobs !== undefined));
       } catch (error) {
         return errorResponse(fromThrown(error));
       } finally {
@@ -353,8 +363,12 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       }
     }
     return sse(req, turn.ahead, async (send, progress) => {
-      const chunk = (index: number, delta: Record<string, unknown>, finish: string | null) =>
-        send({ ...head, object: "chat.completion.chunk", choices: [{ index, delta, finish_reason: finish }] });
+      const logprobsOn = prepared.request.logprobs !== undefined;
+      const chunk = (index: number, delta: Record<string, unknown>, finish: string | null, logprobs?: Partial<ReplyLogprobs>) =>
+        send({
+          ...head, object: "chat.completion.chunk",
+          choices: [{ index, delta, ...(logprobsOn && { logprobs: logprobs ? chunkLogprobs(logprobs, tokenizer) : null }), finish_reason: finish }],
+        });
       // Each choice's role chunk opens its reply once the prompt is in: every prefill comment comes before the first data chunk.
       const opened = new Set<number>();
       const open = (index: number) => {
@@ -368,13 +382,13 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       const release = await turn.ready;
       try {
         const c = await runCompletion(prepared, source, tokenizer, stopIdSet, {
-          onDelta: (delta: Delta, index) => {
+          onDelta: (delta: Delta, index, logprobs) => {
             openAll();
-            chunk(index, delta, null);
+            chunk(index, delta, null, logprobs);
           },
           onChoiceEnd: (choice) => {
             openAll();
-            chunk(choice.index, {}, choice.finishReason);
+            chunk(choice.index, {}, choice.finishReason, choice.unsentLogprobs);
           },
           cancelled,
           onPrefill: (p) => {
@@ -519,10 +533,23 @@ function methodNotAllowed(allowed: string): Response {
   return errorResponse(apiError(405, "invalid_request_error", `method not allowed (use ${allowed})`, "method_not_allowed"), { allow: allowed });
 }
 
-function completionBody(head: { id: string; created: number; model: string }, c: Completion) {
+/** A chunk's or a choice's `logprobs`: the response's ids under `content`, the reasoning's under k3's `reasoning_content`. */
+function chunkLogprobs(l: Partial<ReplyLogprobs>, tokenizer: Tokenizer) {
+  return {
+    content: chatLogprobs(l.content ?? [], tokenizer),
+    ...(l.reasoning && l.reasoning.length > 0 && { reasoning_content: chatLogprobs(l.reasoning, tokenizer) }),
+    refusal: null,
+  };
+}
+
+function completionBody(head: { id: string; created: number; model: string }, c: Completion, tokenizer: Tokenizer, logprobsOn: boolean) {
   return {
     ...head, object: "chat.completion",
-    choices: c.choices.map((choice) => ({ index: choice.index, message: choice.message, finish_reason: choice.finishReason })),
+    choices: c.choices.map((choice) => ({
+      index: choice.index, message: choice.message,
+      ...(logprobsOn && { logprobs: choice.logprobs ? chunkLogprobs(choice.logprobs, tokenizer) : null }),
+      finish_reason: choice.finishReason,
+    })),
     usage: c.usage,
     k3: c.stats,
   };

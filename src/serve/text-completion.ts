@@ -5,6 +5,7 @@
  */
 import { Utf8Stream } from "../chat/utf8-stream.ts";
 import { finishReason, type OpenAIFinishReason } from "../chat/finish.ts";
+import { LogprobRecorder, type TokenLogprob } from "../decode/logprobs.ts";
 import { createSampler } from "../decode/sampling.ts";
 import { choiceSampling, freshSeed, resolveSampling, samplingDefaults, type SamplingOptions } from "../decode/sampling-options.ts";
 import { fitReply } from "../decode/reply-room.ts";
@@ -30,6 +31,8 @@ export interface TextRequest {
   includeUsage: boolean;
   /** `n`: the continuations to generate, each sampled with its own seed (choiceSampling). */
   choices: number;
+  /** The legacy `logprobs`: alternatives per id (0-5); undefined: none. */
+  logprobs: number | undefined;
 }
 
 /**
@@ -47,7 +50,7 @@ export function parseTextRequest(bytes: Uint8Array, tokenizer: Tokenizer, capaci
   const prompt = body.string("prompt");
   if (prompt === undefined || prompt.length === 0) throw fieldError("prompt", "expected a non-empty string");
   if (body.boolean("echo") === true) throw fieldError("echo", "not supported");
-  const generation = readGenerationFields(body, ["max_tokens"]);
+  const generation = readGenerationFields(body, ["max_tokens"], "completions");
   const sampling = resolveSampling({ ...generation.sampling, seed: generation.sampling.seed ?? freshSeed() }, samplingDefaults.chat, "field");
   checkTextFits(Buffer.byteLength(prompt), capacity, tokenizer, "prompt"); // before encoding: the work is bounded by the context
   const ids = tokenizer.encode(prompt); // control-token text becomes the control ids
@@ -58,6 +61,7 @@ export function parseTextRequest(bytes: Uint8Array, tokenizer: Tokenizer, capaci
   return {
     model: body.string("model"), ids, promptTokens: ids.length, maxTokens, sampling,
     stop: [...generation.stop], stream: generation.stream, includeUsage: generation.includeUsage, choices: generation.choices,
+    logprobs: generation.logprobs,
   };
 }
 
@@ -65,6 +69,10 @@ export interface TextChoice {
   index: number;
   text: string;
   finishReason: OpenAIFinishReason;
+  /** With `logprobs`: every generated id but a stop id, and those past a stop string. */
+  logprobs?: TokenLogprob[];
+  /** Streaming: the entries no text chunk carried yet (they go with the choice's last chunk). */
+  unsent?: TokenLogprob[];
 }
 
 export interface TextCompletion {
@@ -74,8 +82,8 @@ export interface TextCompletion {
 }
 
 export interface TextEvents {
-  /** Text of choice `index` as it is produced (whole characters, a stop string held back). */
-  onText: (text: string, index: number) => void;
+  /** Text of choice `index` as it is produced (whole characters, a stop string held back), with the entries of the ids since the last call when asked for. */
+  onText: (text: string, index: number, logprobs?: TokenLogprob[]) => void;
   onChoiceEnd?: (choice: TextChoice) => void;
   cancelled: () => boolean;
   onPrefill?: (progress: PrefillProgress) => void;
@@ -89,16 +97,29 @@ export async function runTextCompletion(
     const utf8 = new Utf8Stream();
     const stops = new StopStrings(request.stop);
     let text = "";
+    const sampling = choiceSampling(request.sampling, index);
+    const recorder = request.logprobs === undefined ? undefined : new LogprobRecorder(sampling, request.logprobs);
+    const all: TokenLogprob[] = [];
+    const unsent: TokenLogprob[] = [];
+    let chosen: TokenLogprob | undefined;
     const emit = (piece: string) => {
       if (!piece) return;
       text += piece;
-      events.onText(piece, index);
+      events.onText(piece, index, recorder && unsent.splice(0));
     };
     const options: TurnOptions = {
-      sampler: createSampler(choiceSampling(request.sampling, index)), maxNewTokens: request.maxTokens, stopIds,
+      sampler: createSampler(sampling), maxNewTokens: request.maxTokens, stopIds,
       cancelled: events.cancelled, onPrefill: index === 0 ? events.onPrefill : undefined,
+      onChosen: recorder && ((id, row) => {
+        chosen = recorder.record(id, row);
+      }),
       onToken: (id) => {
         if (stopIds.has(id)) return undefined; // the stop id ends the reply and is not text
+        if (chosen && !stops.hit) {
+          all.push(chosen);
+          unsent.push(chosen);
+        }
+        chosen = undefined;
         emit(stops.push(utf8.push(tokenizer.decode([id]))));
         return stops.hit ? "stop" : undefined;
       },
@@ -106,7 +127,7 @@ export async function runTextCompletion(
     const finish = (turn: TurnResult): TextChoice => {
       emit(stops.push(utf8.end()));
       emit(stops.flush());
-      const choice = { index, text, finishReason: finishReason(turn.finish, false) };
+      const choice = { index, text, finishReason: finishReason(turn.finish, false), ...(recorder && { logprobs: all, unsent: unsent.splice(0) }) };
       events.onChoiceEnd?.(choice);
       return choice;
     };

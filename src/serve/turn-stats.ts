@@ -33,6 +33,8 @@ export interface CompletionStats {
    * steps (its own included), and its rows' share of the bytes they read from disk.
    */
   batch?: { steps: number; shared_rows: number; bytes_read_share: number };
+  /** A constrained reply (response_format, tools): the ids its constraint forced, fed without sampling (summed over the choices). */
+  constraint?: { forced_ids: number };
 }
 
 /** `usage`, counting the prompt once as chat.md 4.6 does (`promptTokens`) and the reply as the ids generated, summed over the choices. */
@@ -69,5 +71,6 @@ export function statsOf(turns: readonly TurnResult[], seed: number): CompletionS
     }),
     ...(speculated[0] && { speculation: { max_draft: speculated[0].maxDraft, sweeps: sum("sweeps"), drafted: sum("drafted"), accepted: sum("accepted") } }),
     ...(shared && { batch: { steps: shared.steps, shared_rows: shared.rows, bytes_read_share: Math.round(shared.bytesReadShare) } }),
+    ...(turns.some((t) => t.forcedIds !== undefined) && { constraint: { forced_ids: turns.reduce((n, t) => n + (t.forcedIds ?? 0), 0) } }),
   };
 }

@@ -8,6 +8,7 @@
  */
 import type { Drafter } from "../decode/drafter.ts";
 import { decode, type FinishReason, type SpeculationStats } from "../decode/loop.ts";
+import type { Constraint } from "../decode/constraint.ts";
 import { greedy, type Sampler } from "../decode/sampler.ts";
 import type { StepBatch } from "../decode/step-batch.ts";
 import { fitReply } from "../decode/reply-room.ts";
@@ -25,6 +26,10 @@ export interface RenderedPrompt {
 
 export interface TurnOptions {
   sampler: Sampler;
+  /** Masks what the sampler may choose (a JSON schema, the tools section); nothing is masked without it. */
+  constraint?: Constraint;
+  /** Each id with the (masked) row it was chosen from; undefined for an id the constraint forced. */
+  onChosen?: (token: number, row: Float32Array | undefined) => void;
   maxNewTokens: number;
   /** Ids that end the reply; the one met is kept in `generated` but never fed to the state. */
   stopIds: ReadonlySet<number>;
@@ -67,6 +72,8 @@ export interface TurnResult {
   decodeSeconds: number;
   /** What speculative decode did this turn (drafted and accepted ids), when it was on. */
   speculation?: SpeculationStats;
+  /** Ids a constraint forced (fed without sampling), when one was given. */
+  forcedIds?: number;
   /** With other sequences in batched steps (conversation-pool.ts): what this request shared. */
   batch?: SharedSteps;
 }
@@ -241,6 +248,7 @@ export class Conversation {
     let decodeStarted = turnStarted;
     const decoded = await decode(this.#model, fresh, {
       mode: "incremental", maxNewTokens: options.maxNewTokens, sampler: options.sampler, stopIds: options.stopIds,
+      constraint: options.constraint, onChosen: options.onChosen,
       state: this.#state, history: reused, prefillChunk: this.#chunk, prefillBreaks: [messagesEnd], speculative: this.#speculative, batch: this.#batch,
       onToken: options.onToken, cancelled: options.cancelled,
       onPrefill: (fed) => {
@@ -263,6 +271,7 @@ export class Conversation {
       generated: decoded.generated, finish: decoded.finish, fedPromptIds: decoded.promptFed, reusedPromptIds: start, reusedFrom: from,
       prefillSeconds: prefilled ? prefillSeconds : since(turnStarted), decodeSeconds: prefilled ? since(decodeStarted) : 0,
       snapshots: this.#snapshots.counts, ...(decoded.speculation && { speculation: decoded.speculation }),
+      ...(options.constraint && { forcedIds: decoded.forcedIds }),
     };
   }
 

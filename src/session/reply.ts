@@ -7,6 +7,8 @@
 import { finishReason, type OpenAIFinishReason } from "../chat/finish.ts";
 import { ReplyParser, type ReplyEvent } from "../chat/parse.ts";
 import { MessageBuilder, type AssistantMessage } from "../chat/reply-message.ts";
+import type { Constraint } from "../decode/constraint.ts";
+import { LogprobRecorder, type TokenLogprob } from "../decode/logprobs.ts";
 import { createSampler } from "../decode/sampling.ts";
 import type { SamplingOptions } from "../decode/sampling-options.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
@@ -81,6 +83,12 @@ export interface ReplyOptions {
   stopIds: ReadonlySet<number>;
   /** Stop strings on the visible content (none for `k3 chat`). */
   stop?: readonly string[];
+  /** This choice's constraint (its own state); disposed when the reply ends. */
+  constraint?: Constraint & { dispose(): void };
+  /** Record log-probabilities with this many alternatives each (0-20); none when undefined. */
+  logprobs?: number;
+  /** Each id's log-probability as the reply grows, with where the id went. */
+  onLogprob?: (entry: TokenLogprob, channel: "reasoning" | "content" | "structure") => void;
   /** Every event as the reply grows; content already cut at a stop string. */
   onEvent?: (event: ReplyEvent) => void;
   /** Asked before each prefill chunk and between tokens: true stops the reply there. */
@@ -89,8 +97,15 @@ export interface ReplyOptions {
   onPrefill?: (progress: PrefillProgress) => void;
 }
 
+/** Log-probabilities of the ids of the reasoning and of the response's text (chat.md 4.8). */
+export interface ReplyLogprobs {
+  content: TokenLogprob[];
+  reasoning: TokenLogprob[];
+}
+
 export interface Reply {
   message: AssistantMessage;
+  logprobs?: ReplyLogprobs;
   finishReason: OpenAIFinishReason;
   turn: TurnResult;
   warnings: readonly string[];
@@ -142,22 +157,41 @@ function replyFolder(tokenizer: Tokenizer, o: ReplyOptions): ReplyFolder {
       }
     }
   };
+  const recorder = o.logprobs === undefined ? undefined : new LogprobRecorder(o.sampling, o.logprobs);
+  const logprobs: ReplyLogprobs | undefined = recorder && { content: [], reasoning: [] };
+  let chosen: TokenLogprob | undefined;
   const options: TurnOptions = {
     sampler: createSampler(o.sampling), // per reply: its ids depend on its prompt and seed alone
+    constraint: o.constraint,
+    onChosen: recorder && ((id, row) => {
+      chosen = recorder.record(id, row);
+    }),
     maxNewTokens: o.maxNewTokens,
     stopIds: o.stopIds,
     onToken: (id) => {
-      takeAll(parser.push(id));
+      const events = parser.push(id);
+      if (chosen && logprobs) {
+        const channel = parser.lastChannel;
+        // Stop strings cut visible text: an id past one is not part of the reply's text.
+        if (channel !== "structure" && !stops.hit) logprobs[channel].push(chosen);
+        o.onLogprob?.(chosen, channel);
+        chosen = undefined;
+      }
+      takeAll(events);
       return parser.end === "new-turn" || stops.hit ? "stop" : undefined;
     },
     cancelled: o.cancelled,
     onPrefill: o.onPrefill,
   };
   const finish = (turn: TurnResult): Reply => {
+    o.constraint?.dispose();
     takeAll(parser.finish());
     const rest = stops.flush();
     if (rest) take({ kind: "content", text: rest });
-    return { message: builder.message(), finishReason: finishReason(turn.finish, parser.toolCalls > 0), turn, warnings: builder.warnings };
+    return {
+      message: builder.message(), finishReason: finishReason(turn.finish, parser.toolCalls > 0), turn, warnings: builder.warnings,
+      ...(logprobs && { logprobs }),
+    };
   };
   return { options, finish };
 }

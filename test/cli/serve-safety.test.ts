@@ -163,12 +163,22 @@ describe("seeds", () => {
     }
   });
 
-  test("logprobs and top_logprobs: the same 400, naming the field, at both endpoints", async () => {
-    for (const [path, body] of [["/v1/chat/completions", { messages: [{ role: "user", content: "Hi" }] }], ["/v1/completions", { prompt: "Once" }]] as const) {
-      for (const [field, value] of [["logprobs", true], ["top_logprobs", 2]] as const) {
-        const r = await fetch(`${s.url}${path}`, { method: "POST", body: JSON.stringify({ ...body, [field]: value, max_tokens: 2 }) });
-        const error = ((await r.json()) as { error: { param: string; message: string } }).error;
-        expect([path, r.status, error.param, error.message]).toEqual([path, 400, field, `${field}: token probabilities are not supported (k3 does not report them)`]);
+  test("logprobs come from the distribution drawn from: with top_k 2, at most 2 alternatives, summing to 1, at both endpoints", async () => {
+    for (const [path, body] of [
+      ["/v1/chat/completions", { messages: [{ role: "user", content: "Hi" }], thinking: { type: "disabled" }, logprobs: true, top_logprobs: 5 }],
+      ["/v1/completions", { prompt: "Once", logprobs: 5 }],
+    ] as const) {
+      const r = await fetch(`${s.url}${path}`, { method: "POST", body: JSON.stringify({ ...body, max_tokens: 6, temperature: 1, top_k: 2, seed: 7 }) });
+      expect(r.status).toBe(200);
+      const choice = ((await r.json()) as { choices: { logprobs: Record<string, unknown> }[] }).choices[0]!;
+      const alternatives: Record<string, number>[] = path === "/v1/completions"
+        ? choice.logprobs.top_logprobs as Record<string, number>[]
+        : (choice.logprobs.content as { top_logprobs: { token: string; logprob: number }[] }[]).map((e) => Object.fromEntries(e.top_logprobs.map((t) => [t.token, t.logprob])));
+      expect(alternatives.length).toBeGreaterThan(0);
+      for (const alt of alternatives) {
+        const probs = Object.values(alt).map(Math.exp);
+        expect(probs.length).toBeLessThanOrEqual(2);
+        expect(Math.abs(probs.reduce((a, b) => a + b, 0) - 1)).toBeLessThan(1e-9);
       }
     }
   });

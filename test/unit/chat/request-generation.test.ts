@@ -58,10 +58,7 @@ describe("one reader of the generation fields for both endpoints", () => {
     ["temperature out of range", { temperature: 2.5 }, "temperature"],
     ["top_k -1 (off)", { top_k: -1 }, undefined],
     ["seed too large", { seed: 2 ** 53 }, "seed"],
-    ["logprobs false", { logprobs: false }, undefined],
-    ["logprobs true", { logprobs: true }, "logprobs"],
-    ["logprobs 2", { logprobs: 2 }, "logprobs"],
-    ["top_logprobs 3", { top_logprobs: 3 }, "top_logprobs"],
+    ["logprobs null", { logprobs: null }, undefined],
   ];
   for (const [label, fields, param] of cases) {
     test(label, () => {
@@ -71,6 +68,26 @@ describe("one reader of the generation fields for both endpoints", () => {
       else expect(chat).toMatchObject({ param });
     });
   }
+
+  test("log-probabilities in each endpoint's shape: chat's logprobs and top_logprobs 0-20, completions' legacy logprobs 0-5", () => {
+    const chatTop = (fields: Record<string, unknown>) => parseChatRequest(utf8({ messages: [{ role: "user", content: "Hi" }], ...fields })).logprobs;
+    const textTop = (fields: Record<string, unknown>) => parseTextRequest(utf8({ prompt: "Once", ...fields }), tokenizer, 4096).logprobs;
+    expect([chatTop({}), chatTop({ logprobs: false }), chatTop({ logprobs: true }), chatTop({ logprobs: true, top_logprobs: 20 })]).toEqual([undefined, undefined, 0, 20]);
+    expect([textTop({}), textTop({ logprobs: 0 }), textTop({ logprobs: 5 })]).toEqual([undefined, 0, 5]);
+    for (const [fields, param, message] of [
+      [{ logprobs: 2 }, "logprobs", /expected true or false/],
+      [{ top_logprobs: 3 }, "top_logprobs", /needs logprobs: true/],
+      [{ logprobs: false, top_logprobs: 3 }, "top_logprobs", /needs logprobs: true/],
+      [{ logprobs: true, top_logprobs: 21 }, "top_logprobs", /20/],
+      [{ logprobs: true, top_logprobs: 1.5 }, "top_logprobs", /whole number/],
+    ] as const) expect(viaChat(fields)).toMatchObject({ param, message: expect.stringMatching(message) });
+    for (const [fields, param, message] of [
+      [{ logprobs: true }, "logprobs", /expected a number/],
+      [{ logprobs: 6 }, "logprobs", /5/],
+      [{ logprobs: -1 }, "logprobs", /0/],
+      [{ top_logprobs: 2 }, "top_logprobs", /chat-completions field/],
+    ] as const) expect(viaText(fields)).toMatchObject({ param, message: expect.stringMatching(message) });
+  });
 
   test("each endpoint keeps its own: max_completion_tokens is chat's name, the prompt is text's", () => {
     expect(viaChat({ max_completion_tokens: 0 })).toMatchObject({ param: "max_completion_tokens" });
