@@ -18,6 +18,8 @@ import { formatBytes } from "../units.ts";
 import { emit, log } from "../report/log.ts";
 import { visibleText } from "../report/visible-text.ts";
 import { statsOf, usageOf } from "../serve/turn-stats.ts";
+import { chatLogprobs } from "../serve/logprob-shapes.ts";
+import { logprobLimits } from "../chat/request-generation.ts";
 import { ChatSession, type ChatMessage, type ChatTurn } from "../session/chat-session.ts";
 import type { OptionDef } from "./args.ts";
 import { chatModelDefaults, chatModelOptions, chatModelRequest, chatModelTailOptions, modelDirPositional, openChatModel, type ChatModelOptions } from "./chat-model.ts";
@@ -34,6 +36,10 @@ interface ChatOptions extends SamplingTarget, ChatModelOptions {
   message: string | undefined;
   json: boolean;
   hideReasoning: boolean;
+  jsonSchema: string | undefined;
+  toolsFile: string | undefined;
+  toolChoice: string | undefined;
+  logprobs: number | undefined;
 }
 
 const options: readonly OptionDef<ChatOptions>[] = [
@@ -51,6 +57,20 @@ const options: readonly OptionDef<ChatOptions>[] = [
   { name: "message", value: "TEXT", description: "One turn with this message, then exit (also when stdin is not a terminal)", apply: (o, raw) => { o.message = raw; } },
   { name: "json", description: "One turn: print the OpenAI-style assistant message with usage on stdout", apply: (o) => { o.json = true; } },
   { name: "hide-reasoning", description: "Do not show the reasoning as it streams (it is still kept in the transcript)", apply: (o) => { o.hideReasoning = true; } },
+  { name: "json-schema", value: "FILE", description: "Every answer is JSON that validates against the JSON schema in FILE (constrained decoding)", apply: (o, raw) => { o.jsonSchema = raw; } },
+  { name: "tools", value: "FILE", description: "Tools the model may call: a JSON array of OpenAI function tools", apply: (o, raw) => { o.toolsFile = raw; } },
+  {
+    name: "tool-choice", value: "auto|none|required|NAME", description: "With --tools: free to call (auto), no call, at least one call, or exactly one call to NAME",
+    apply: (o, raw) => { o.toolChoice = raw; },
+  },
+  {
+    name: "logprobs", value: "N", description: `With --json: each id's log-probability and its N most likely alternatives (0-${logprobLimits.chatTop})`,
+    apply: (o, raw, flag) => {
+      const n = Number(raw);
+      if (!/^\d+$/.test(raw) || n > logprobLimits.chatTop) throw usageError(`${flag} must be a whole number from 0 to ${logprobLimits.chatTop}, got ${quoteArgument(raw)}`);
+      o.logprobs = n;
+    },
+  },
   ...chatModelTailOptions<ChatOptions>(),
   helpOption,
 ];
@@ -77,10 +97,11 @@ export async function main(args: readonly string[]): Promise<number> {
   const o: ChatOptions = {
     tokDir: undefined, configPath: undefined, layers: undefined, budgets: [], trunkDir: undefined, system: undefined,
     thinking: true, effort: "max", ...chatModelDefaults, message: undefined, json: false,
-    hideReasoning: false, sampling: {},
+    hideReasoning: false, sampling: {}, jsonSchema: undefined, toolsFile: undefined, toolChoice: undefined, logprobs: undefined,
   };
   const positionals = await parseCommandArgs(args, command, o);
   if (!positionals) return ExitCode.ok;
+  const requestFields = constraintFields(o);
   const [modelDir] = positionals;
   const request = await chatModelRequest(command, modelDir, o);
   const sampling = resolveSampling(o.sampling, samplingDefaults.chat);
@@ -93,6 +114,7 @@ export async function main(args: readonly string[]): Promise<number> {
   const tokenizer = opened.tokenizer;
   const session = new ChatSession(engine, tokenizer, {
     system: o.system, thinking: o.thinking, effort: o.effort, sampling, maxNewTokens: o.maxTokens, freshSeedEachTurn: o.sampling.seed === undefined,
+    requestFields, logprobs: o.logprobs,
   }, opened.conversation);
   try {
     if (message !== undefined) await oneShot(session, message, o);
@@ -104,6 +126,33 @@ export async function main(args: readonly string[]): Promise<number> {
   if (drops === 0) return ExitCode.ok;
   process.stderr.write(`RUN INVALID: ${drops} routed expert load(s) failed and were dropped; the replies are CORRUPT\n`);
   return ExitCode.corruptTokens;
+}
+
+/** A JSON file a flag names, parsed; a refusal names the flag and the file. */
+function readJsonFile(path: string, flag: string): unknown {
+  const text = readOrFail(path, `${flag} ${path}`, inputLimits.requestBytes).toString("utf8");
+  try {
+    return parseJsonData(text);
+  } catch (error) {
+    if (error instanceof JsonSyntaxError) throw usageError(`${flag} ${path}: not JSON (line ${error.line}, column ${error.column}: ${error.reason})`);
+    throw error;
+  }
+}
+
+/**
+ * --json-schema, --tools and --tool-choice as the request fields the server takes, so one
+ * reader checks them (chat/request-tools.ts, chat/constraint/): a refusal names the field.
+ */
+function constraintFields(o: ChatOptions): Record<string, unknown> {
+  const fields: Record<string, unknown> = {};
+  if (o.jsonSchema !== undefined) fields.response_format = { type: "json_schema", json_schema: { name: "answer", schema: readJsonFile(o.jsonSchema, "--json-schema") } };
+  if (o.toolsFile !== undefined) fields.tools = readJsonFile(o.toolsFile, "--tools");
+  if (o.toolChoice !== undefined) {
+    if (o.toolsFile === undefined) throw usageError("--tool-choice needs --tools FILE (the tools to choose from)");
+    fields.tool_choice = ["auto", "none", "required"].includes(o.toolChoice) ? o.toolChoice : { type: "function", function: { name: o.toolChoice } };
+  }
+  if (o.logprobs !== undefined && !o.json) throw usageError("--logprobs needs --json (the log-probabilities go in the JSON message)");
+  return fields;
 }
 
 /** One turn for scripts: the answer (or the JSON message) on stdout, the reasoning on stderr. */
@@ -118,7 +167,12 @@ async function oneShot(session: ChatSession, text: string, o: ChatOptions): Prom
   });
   if (o.json) {
     // The same usage and k3 statistics as k3 serve's response.
-    emit(`${JSON.stringify({ ...turn.message, finish_reason: turn.finishReason, usage: usageOf(turn.promptTokens, [turn.turn]), k3: statsOf([turn.turn], turn.seed) })}\n`);
+    const logprobs = turn.logprobs && {
+      content: chatLogprobs(turn.logprobs.content, session.tokenizer), reasoning_content: chatLogprobs(turn.logprobs.reasoning, session.tokenizer),
+    };
+    emit(`${JSON.stringify({
+      ...turn.message, finish_reason: turn.finishReason, ...(logprobs && { logprobs }), usage: usageOf(turn.promptTokens, [turn.turn]), k3: statsOf([turn.turn], turn.seed),
+    })}\n`);
   } else {
     emit("\n");
   }

@@ -7,7 +7,9 @@
  */
 import type { ModelConfig } from "../checkpoint/config.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
+import type { TokenLogprob } from "../decode/logprobs.ts";
 import { generateEach, type EachResult } from "../engine/generate-each.ts";
+import { legacyLogprobs } from "../serve/logprob-shapes.ts";
 import { stopIfSignalled } from "../native/signals.ts";
 import { ExitCode, usageError, type ExitCodeValue } from "../errors.ts";
 import { readOrFail, writeAtomically } from "../fs.ts";
@@ -21,6 +23,19 @@ import { injectedFaults, injectedTrunkReadFaults, tokMissingMessage } from "./co
 import { openForRun } from "./execute.ts";
 import { checkInVocabulary, checkRequest } from "./prompt.ts";
 import type { ParsedRun } from "./run-options.ts";
+
+/**
+ * The completions API's legacy shape when there is a tokenizer (each id's text); without one, the
+ * ids themselves: `{"ids", "token_logprobs", "top_logprobs": [{id: logprob}]}`.
+ */
+function batchLogprobs(entries: readonly TokenLogprob[], tokenizer: Tokenizer | undefined) {
+  if (tokenizer) return legacyLogprobs(entries, tokenizer);
+  const finite = (x: number) => (Number.isFinite(x) ? x : -9999);
+  return {
+    ids: entries.map((e) => e.id), token_logprobs: entries.map((e) => finite(e.logprob)),
+    top_logprobs: entries.map((e) => Object.fromEntries(e.top.map((t) => [String(t.id), finite(t.logprob)]))),
+  };
+}
 
 export interface BatchContext {
   config: ModelConfig;
@@ -51,9 +66,10 @@ function batchPrompts(options: ParsedRun, context: BatchContext): { prompts: num
 }
 
 /** One prompt's JSON line: the fields a run's results give it, and how it shared its steps. */
-function resultLine(r: EachResult): string {
+function resultLine(r: EachResult, tokenizer: Tokenizer | undefined): string {
   return `${JSON.stringify({
     index: r.index, prompt_ids: r.promptIds, generated_ids: r.generatedIds, generated_text: r.generatedText, finish_reason: r.finishReason,
+    ...(r.logprobs && { logprobs: batchLogprobs(r.logprobs, tokenizer) }),
     usage: { prompt_tokens: r.promptIds.length, completion_tokens: r.generatedIds.length },
     ...(r.speculation && { speculation: r.speculation }),
     batch: { steps: r.steps, shared_rows: r.sharedRows, bytes_read_share: r.bytesReadShare },
@@ -77,9 +93,9 @@ export async function runBatchFile(options: ParsedRun, context: BatchContext): P
   const lines: string[] = [];
   let written = 0;
   const summary = await generateEach(engine, prompts, {
-    maxNewTokens: options.gen, sampling, prefillChunk: options.prefillChunk, parallel: options.parallel, tokenizer, speculative: options.spec,
+    maxNewTokens: options.gen, sampling, prefillChunk: options.prefillChunk, parallel: options.parallel, tokenizer, speculative: options.spec, logprobs: options.logprobs,
   }, (result) => {
-    ready.set(result.index, resultLine(result));
+    ready.set(result.index, resultLine(result, tokenizer));
     for (let line = ready.get(written); line !== undefined; line = ready.get(written)) {
       ready.delete(written);
       written++;

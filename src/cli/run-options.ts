@@ -40,6 +40,8 @@ export interface RunOptions extends SpeculationTarget {
   outGiven: boolean;
   /** Whether --parallel was given (it needs --batch). */
   parallelGiven: boolean;
+  /** With --batch: each generated id's log-probability and this many alternatives (0-5). */
+  logprobs: number | undefined;
 }
 
 /** The run's options, and the decision its budget options make (ultra-low-memory or not), taken once here. */
@@ -52,7 +54,7 @@ export function defaultRunOptions(): RunOptions {
     modelDir: "", promptSources: [], promptValue: "", tokDir: undefined, ids: [], gen: defaultGeneratedTokens, configPath: undefined,
     mode: "incremental", out: "k3_run.json", dumpLogits: undefined, layers: undefined,
     budgets: [], trunkDir: undefined, dumpCacheTrace: undefined, sampling: {}, prefillChunk: defaultPrefillChunk,
-    ...speculationDefaults, saveState: undefined, loadState: undefined, tfCheck: false, parallel: 1, outGiven: false, parallelGiven: false,
+    ...speculationDefaults, saveState: undefined, loadState: undefined, tfCheck: false, parallel: 1, outGiven: false, parallelGiven: false, logprobs: undefined,
   };
 }
 
@@ -94,6 +96,13 @@ export const runOptionTable: readonly OptionDef<RunOptions>[] = [
     apply: (o, raw, flag) => {
       o.promptSources.push(flag);
       o.promptValue = requirePath(raw, flag);
+    },
+  },
+  {
+    name: "logprobs", value: "N",
+    description: "With --batch: each line reports every generated id's log-probability and its N most likely alternatives (0 to 5, the completions API's shape)",
+    apply: (o, raw, flag) => {
+      o.logprobs = parseInteger(raw, flag, 0, 5);
     },
   },
   {

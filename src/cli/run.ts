@@ -37,6 +37,7 @@ export function parseRunArgs(args: readonly string[]): ParsedRun {
   const source = options.promptSources[0];
   if (source !== undefined && source !== "--ids" && source !== "--batch" && !options.tokDir) throw usageError(tokMissingMessage(source));
   if (options.parallelGiven && source !== "--batch") throw usageError("--parallel decodes the prompts of --batch together: it needs --batch FILE");
+  if (options.logprobs !== undefined && source !== "--batch") throw usageError("--logprobs reports on the JSON lines of --batch: it needs --batch FILE");
   if (source === "--batch") {
     const alone = [
       ["--load-state", options.loadState], ["--save-state", options.saveState], ["--recompute", options.mode === "recompute" ? true : undefined],

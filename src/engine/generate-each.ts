@@ -5,6 +5,7 @@
  */
 import { decode, type FinishReason, type SpeculationStats } from "../decode/loop.ts";
 import { ngramDrafter } from "../decode/ngram-drafter.ts";
+import { LogprobRecorder, type TokenLogprob } from "../decode/logprobs.ts";
 import { createSampler } from "../decode/sampling.ts";
 import type { SamplingOptions } from "../decode/sampling-options.ts";
 import { StepBatcher, type BatchStats } from "../decode/step-batch.ts";
@@ -21,6 +22,8 @@ export interface EachOptions {
   tokenizer?: Tokenizer;
   /** Speculative decode with the n-gram drafter: up to this many drafted ids per sweep. */
   speculative?: number;
+  /** Record each generated id's log-probability with this many alternatives. */
+  logprobs?: number;
 }
 
 export interface EachResult {
@@ -35,6 +38,8 @@ export interface EachResult {
   sharedRows: number;
   /** Its share of the bytes those steps read from disk (trunk and experts), by its rows in each. */
   bytesReadShare: number;
+  /** With EachOptions.logprobs: one entry per generated id. */
+  logprobs?: TokenLogprob[];
 }
 
 export interface EachSummary {
@@ -91,9 +96,12 @@ export async function generateEach(
       const state = engine.model.newState();
       const counts = { steps: 0, rows: 0, bytes: 0 };
       shared.set(state, counts);
+      const recorder = options.logprobs === undefined ? undefined : new LogprobRecorder(options.sampling, options.logprobs);
+      const logprobs: TokenLogprob[] = [];
       try {
         const decoded = await decode(engine.model, prompt, {
           mode: "incremental", maxNewTokens: options.maxNewTokens, sampler: createSampler(options.sampling), stopIds: options.stopIds,
+          onChosen: recorder && ((id, row) => { logprobs.push(recorder.record(id, row)); }),
           prefillChunk: options.prefillChunk, state, batch: batcher,
           speculative: options.speculative ? { drafter: ngramDrafter, maxDraft: options.speculative } : undefined,
         });
@@ -103,6 +111,7 @@ export async function generateEach(
           generatedText: options.tokenizer && decoded.generated.length > 0 ? options.tokenizer.decodeText(decoded.generated) : null,
           finishReason: decoded.finish, ...(decoded.speculation && { speculation: decoded.speculation }),
           steps: counts.steps, sharedRows: counts.rows, bytesReadShare: Math.round(counts.bytes),
+          ...(recorder && { logprobs }),
         });
       } finally {
         shared.delete(state);

@@ -15,7 +15,9 @@ import { freshSeed, type SamplingOptions } from "../decode/sampling-options.ts";
 import type { Engine } from "../engine/open.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import { Conversation, type ConversationOptions, type TurnResult } from "./conversation.ts";
-import { generateReply } from "./reply.ts";
+import { generateReply, type ReplyLogprobs } from "./reply.ts";
+import { ReplyConstraint } from "../chat/constraint/reply-constraint.ts";
+import { replyShape } from "../chat/constraint/shape.ts";
 
 /** One message of the transcript, as an OpenAI chat-completions request carries it. */
 export interface ChatMessage {
@@ -31,6 +33,10 @@ export interface ChatSettings {
   maxNewTokens: number;
   /** No seed was given: each turn draws a fresh one (chat.md 3.4 rule 3), reported in ChatTurn.seed. */
   freshSeedEachTurn?: boolean;
+  /** Request fields every turn carries (`response_format`, `tools`, `tool_choice`), as OpenAI's request has them. */
+  requestFields?: Record<string, unknown>;
+  /** Record log-probabilities with this many alternatives per id (0-20). */
+  logprobs?: number;
 }
 
 export interface ChatTurn {
@@ -46,6 +52,8 @@ export interface ChatTurn {
   seed: number;
   turn: TurnResult;
   warnings: readonly string[];
+  /** With ChatSettings.logprobs: the reasoning's and the response's ids. */
+  logprobs?: ReplyLogprobs;
 }
 
 export interface TurnEvents {
@@ -69,11 +77,15 @@ export class ChatSession {
     this.settings = settings;
   }
 
+  get tokenizer(): Tokenizer {
+    return this.#tokenizer;
+  }
+
   /** The request the transcript makes now (system message first, when set). */
   request(): Record<string, unknown> {
     const { system, thinking, effort } = this.settings;
     const messages = system === undefined ? this.transcript : [{ role: "system", content: system }, ...this.transcript];
-    return { messages, thinking: { type: thinking ? "enabled" : "disabled", effort } };
+    return { ...this.settings.requestFields, messages, thinking: { type: thinking ? "enabled" : "disabled", effort } };
   }
 
   /** Adds the user's message, generates the reply and adds it to the transcript. */
@@ -89,17 +101,20 @@ export class ChatSession {
 
   /** Generates the assistant's reply to the transcript as it stands. */
   async reply(events: TurnEvents = {}): Promise<ChatTurn> {
-    const rendered = renderChat(parseChatRequest(this.request(), { source: "transcript" }), this.#tokenizer);
-    const { thinking, maxNewTokens, freshSeedEachTurn } = this.settings;
+    const request = parseChatRequest(this.request(), { source: "transcript" });
+    const rendered = renderChat(request, this.#tokenizer);
+    const shape = await replyShape(request, this.#tokenizer);
+    const { thinking, maxNewTokens, freshSeedEachTurn, logprobs } = this.settings;
     const sampling = freshSeedEachTurn ? { ...this.settings.sampling, seed: freshSeed() } : this.settings.sampling;
     const reply = await generateReply(this.#conversation, rendered, this.#tokenizer, {
       thinking, sampling, maxNewTokens, stopIds: this.#stopIds, onEvent: events.onEvent, cancelled: events.cancelled,
+      constraint: shape && new ReplyConstraint(shape, this.#tokenizer, this.#tokenizer.vocabSize), logprobs,
     });
     this.transcript.push({ ...reply.message });
     const { message, finishReason, turn, warnings } = reply;
     return {
       message, finishReason, engineFinish: turn.finish, generatedIds: turn.generated, promptIds: rendered.ids.length,
-      promptTokens: rendered.promptTokens, seed: sampling.seed, turn, warnings,
+      promptTokens: rendered.promptTokens, seed: sampling.seed, turn, warnings, logprobs: reply.logprobs,
     };
   }
 

@@ -117,6 +117,30 @@ describe.concurrent("k3 --batch", () => {
     expect(r.stderr).toContain(`RUN INVALID\n  ${drops.length} routed expert load(s) failed and were dropped from their MoE sums.`);
   });
 
+  test("--logprobs N: every generated id's entry; greedy, the chosen id is the most probable; the same batched and alone", async () => {
+    const file = batchFile(prompts.slice(0, 3).map((p) => p.line));
+    const common = ["--tok", byteTok, "--gen", "6", "--logprobs", "3"];
+    const [batched, alone] = await Promise.all([
+      k3Async([tiny, "--batch", file, "--parallel", "3", ...common]),
+      k3Async([tiny, "--batch", file, "--parallel", "1", ...common]),
+    ]);
+    expect([batched.code, alone.code]).toEqual([0, 0]);
+    const unshared = (stdout: string) => stdout.replace(/"batch":\{[^}]*\}/g, ""); // the lines differ only in how their steps were shared
+    expect(unshared(batched.stdout)).toEqual(unshared(alone.stdout));
+    for (const line of batched.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l) as Line & { logprobs: { tokens: string[]; token_logprobs: number[]; top_logprobs: Record<string, number>[] } })) {
+      expect(line.logprobs.tokens.length).toBe(line.generated_ids.length);
+      line.logprobs.token_logprobs.forEach((lp, i) => {
+        const top = Object.values(line.logprobs.top_logprobs[i] ?? {});
+        expect(top.length).toBeLessThanOrEqual(3);
+        // Alternatives are keyed by their text (the legacy shape), so ids that decode alike share a key.
+        expect(lp).toBeGreaterThanOrEqual(Math.max(...top));
+        expect(lp).toBeLessThanOrEqual(0);
+      });
+    }
+    const refused = await k3Async([tiny, "--ids", "1,2", "--logprobs", "2"]);
+    expect([refused.code, refused.stderr]).toEqual([2, "k3: --logprobs reports on the JSON lines of --batch: it needs --batch FILE\n"]);
+  });
+
   test("a file that cannot be read: exit 1 naming it", async () => {
     const r = await k3Async([tiny, "--batch", "/nonexistent/prompts.txt"]);
     expect(r.code).toBe(1);
