@@ -12,6 +12,8 @@
  *   3c. routing   the demo model's learned routing next to the random fixtures': routing entropy,
  *                 LRU and Belady hit rates (k3 sim-cache), --spec 4 acceptance (bench/routing.ts;
  *                 a run whose --spec 4 ids differ from plain decode fails)
+ *   3d. constraint a constrained reply's mask per id for three schemas, on the demo and the Kimi
+ *                 vocabularies, against the demo model's decode step (bench/constraint.ts)
  *   4. streaming  dist/k3 on the K3-width checkpoint: resident vs streamed trunk, against the
  *                 disk's O_DIRECT bandwidth (skipped with K3_BENCH_SKIP_STREAMING=1, or when the
  *                 disk cannot hold the ~15 GB of checkpoint and pack)
@@ -57,6 +59,7 @@ import { availableIsas, isaInUse } from "../test/support/kernel-hooks.ts";
 import { attentionReport, benchAttention } from "./attention.ts";
 import { batchReport, benchBatch } from "./batch.ts";
 import { benchCompressed, compressedReport } from "./compressed.ts";
+import { benchConstraint, constraintReport } from "./constraint.ts";
 import { benchHybrid, hybridReport } from "./hybrid.ts";
 import { benchIndex, indexReport } from "./index-headers.ts";
 import { benchKernels, kernelCeiling, kernelReport } from "./kernels.ts";
@@ -178,6 +181,7 @@ const parts: Part[] = [
   { name: "tokenizer", skip: tokenizerSkipReason, run: () => tokenizerReport(benchTokenizer()!) },
   { name: "attention", run: () => attentionReport(benchAttention()) },
   { name: "routing", showLoad: true, run: () => routingReport(routingSources().map(measureRouting)) },
+  { name: "constraint", run: async () => constraintReport(await benchConstraint()) },
   { name: "streaming", skip: streamingSkipReason, showLoad: true, run: async () => streamingReport(await benchStreaming()) },
   { name: "prefill", skip: streamingSkipReason, run: async () => prefillReport(await benchPrefill()) },
   { name: "long-context", skip: longContextSkipReason, run: async () => longContextReport(await benchLongContext()) },
