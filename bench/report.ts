@@ -21,13 +21,14 @@ export const readmeFigureIds = [
   "kernels.v4.bf16.t1.threads2",
   "kernels.v4.bf16.t32.threads2",
   "kernels.v4.mxfp4.t32.threads2",
-  "attention.positions32768",
-  "streaming.resident.steady",
-  "streaming.trunk1.5.steady",
-  "prefill.resident_chunked",
-  "speculative.sweep.warm",
-  "hybrid.s_per_token",
-  "batch.streamed",
+  "attention.mla.32768",
+  "streaming.floor.resident_all_experts_cached",
+  "streaming.floor.trunk_gb_1.5",
+  "prefill.resident_chunked.floor",
+  "speculative.warm.sweep",
+  "hybrid.hybrid.s_per_token",
+  "batch.streamed_trunk_gb_1.5.ids_per_second",
+  "state.resumed.first_step",
 ] as const;
 
 export interface Markers {
