@@ -1,5 +1,5 @@
 /**
- * What a constraint costs per generated id (chat.md 4.8; src/chat/constraint/): the mask of the
+ * What a constraint costs per generated id (chat.md 4.8; src/chat/reply-constraint.ts): the mask of the
  * next id (XGrammar's, narrowed by k3's UTF-8 guard), the masked copy of the logits, and the
  * advance on the chosen id, over a valid reply for three schemas (flat, nested with arrays and
  * anyOf, $ref), on the demo vocabulary (4,096 ids) and on the released Kimi vocabulary (163,840
@@ -9,8 +9,8 @@
  *   bun run bench/constraint.ts          (also part of `bun run bench`)
  */
 import { join, resolve } from "node:path";
-import { ReplyConstraint } from "../src/chat/constraint/reply-constraint.ts";
-import { replyShape } from "../src/chat/constraint/shape.ts";
+import { ReplyConstraint } from "../src/chat/reply-constraint.ts";
+import { replyShape } from "../src/chat/reply-shape.ts";
 import { parseChatRequest } from "../src/chat/request.ts";
 import { controlIds } from "../src/chat/specials.ts";
 import { loadConfig } from "../src/checkpoint/config.ts";

@@ -141,7 +141,7 @@ function readJsonFile(path: string, flag: string): unknown {
 
 /**
  * --json-schema, --tools and --tool-choice as the request fields the server takes, so one
- * reader checks them (chat/request-tools.ts, chat/constraint/): a refusal names the field.
+ * reader checks them (chat/request-tools.ts, chat/reply-shape.ts): a refusal names the field.
  */
 function constraintFields(o: ChatOptions): Record<string, unknown> {
   const fields: Record<string, unknown> = {};

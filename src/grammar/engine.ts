@@ -4,7 +4,7 @@
  * their bytes (in the GPT-2 byte-level alphabet, so a piece holding part of a UTF-8 character is
  * exact) and every control id as an empty string, which XGrammar treats as special: never allowed
  * by a grammar, except the one stop id a matcher is given. Structure (which control id comes
- * when) is decided above, on ids (chat/constraint/); a grammar here only ever spans the text of
+ * when) is decided above, on ids (chat/reply-constraint.ts, reply-shape.ts); a grammar here only ever spans the text of
  * one section.
  */
 import * as xgrammar from "@mlc-ai/web-xgrammar";
@@ -63,7 +63,7 @@ export class GrammarEngine {
     return new GrammarEngine(await xgrammar.GrammarCompiler.createGrammarCompiler(info, true));
   }
 
-  /** JSON text that validates against `schema` (its keywords checked by chat/constraint/schema-keywords.ts first). */
+  /** JSON text that validates against `schema` (its keywords checked by chat/schema-keywords.ts first). */
   jsonSchema(schema: string): Promise<CompiledText> {
     return this.#compiled(`schema ${schema}`, () => this.#compiler.compileJSONSchema(schema, false, -1, separators, true));
   }

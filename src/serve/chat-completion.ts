@@ -15,8 +15,8 @@ import type { Tokenizer } from "../tokenizer/index.ts";
 import type { PrefillProgress } from "../session/conversation.ts";
 import { generateReplies, type GenerationSource } from "../session/reply.ts";
 import type { ReplyEvent } from "../chat/parse.ts";
-import { ReplyConstraint, type ReplyShape } from "../chat/constraint/reply-constraint.ts";
-import { replyShape } from "../chat/constraint/shape.ts";
+import { ReplyConstraint, type ReplyShape } from "../chat/reply-constraint.ts";
+import { replyShape } from "../chat/reply-shape.ts";
 import type { TokenLogprob } from "../decode/logprobs.ts";
 import type { ReplyLogprobs } from "../session/reply.ts";
 import { statsOf, usageOf, type CompletionStats, type Usage } from "./turn-stats.ts";
@@ -38,6 +38,10 @@ export interface CompletionChoice {
   logprobs?: ReplyLogprobs;
   /** Streaming: the entries not yet sent with a delta (they go with the choice's last chunk). */
   unsentLogprobs?: ReplyLogprobs;
+  /** The stop string that ended the reply, if one did. */
+  stopString?: string;
+  /** Ids of the reasoning's text. */
+  reasoningIds: number;
 }
 
 export interface Completion {
@@ -113,8 +117,8 @@ export async function runCompletion(
     };
   }));
   const done = await Promise.all(replies.map(async (reply, index) => {
-    const { message, finishReason, turn, logprobs } = await reply;
-    const choice = { index, message, finishReason, ...(logprobs && { logprobs, unsentLogprobs: unsent[index] }) };
+    const { message, finishReason, turn, logprobs, stopString, reasoningIds } = await reply;
+    const choice = { index, message, finishReason, reasoningIds, ...(logprobs && { logprobs, unsentLogprobs: unsent[index] }), ...(stopString !== undefined && { stopString }) };
     events.onChoiceEnd?.(choice);
     return { choice, turn };
   }));

@@ -6,19 +6,23 @@
  */
 import { createHash, timingSafeEqual } from "node:crypto";
 import type { Server } from "bun";
-import { parseChatRequest } from "../chat/request.ts";
 import { controlIds, stopIds } from "../chat/specials.ts";
 import chatPage from "../page/index.html";
 import { progressComment, type StreamProgress } from "../page/progress.ts";
 import type { PrefillProgress } from "../session/conversation.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
-import { prepareCompletion, runCompletion, type Completion, type Delta, type GenerationSource, type PreparedCompletion } from "./chat-completion.ts";
+import { prepareCompletion, runCompletion, type GenerationSource, type PreparedCompletion } from "./chat-completion.ts";
 import { excerpt, fieldError, runtimeError } from "../errors.ts";
 import { apiError, errorResponse, fromThrown } from "./errors.ts";
 import { pageRoutes } from "./page-routes.ts";
 import { hostAllowed, originAllowed, originPolicy, type OriginPolicy } from "./request-origin.ts";
-import { chatLogprobs, legacyLogprobs } from "./logprob-shapes.ts";
-import type { ReplyLogprobs } from "../session/reply.ts";
+import { legacyLogprobs } from "./logprob-shapes.ts";
+import { chatCompletionsDoor } from "./door-chat-completions.ts";
+import { anthropicMessagesDoor, asAnthropicError } from "./door-anthropic-messages.ts";
+import { parseMessagesRequest } from "./anthropic-request.ts";
+import { responsesDoor } from "./door-responses.ts";
+import { renderChat } from "../chat/render.ts";
+import { replyId, type Door, type ReplyHead, type SendEvent } from "./door.ts";
 import { parseTextRequest, runTextCompletion, type TextChoice, type TextRequest } from "./text-completion.ts";
 
 export interface ServeOptions {
@@ -155,7 +159,11 @@ function keyMatches(header: string | null, key: string): boolean {
   return timingSafeEqual(digest(token ?? ""), digest(key)) && token !== undefined;
 }
 
-const completionId = () => `chatcmpl-${crypto.randomUUID().replaceAll("-", "")}`;
+/** The key a request carries: `Authorization: Bearer KEY` (OpenAI), else `x-api-key: KEY` (Anthropic). */
+function keyOf(req: Request, key: string): boolean {
+  const apiKey = req.headers.get("x-api-key");
+  return keyMatches(req.headers.get("authorization"), key) || (apiKey !== null && keyMatches(`Bearer ${apiKey}`, key));
+}
 
 export interface RunningServer {
   readonly server: Server<undefined>;
@@ -245,7 +253,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
    * a final error event, [DONE]. The first comment goes out at once, and with it the headers (Bun
    * sends them with the first bytes): a queued client knows it was accepted.
    */
-  function sse(req: Request, ahead: number, body: (send: (data: unknown) => void, progress: (p: PrefillProgress) => void) => Promise<void>): Response {
+  function sse(req: Request, ahead: number, framing: Pick<Door, "doneLine" | "streamError">, body: (send: SendEvent, progress: (p: PrefillProgress) => void) => Promise<void>): Response {
     const encoder = new TextEncoder();
     const stream = new ReadableStream<Uint8Array>({
       async start(controller) {
@@ -257,15 +265,14 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
             // The client went away; `cancelled` stops the generation at the next chunk or token.
           }
         };
-        const send = (data: unknown) => write(`data: ${JSON.stringify(data)}\n\n`);
+        const send: SendEvent = (data, event) => write(`${event === undefined ? "" : `event: ${event}\n`}data: ${JSON.stringify(data)}\n\n`);
         const comment = (p: StreamProgress) => write(progressComment(p));
         comment({ kind: "queue", ahead });
         try {
           await body(send, (p) => comment({ kind: "prefill", ...p }));
-          if (!req.signal.aborted) controller.enqueue(encoder.encode("data: [DONE]\n\n"));
+          if (framing.doneLine && !req.signal.aborted) controller.enqueue(encoder.encode("data: [DONE]\n\n"));
         } catch (error) {
-          const e = fromThrown(error);
-          send({ error: { message: e.message, type: e.type, param: e.param, code: e.code } });
+          framing.streamError(fromThrown(error), send);
         } finally {
           try {
             controller.close();
@@ -313,7 +320,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
         release();
       }
     }
-    return sse(req, turn.ahead, async (send, progress) => {
+    return sse(req, turn.ahead, chatCompletionsDoor, async (send, progress) => {
       const release = await turn.ready;
       /** Characters each choice has streamed: where its next chunk's text_offset starts. */
       const sent: number[] = [];
@@ -335,11 +342,16 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     });
   }
 
-  async function chatCompletions(req: Request): Promise<Response> {
+  /**
+   * A chat request through `door` (door-*.ts): its body read and checked at admission, its reply
+   * budget and constraint prepared, its turn in the one queue, then the whole reply or its stream
+   * in the door's shapes. Every chat door takes this one path, so no door has its own rules.
+   */
+  async function chatDoor(req: Request, door: Door): Promise<Response> {
     const bytes = await readBody(req);
     if (bytes instanceof Response) return bytes;
     const prepared = await admitted(async (): Promise<PreparedCompletion | Response> => {
-      const request = parseChatRequest(bytes, { source: "request" });
+      const request = door.parse(bytes);
       if (request.model !== undefined && request.model !== options.modelName) return unknownModel(request.model);
       checkChoices(request.choices);
       return await prepareCompletion(request, tokenizer, source.capacity, { defaultMaxTokens: options.defaultMaxTokens });
@@ -347,60 +359,47 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     if (prepared instanceof Response) return prepared;
     const turn = queue.enter(prepared.request.choices);
     if (!turn) return queueFull();
-    const id = completionId();
-    const head = { id, created: Math.floor(Date.now() / 1000), model: options.modelName };
+    const head: ReplyHead = { id: replyId(door.idPrefix), created: Math.floor(Date.now() / 1000), model: options.modelName };
     const cancelled = () => req.signal.aborted;
     if (!prepared.request.stream) {
       const release = await turn.ready;
       try {
         const c = await runCompletion(prepared, source, tokenizer, stopIdSet, { onDelta: () => {}, cancelled });
         count(c.usage);
-        return Response.json(completionBody(head, c, tokenizer, prepared.request.logprobs !== undefined));
+        return Response.json(door.body(head, prepared, c, tokenizer));
       } catch (error) {
         return errorResponse(fromThrown(error));
       } finally {
         release();
       }
     }
-    return sse(req, turn.ahead, async (send, progress) => {
-      const logprobsOn = prepared.request.logprobs !== undefined;
-      const chunk = (index: number, delta: Record<string, unknown>, finish: string | null, logprobs?: Partial<ReplyLogprobs>) =>
-        send({
-          ...head, object: "chat.completion.chunk",
-          choices: [{ index, delta, ...(logprobsOn && { logprobs: logprobs ? chunkLogprobs(logprobs, tokenizer) : null }), finish_reason: finish }],
-        });
-      // Each choice's role chunk opens its reply once the prompt is in: every prefill comment comes before the first data chunk.
-      const opened = new Set<number>();
-      const open = (index: number) => {
-        if (!opened.has(index)) chunk(index, { role: "assistant" }, null);
-        opened.add(index);
-      };
-      const choices = prepared.request.choices;
-      const openAll = () => {
-        for (let index = 0; index < choices; index++) open(index);
-      };
+    return sse(req, turn.ahead, door, async (send, progress) => {
       const release = await turn.ready;
       try {
+        const writer = door.stream(head, prepared, send, tokenizer);
         const c = await runCompletion(prepared, source, tokenizer, stopIdSet, {
-          onDelta: (delta: Delta, index, logprobs) => {
-            openAll();
-            chunk(index, delta, null, logprobs);
-          },
-          onChoiceEnd: (choice) => {
-            openAll();
-            chunk(choice.index, {}, choice.finishReason, choice.unsentLogprobs);
-          },
-          cancelled,
+          onDelta: writer.delta, onChoiceEnd: writer.choiceEnd, cancelled,
           onPrefill: (p) => {
             progress(p);
-            if (p.fed === p.total) openAll();
+            writer.prefill?.(p);
           },
         });
         count(c.usage);
-        if (prepared.request.includeUsage) send({ ...head, object: "chat.completion.chunk", choices: [], usage: c.usage, k3: c.stats });
+        writer.end(c);
       } finally {
         release();
       }
+    });
+  }
+
+  /** `POST /v1/messages/count_tokens`: the prompt ids of a Messages body, counted as its reply's usage counts them. */
+  async function countTokens(req: Request): Promise<Response> {
+    const bytes = await readBody(req);
+    if (bytes instanceof Response) return bytes;
+    return await admitted((): Response => {
+      const request = parseMessagesRequest(bytes, "count").chat;
+      if (request.model !== undefined && request.model !== options.modelName) return unknownModel(request.model);
+      return Response.json({ input_tokens: renderChat(request, tokenizer, source.capacity).promptTokens });
     });
   }
 
@@ -412,6 +411,12 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
    * answered for allowed origins, and the CORS headers on every answer to an allowed origin.
    */
   async function guarded(req: Request): Promise<Response> {
+    // Anthropic's door answers every error in Anthropic's shape, whichever check refused it.
+    const response = await checked(req);
+    return new URL(req.url).pathname.startsWith("/v1/messages") ? asAnthropicError(response) : response;
+  }
+
+  async function checked(req: Request): Promise<Response> {
     const rules = policy as OriginPolicy;
     const host = req.headers.get("host");
     if (!hostAllowed(host, rules)) {
@@ -426,7 +431,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     if (req.method === "OPTIONS") {
       return new Response(null, {
         status: 204,
-        headers: { ...cors, "access-control-allow-methods": "GET, POST, OPTIONS", "access-control-allow-headers": "authorization, content-type", "access-control-max-age": "600" },
+        headers: { ...cors, "access-control-allow-methods": "GET, POST, OPTIONS", "access-control-allow-headers": "authorization, content-type, x-api-key, anthropic-version, anthropic-beta", "access-control-max-age": "600" },
       });
     }
     const response = await route(req);
@@ -438,8 +443,8 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     const path = new URL(req.url).pathname;
     if (path === "/health") return req.method === "GET" ? Response.json(health()) : methodNotAllowed("GET");
     if (closing) return errorResponse(apiError(503, "server_error", "the server is shutting down", "shutting_down"));
-    if (path.startsWith("/v1/") && options.apiKey !== undefined && !keyMatches(req.headers.get("authorization"), options.apiKey)) {
-      return errorResponse(apiError(401, "invalid_request_error", "a missing or wrong API key (send Authorization: Bearer KEY)", "invalid_api_key"));
+    if (path.startsWith("/v1/") && options.apiKey !== undefined && !keyOf(req, options.apiKey)) {
+      return errorResponse(apiError(401, "invalid_request_error", "a missing or wrong API key (send Authorization: Bearer KEY, or x-api-key: KEY)", "invalid_api_key"));
     }
     if (path === "/v1/models") return req.method === "GET" ? Response.json({ object: "list", data: [model] }) : methodNotAllowed("GET");
     if (path.startsWith("/v1/models/")) {
@@ -447,8 +452,11 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       const wanted = decodeURIComponent(path.slice("/v1/models/".length));
       return wanted === options.modelName ? Response.json(model) : errorResponse(apiError(404, "invalid_request_error", `model '${wanted}' does not exist`, "model_not_found", "model"));
     }
-    if (path === "/v1/chat/completions") return req.method === "POST" ? chatCompletions(req) : methodNotAllowed("POST");
+    if (path === "/v1/chat/completions") return req.method === "POST" ? chatDoor(req, chatCompletionsDoor) : methodNotAllowed("POST");
     if (path === "/v1/completions") return req.method === "POST" ? textCompletions(req) : methodNotAllowed("POST");
+    if (path === "/v1/messages") return req.method === "POST" ? chatDoor(req, anthropicMessagesDoor) : methodNotAllowed("POST");
+    if (path === "/v1/responses") return req.method === "POST" ? chatDoor(req, responsesDoor) : methodNotAllowed("POST");
+    if (path === "/v1/messages/count_tokens") return req.method === "POST" ? countTokens(req) : methodNotAllowed("POST");
     return errorResponse(apiError(404, "invalid_request_error", `no route ${req.method} ${path}`, "not_found"));
   }
 
@@ -533,25 +541,4 @@ function methodNotAllowed(allowed: string): Response {
   return errorResponse(apiError(405, "invalid_request_error", `method not allowed (use ${allowed})`, "method_not_allowed"), { allow: allowed });
 }
 
-/** A chunk's or a choice's `logprobs`: the response's ids under `content`, the reasoning's under k3's `reasoning_content`. */
-function chunkLogprobs(l: Partial<ReplyLogprobs>, tokenizer: Tokenizer) {
-  return {
-    content: chatLogprobs(l.content ?? [], tokenizer),
-    ...(l.reasoning && l.reasoning.length > 0 && { reasoning_content: chatLogprobs(l.reasoning, tokenizer) }),
-    refusal: null,
-  };
-}
-
-function completionBody(head: { id: string; created: number; model: string }, c: Completion, tokenizer: Tokenizer, logprobsOn: boolean) {
-  return {
-    ...head, object: "chat.completion",
-    choices: c.choices.map((choice) => ({
-      index: choice.index, message: choice.message,
-      ...(logprobsOn && { logprobs: choice.logprobs ? chunkLogprobs(choice.logprobs, tokenizer) : null }),
-      finish_reason: choice.finishReason,
-    })),
-    usage: c.usage,
-    k3: c.stats,
-  };
-}
 

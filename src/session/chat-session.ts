@@ -16,8 +16,8 @@ import type { Engine } from "../engine/open.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 import { Conversation, type ConversationOptions, type TurnResult } from "./conversation.ts";
 import { generateReply, type ReplyLogprobs } from "./reply.ts";
-import { ReplyConstraint } from "../chat/constraint/reply-constraint.ts";
-import { replyShape } from "../chat/constraint/shape.ts";
+import { ReplyConstraint } from "../chat/reply-constraint.ts";
+import { replyShape } from "../chat/reply-shape.ts";
 
 /** One message of the transcript, as an OpenAI chat-completions request carries it. */
 export interface ChatMessage {

@@ -44,6 +44,8 @@ export class StopStrings {
   readonly #keep: number;
   #pending = "";
   hit = false;
+  /** The stop string that ended the reply, once one did. */
+  matched: string | undefined;
 
   constructor(stops: readonly string[]) {
     this.#stops = stops;
@@ -57,6 +59,7 @@ export class StopStrings {
     const at = Math.min(...this.#stops.map((s) => this.#pending.indexOf(s)).filter((i) => i >= 0));
     if (Number.isFinite(at)) {
       this.hit = true;
+      this.matched = this.#stops.find((s) => this.#pending.indexOf(s) === at);
       const out = this.#pending.slice(0, at);
       this.#pending = "";
       return out;
@@ -106,6 +109,10 @@ export interface ReplyLogprobs {
 export interface Reply {
   message: AssistantMessage;
   logprobs?: ReplyLogprobs;
+  /** The stop string that ended the reply, if one did. */
+  stopString?: string;
+  /** Ids of the reasoning section's text (the Responses API's reasoning_tokens). */
+  reasoningIds: number;
   finishReason: OpenAIFinishReason;
   turn: TurnResult;
   warnings: readonly string[];
@@ -160,6 +167,7 @@ function replyFolder(tokenizer: Tokenizer, o: ReplyOptions): ReplyFolder {
   const recorder = o.logprobs === undefined ? undefined : new LogprobRecorder(o.sampling, o.logprobs);
   const logprobs: ReplyLogprobs | undefined = recorder && { content: [], reasoning: [] };
   let chosen: TokenLogprob | undefined;
+  let reasoningIds = 0;
   const options: TurnOptions = {
     sampler: createSampler(o.sampling), // per reply: its ids depend on its prompt and seed alone
     constraint: o.constraint,
@@ -170,6 +178,7 @@ function replyFolder(tokenizer: Tokenizer, o: ReplyOptions): ReplyFolder {
     stopIds: o.stopIds,
     onToken: (id) => {
       const events = parser.push(id);
+      if (parser.lastChannel === "reasoning") reasoningIds++;
       if (chosen && logprobs) {
         const channel = parser.lastChannel;
         // Stop strings cut visible text: an id past one is not part of the reply's text.
@@ -190,7 +199,7 @@ function replyFolder(tokenizer: Tokenizer, o: ReplyOptions): ReplyFolder {
     if (rest) take({ kind: "content", text: rest });
     return {
       message: builder.message(), finishReason: finishReason(turn.finish, parser.toolCalls > 0), turn, warnings: builder.warnings,
-      ...(logprobs && { logprobs }),
+      ...(logprobs && { logprobs }), ...(stops.matched !== undefined && { stopString: stops.matched }), reasoningIds,
     };
   };
   return { options, finish };

@@ -6,7 +6,7 @@
  * non-streamed reply, what cannot be enforced is a 400 naming the keyword, and logprobs have
  * OpenAI's shape and agree between the endpoints.
  *
- * The schemas are the in-process suite's (test/unit/chat/constraint/reply-constraint.test.ts walks them
+ * The schemas are the in-process suite's (test/unit/chat/reply-constraint.test.ts walks them
  * unbounded), with strings, arrays and integers given bounds here: left unbounded, a weak model
  * writes one string until the budget ends, which is a `length` reply and proves nothing.
  */

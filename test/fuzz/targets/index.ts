@@ -15,6 +15,8 @@ import { draftTrunkJsonTarget } from "./draft-trunk-json.ts";
 import { expertTraceTarget } from "./expert-trace.ts";
 import { hubAnswersTarget } from "./hub-answers.ts";
 import { jsonSchemaTarget } from "./json-schema.ts";
+import { messagesRequestTarget } from "./messages-request.ts";
+import { responsesRequestTarget } from "./responses-request.ts";
 import { idsTextTarget } from "./ids-text.ts";
 import { requestHeadersTarget } from "./request-headers.ts";
 import { safetensorsTarget } from "./safetensors.ts";
@@ -47,4 +49,6 @@ export const targets: readonly FuzzTarget<Seed>[] = [
   batchFileTarget,
   benchResultsTarget,
   jsonSchemaTarget,
+  messagesRequestTarget,
+  responsesRequestTarget,
 ];

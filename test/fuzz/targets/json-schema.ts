@@ -1,10 +1,10 @@
 /**
- * A JSON schema a client sends for a constrained reply (src/chat/constraint/schema-keywords.ts):
+ * A JSON schema a client sends for a constrained reply (src/chat/schema-keywords.ts):
  * every keyword k3 enforces, in the shapes clients write, mutated; the check must accept or
  * refuse with one line naming the field. In process only (over HTTP it is one more request field).
  */
-import { checkSchema } from "../../../src/chat/constraint/schema-keywords.ts";
-import { plain } from "../../../src/chat/constraint/shape.ts";
+import { checkSchema } from "../../../src/chat/schema-keywords.ts";
+import { plain } from "../../../src/chat/reply-shape.ts";
 import { parseJsonValue } from "../../../src/json.ts";
 import { text, utf8 } from "../fixtures.ts";
 import type { FuzzTarget, Seed } from "../harness.ts";

@@ -1,12 +1,12 @@
 /**
  * docs/serving.md's JSON Schema keyword table is the table in
- * src/chat/constraint/schema-keywords.ts, row for row: the docs cannot promise a keyword the code
+ * src/chat/schema-keywords.ts, row for row: the docs cannot promise a keyword the code
  * refuses, or leave out one it enforces.
  */
 import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { schemaKeywords } from "../../../src/chat/constraint/schema-keywords.ts";
+import { schemaKeywords } from "../../../src/chat/schema-keywords.ts";
 
 test("the keyword table in docs/serving.md is the code's", () => {
   const doc = readFileSync(resolve(import.meta.dir, "../../../docs/serving.md"), "utf8");

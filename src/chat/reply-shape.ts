@@ -6,11 +6,11 @@
  * checked against the keyword table and compiled here, before generation: what cannot be
  * enforced is a 400 naming the field.
  */
-import { grammarEngine, grammarErrorText, type CompiledText, type GrammarEngine } from "../../grammar/engine.ts";
-import type { Tokenizer } from "../../tokenizer/index.ts";
-import { refuse } from "../fields.ts";
-import { isJsonArray, isJsonObject, JsonNumber, type JsonValue } from "../json-value.ts";
-import type { ChatRequest } from "../request-types.ts";
+import { grammarEngine, grammarErrorText, type CompiledText, type GrammarEngine } from "../grammar/engine.ts";
+import type { Tokenizer } from "../tokenizer/index.ts";
+import { refuse } from "./fields.ts";
+import { isJsonArray, isJsonObject, JsonNumber, type JsonValue } from "./json-value.ts";
+import type { ChatRequest } from "./request-types.ts";
 import type { ArgumentShape, ArgumentType, ReplyShape, TextRule, ToolMode, ToolShape } from "./reply-constraint.ts";
 import { checkSchema, resolveRef, type PlainJson } from "./schema-keywords.ts";
 

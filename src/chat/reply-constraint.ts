@@ -10,12 +10,12 @@
  * Text inside a section is ordinary ids only: a control id there would change the structure, so
  * the mask allows exactly the control id that ends the section.
  */
-import { maskCount, maskOf, maskSet, maskWords, type Constraint, type TokenMask } from "../../decode/constraint.ts";
-import type { CompiledText, TextMatcher } from "../../grammar/engine.ts";
-import type { Tokenizer } from "../../tokenizer/index.ts";
-import { encodeSegments } from "../encode.ts";
-import { controlIds, stopIds, type ControlIds } from "../specials.ts";
-import { closeTag, openTag, type Segment } from "../xtml.ts";
+import { maskCount, maskOf, maskSet, maskWords, type Constraint, type TokenMask } from "../decode/constraint.ts";
+import type { CompiledText, TextMatcher } from "../grammar/engine.ts";
+import type { Tokenizer } from "../tokenizer/index.ts";
+import { encodeSegments } from "./encode.ts";
+import { controlIds, stopIds, type ControlIds } from "./specials.ts";
+import { closeTag, openTag, type Segment } from "./xtml.ts";
 import { IdSequences } from "./id-sequences.ts";
 import { Utf8Guard } from "./utf8-guard.ts";
 

@@ -4,7 +4,7 @@
  * one the grammar cannot enforce where it stands, is a 400 naming it (`param` set to its path),
  * never a reply that quietly ignores it.
  */
-import { refuse } from "../fields.ts";
+import { refuse } from "./fields.ts";
 
 export type KeywordSupport = "enforced" | "annotation";
 

@@ -5,8 +5,8 @@
  * its mask: at a character boundary to the ids whose bytes are valid UTF-8 so far (a table made
  * once per tokenizer), in the middle of a character to the ids that continue it correctly.
  */
-import { maskHas, type TokenMask } from "../../decode/constraint.ts";
-import type { Tokenizer } from "../../tokenizer/index.ts";
+import { maskHas, type TokenMask } from "../decode/constraint.ts";
+import type { Tokenizer } from "../tokenizer/index.ts";
 
 /** Continuation bytes still needed, and the range the next one must fall in. */
 interface Utf8State {

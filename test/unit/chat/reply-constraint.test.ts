@@ -1,5 +1,5 @@
 /**
- * The reply constraint (chat/constraint/) driven without a model: random logits, masked, choose
+ * The reply constraint (chat/reply-constraint.ts, reply-shape.ts) driven without a model: random logits, masked, choose
  * each id, and the reply the parser reads back must be what the request asked for, every time:
  * JSON that validates against the schema (ajv), calls to declared tools only with arguments that
  * validate against their parameters, the tool-choice rules. A constraint that let one wrong id
@@ -8,18 +8,18 @@
 import { describe, expect, test } from "bun:test";
 import Ajv from "ajv/dist/2020";
 import addFormats from "ajv-formats";
-import { ReplyConstraint } from "../../../../src/chat/constraint/reply-constraint.ts";
-import { replyShape } from "../../../../src/chat/constraint/shape.ts";
-import { ReplyParser } from "../../../../src/chat/parse.ts";
-import { MessageBuilder } from "../../../../src/chat/reply-message.ts";
-import { parseChatRequest } from "../../../../src/chat/request.ts";
-import { controlIds } from "../../../../src/chat/specials.ts";
-import { maskCount, maskHas, maskLogits } from "../../../../src/decode/constraint.ts";
-import { argmax } from "../../../../src/decode/sampler.ts";
-import { SplitMix64 } from "../../../../src/decode/rng.ts";
-import { loadTokenizer } from "../../../../src/tokenizer/index.ts";
-import { demoDir } from "../../../support/demo.ts";
-import { constraintSchemas } from "../../../support/constraint-schemas.ts";
+import { ReplyConstraint } from "../../../src/chat/reply-constraint.ts";
+import { replyShape } from "../../../src/chat/reply-shape.ts";
+import { ReplyParser } from "../../../src/chat/parse.ts";
+import { MessageBuilder } from "../../../src/chat/reply-message.ts";
+import { parseChatRequest } from "../../../src/chat/request.ts";
+import { controlIds } from "../../../src/chat/specials.ts";
+import { maskCount, maskHas, maskLogits } from "../../../src/decode/constraint.ts";
+import { argmax } from "../../../src/decode/sampler.ts";
+import { SplitMix64 } from "../../../src/decode/rng.ts";
+import { loadTokenizer } from "../../../src/tokenizer/index.ts";
+import { demoDir } from "../../support/demo.ts";
+import { constraintSchemas } from "../../support/constraint-schemas.ts";
 
 const tok = loadTokenizer(demoDir);
 const controls = controlIds(tok);
