@@ -182,10 +182,14 @@ describe.concurrent("k3 pack-trunk on paths and disks that refuse the write", ()
     const binBytes = statSync(join(reference, "trunk.bin")).size;
     const jsonBytes = statSync(join(reference, "trunk.json")).size;
     expect(jsonBytes).toBeGreaterThan(8192);
-    // Room for trunk.bin and one page of trunk.json: the manifest is what runs out of space.
-    const r = withSmallFs(binBytes + 4096, [
+    // Room for trunk.bin and one page of trunk.json: the manifest is what runs out of space. The
+    // rest of the disk is a file of the user's, removed to free the space (a remount needs root).
+    const size = 64 << 20;
+    const filler = size - (Math.ceil(binBytes / 4096) + 1) * 4096;
+    const r = withSmallFs(size, [
+      `head -c ${filler} /dev/zero > "$MNT/filler"`,
       `"$K3" pack-trunk "${dir}" "$MNT/trunk"; echo "first: $?"; echo "left: $(ls -A "$MNT/trunk")"`,
-      `mount -o remount,size=64m "$MNT"`,
+      `rm "$MNT/filler"`,
       `"$K3" pack-trunk "${dir}" "$MNT/trunk"; echo "second: $?"; echo "after: $(ls -A "$MNT/trunk" | tr '\\n' ' ')"`,
       `"$K3" "${dir}" --ids ${want.prompt_ids.join(",")} --gen 3 --trunk "$MNT/trunk" --trunk-gb 0 --out -`,
     ].join("\n"));
