@@ -49,6 +49,8 @@ export interface ReplyShape {
   readonly thinking: boolean;
   readonly content: TextRule;
   readonly tools: ToolMode;
+  /** Paths of tool-schema keywords not enforced (reply-shape.ts withoutUnenforced), reported with the reply. */
+  readonly unenforced: readonly string[];
 }
 
 type Next = () => Phase;

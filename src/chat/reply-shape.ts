@@ -12,7 +12,7 @@ import { refuse } from "./fields.ts";
 import { isJsonArray, isJsonObject, JsonNumber, type JsonValue } from "./json-value.ts";
 import type { ChatRequest } from "./request-types.ts";
 import type { ArgumentShape, ArgumentType, ReplyShape, TextRule, ToolMode, ToolShape } from "./reply-constraint.ts";
-import { checkSchema, resolveRef, type PlainJson } from "./schema-keywords.ts";
+import { checkSchema, forEngine, resolveRef, withoutUnenforced, type PlainJson } from "./schema-keywords.ts";
 
 const argumentTypes: readonly ArgumentType[] = ["string", "number", "boolean", "null", "object", "array"];
 const free: TextRule = { kind: "free" };
@@ -29,7 +29,7 @@ const isObject = (v: PlainJson | undefined): v is { [key: string]: PlainJson } =
 
 async function compile(engine: GrammarEngine, schema: PlainJson, path: string): Promise<CompiledText> {
   try {
-    return await engine.jsonSchema(JSON.stringify(schema));
+    return await engine.jsonSchema(JSON.stringify(forEngine(schema)));
   } catch (error) {
     throw refuse(path, `the schema cannot be compiled into a grammar: ${grammarErrorText(error)}`);
   }
@@ -49,7 +49,9 @@ export async function replyShape(request: ChatRequest, tokenizer: Tokenizer): Pr
     checkSchema(schema, path);
     content = { kind: "grammar", grammar: await compile(engine, schema, path) };
   }
-  return { thinking: request.thinking, content, tools: await toolMode(request, declared, engine) };
+  const unenforced: string[] = [];
+  const tools = await toolMode(request, declared, engine, unenforced);
+  return { thinking: request.thinking, content, tools, unenforced };
 }
 
 interface Declared {
@@ -71,19 +73,19 @@ function declaredTools(request: ChatRequest): Declared[] {
   return out;
 }
 
-async function toolMode(request: ChatRequest, declared: readonly Declared[], engine: GrammarEngine): Promise<ToolMode> {
+async function toolMode(request: ChatRequest, declared: readonly Declared[], engine: GrammarEngine, unenforced: string[]): Promise<ToolMode> {
   const choice = request.toolChoice;
   if (declared.length === 0 || choice === "none") return { kind: "none" };
   if (typeof choice === "object") {
     const tool = declared.find((d) => d.name === choice.function);
     if (!tool) throw refuse("tool_choice.function.name", `${JSON.stringify(choice.function)} is not a declared tool (declared: ${declared.map((d) => d.name).join(", ")})`);
-    return { kind: "named", tool: await toolShape(tool, engine) };
+    return { kind: "named", tool: await toolShape(tool, engine, unenforced) };
   }
-  return { kind: choice, tools: await Promise.all(declared.map((d) => toolShape(d, engine))) };
+  return { kind: choice, tools: await Promise.all(declared.map((d) => toolShape(d, engine, unenforced))) };
 }
 
-async function toolShape(tool: Declared, engine: GrammarEngine): Promise<ToolShape> {
-  const params = tool.parameters === undefined ? {} : plain(tool.parameters);
+async function toolShape(tool: Declared, engine: GrammarEngine, unenforced: string[]): Promise<ToolShape> {
+  const params = withoutUnenforced(tool.parameters === undefined ? {} : plain(tool.parameters), tool.path, unenforced);
   checkSchema(params, tool.path);
   if (!isObject(params)) return { name: tool.name, arguments: [], required: new Set() };
   if (params.type !== undefined && params.type !== "object") throw refuse(`${tool.path}.type`, 'a function\'s parameters are an object schema ("type": "object")');
@@ -97,7 +99,7 @@ async function toolShape(tool: Declared, engine: GrammarEngine): Promise<ToolSha
     const schema = Object.hasOwn(properties, key) ? (properties[key] as PlainJson) : true;
     const types: { type: ArgumentType; value: TextRule }[] = [];
     for (const [type, sub] of byType(schema, params)) {
-      if (type === "string") types.push({ type, value: await rawString(sub, params, path, engine) });
+      if (type === "string") types.push({ type, value: await rawString(sub, params, path, engine, unenforced) });
       else types.push({ type, value: { kind: "grammar", grammar: await compile(engine, { ...(isObject(sub) ? sub : {}), ...defs }, path) } });
     }
     if (types.length === 0 && required.includes(key)) throw refuse(path, "a required parameter no value can satisfy");
@@ -183,17 +185,17 @@ function literal(text: string): string {
  * `enum`/`const` become literal alternatives and `minLength`/`maxLength` a repetition of any
  * character; `pattern` and `format` have no raw form here and are refused.
  */
-async function rawString(schema: PlainJson, root: PlainJson, path: string, engine: GrammarEngine): Promise<TextRule> {
+async function rawString(schema: PlainJson, root: PlainJson, path: string, engine: GrammarEngine, unenforced: string[]): Promise<TextRule> {
   const s = deref(schema, root);
   if (!isObject(s)) return free;
   if (Array.isArray(s.anyOf)) {
-    const rules = await Promise.all(s.anyOf.map((b) => rawString(b, root, path, engine)));
+    const rules = await Promise.all(s.anyOf.map((b) => rawString(b, root, path, engine, unenforced)));
     if (rules.some((r) => r.kind === "free")) return free;
-    throw refuse(`${path}.anyOf`, "string branches with enum or length bounds in one argument are not enforced on a raw string argument");
+    unenforced.push(`${path}.anyOf`);
+    return free;
   }
-  for (const keyword of ["pattern", "format"]) {
-    if (s[keyword] !== undefined) throw refuse(`${path}.${keyword}`, `${keyword} is not enforced on a tool argument of type string (it is written raw, chat.md 2.6.3); use it in response_format, or an enum`);
-  }
+  // A raw string has no quotes to hold a regular expression's grammar to: stated, not enforced.
+  for (const keyword of ["pattern", "format"]) if (s[keyword] !== undefined) unenforced.push(`${path}.${keyword}`);
   let body: string | undefined;
   if (typeof s.const === "string") body = literal(s.const);
   else if (Array.isArray(s.enum)) body = s.enum.filter((v): v is string => typeof v === "string").map(literal).join(" | ");

@@ -34,10 +34,10 @@ export const schemaKeywords = {
   maxLength: { support: "enforced", note: "at most this many characters" },
   pattern: { support: "enforced", note: "the whole string matches (as if anchored, which only narrows); no lookaround, backreferences or Unicode property classes; not on a raw string argument" },
   format: { support: "enforced", note: "`date`, `time`, `date-time`, `email`, `ipv4`, `ipv6`, `uuid`, `uri`, `hostname` (not on a raw string argument)" },
-  minimum: { support: "enforced", note: "on `integer` only (the engine's ranges on `number` are not exact)" },
-  maximum: { support: "enforced", note: "on `integer` only" },
-  exclusiveMinimum: { support: "enforced", note: "on `integer` only" },
-  exclusiveMaximum: { support: "enforced", note: "on `integer` only" },
+  minimum: { support: "enforced", note: "on `integer`; on `number` the value is written as an integer within the range (the engine's fractional ranges are not exact: narrower, always valid)" },
+  maximum: { support: "enforced", note: "as `minimum`" },
+  exclusiveMinimum: { support: "enforced", note: "as `minimum`" },
+  exclusiveMaximum: { support: "enforced", note: "as `minimum`" },
   minProperties: { support: "enforced", note: "at least this many properties" },
   maxProperties: { support: "enforced", note: "at most this many properties" },
   title: { support: "annotation", note: "no effect on the reply" },
@@ -107,13 +107,16 @@ export function checkSchema(schema: PlainJson, path: string, root: PlainJson = s
       if (typeof value !== "number" || !Number.isInteger(value) || value < 0) throw refuse(at, "expected a non-negative integer");
     } else if (/^(exclusiveM|m)(in|ax)imum$/.test(keyword)) {
       if (typeof value !== "number") throw refuse(at, "expected a number");
-      if (schema.type !== "integer") throw refuse(at, `${keyword} is enforced on "type": "integer" only (ranges of numbers with fractions are not exact in the grammar engine)`);
+      if (schema.type !== "integer" && schema.type !== "number") throw refuse(at, `${keyword} is enforced with "type": "integer" or "number" only`);
     }
   }
   for (const [min, max] of [["minLength", "maxLength"], ["minItems", "maxItems"], ["minProperties", "maxProperties"], ["minimum", "maximum"]] as const) {
     const lo = schema[min];
     const hi = schema[max];
     if (typeof lo === "number" && typeof hi === "number" && lo > hi) throw refuse(`${path}.${min}`, `${lo} is above ${max} ${hi}: no value can match`);
+  }
+  if (schema.type === "number" && integerRange(schema) === undefined) {
+    throw refuse(`${path}.minimum`, "no integer lies in this range (a number with a range is written as an integer within it)");
   }
   if (schema.oneOf !== undefined && !discriminated(schema.oneOf as PlainJson[], root)) {
     throw refuse(`${path}.oneOf`, "oneOf is enforced only when its branches are told apart by a required property with distinct const values (use anyOf when more than one branch may match)");
@@ -142,6 +145,70 @@ function discriminated(branches: readonly PlainJson[], root: PlainJson): boolean
     }
     return true;
   });
+}
+
+/**
+ * A tool's parameters schema with what cannot be enforced taken out, each removal's path added to
+ * `unenforced`: an unknown keyword (`allOf`, `not`, ...), a format outside the table, a `oneOf`
+ * without a discriminator (kept as `anyOf`: each branch still holds), a `number` range no integer
+ * lies in. Agents' tool schemas carry such keywords (Claude Code's have `allOf` of patterns), and
+ * a call must still go out: the call's name, its keys and every enforceable keyword still hold,
+ * and the reply lists what was not (`k3.constraint.unenforced`). A `response_format` schema is
+ * held to checkSchema instead: there a keyword k3 cannot enforce is a 400.
+ */
+export function withoutUnenforced(schema: PlainJson, path: string, unenforced: string[]): PlainJson {
+  if (Array.isArray(schema)) return schema.map((s, i) => withoutUnenforced(s, `${path}[${i}]`, unenforced));
+  if (!isObject(schema)) return schema;
+  const out: { [key: string]: PlainJson } = {};
+  for (const [keyword, value] of Object.entries(schema)) {
+    const at = `${path}.${segment(keyword)}`;
+    if (!Object.hasOwn(schemaKeywords, keyword) || (keyword === "format" && !(typeof value === "string" && formats.has(value)))) {
+      unenforced.push(at);
+      continue;
+    }
+    if (schemaMap.has(keyword) && isObject(value)) out[keyword] = Object.fromEntries(Object.entries(value).map(([n, sub]) => [n, withoutUnenforced(sub, `${at}.${segment(n)}`, unenforced)]));
+    else if ((schemaList.has(keyword) || oneSchema.has(keyword)) && typeof value === "object" && value !== null) out[keyword] = withoutUnenforced(value, at, unenforced);
+    else out[keyword] = value;
+  }
+  if (Array.isArray(out.oneOf) && !discriminated(out.oneOf, out)) {
+    unenforced.push(`${path}.oneOf`);
+    out.anyOf = out.oneOf;
+    delete out.oneOf;
+  }
+  if (out.type === "number" && integerRange(out) === undefined) {
+    unenforced.push(`${path}.minimum`);
+    for (const k of ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]) delete out[k];
+  }
+  return out;
+}
+
+/** The integers a range allows, as [lowest, highest] (either side open: null); undefined when none does. */
+export function integerRange(schema: { [key: string]: PlainJson }): [number | null, number | null] | undefined {
+  const num = (k: string) => (typeof schema[k] === "number" ? (schema[k] as number) : undefined);
+  const lows = [num("minimum") === undefined ? undefined : Math.ceil(num("minimum") as number), num("exclusiveMinimum") === undefined ? undefined : Math.floor(num("exclusiveMinimum") as number) + 1];
+  const highs = [num("maximum") === undefined ? undefined : Math.floor(num("maximum") as number), num("exclusiveMaximum") === undefined ? undefined : Math.ceil(num("exclusiveMaximum") as number) - 1];
+  const low = lows.filter((x): x is number => x !== undefined).reduce<number | null>((a, b) => (a === null ? b : Math.max(a, b)), null);
+  const high = highs.filter((x): x is number => x !== undefined).reduce<number | null>((a, b) => (a === null ? b : Math.min(a, b)), null);
+  return low !== null && high !== null && low > high ? undefined : [low, high];
+}
+
+/**
+ * The schema as the grammar engine is given it: a `number` with a range becomes an `integer`
+ * within it (the engine's fractional ranges are not exact; an integer in range always validates).
+ */
+export function forEngine(schema: PlainJson): PlainJson {
+  if (Array.isArray(schema)) return schema.map(forEngine);
+  if (!isObject(schema)) return schema;
+  const out: { [key: string]: PlainJson } = Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, k === "enum" || k === "const" || k === "default" || k === "examples" ? v : forEngine(v)]));
+  const ranged = ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"].some((k) => out[k] !== undefined);
+  if (out.type === "number" && ranged) {
+    const range = integerRange(out);
+    for (const k of ["minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum"]) delete out[k];
+    out.type = "integer";
+    if (range?.[0] !== null && range?.[0] !== undefined) out.minimum = range[0];
+    if (range?.[1] !== null && range?.[1] !== undefined) out.maximum = range[1];
+  }
+  return out;
 }
 
 /** The schema `ref` names in `root`, for `#`, `#/$defs/NAME` and `#/definitions/NAME`. */

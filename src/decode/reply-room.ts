@@ -18,6 +18,11 @@ export interface ReplyRoomRequest {
   maxTokensField: string;
   /** What the user can do about it, appended to the message. */
   hint?: string;
+  /**
+   * A stated length beyond the room is cut to it instead of refused: the agent APIs' clients
+   * send their model's largest reply (Claude Code: 32,000) whatever the context (chat.md 4.9).
+   */
+  clamp?: boolean;
 }
 
 /** The reply's length in ids, or a refusal naming the field that does not fit. */
@@ -25,7 +30,7 @@ export function fitReply(r: ReplyRoomRequest): number {
   const room = r.capacity - r.promptIds;
   const hint = r.hint ? ` (${r.hint})` : "";
   if (room < 1) throw fieldError(r.promptField, `the prompt has ${r.promptIds} ids; the context holds ${r.capacity}${hint}`, "context_length_exceeded");
-  const maxTokens = r.maxTokens ?? Math.min(r.defaultMaxTokens, room);
+  const maxTokens = r.maxTokens === undefined ? Math.min(r.defaultMaxTokens, room) : r.clamp ? Math.min(r.maxTokens, room) : r.maxTokens;
   if (maxTokens > room) {
     throw fieldError(r.maxTokensField, `${maxTokens} more ids do not fit: the prompt takes ${r.promptIds} of the ${r.capacity} positions the context holds${hint}`, "context_length_exceeded");
   }

@@ -53,6 +53,8 @@ export interface Completion {
 export interface CompletionLimits {
   /** The reply's length when the request gives none. */
   defaultMaxTokens: number;
+  /** A stated length beyond the room is cut to it (the agent doors), not refused (chat completions, as OpenAI does). */
+  clampMaxTokens?: boolean;
 }
 
 export interface PreparedCompletion {
@@ -74,7 +76,7 @@ export async function prepareCompletion(request: ChatRequest, tokenizer: Tokeniz
   const rendered = renderChat(request, tokenizer, capacity);
   const maxTokens = fitReply({
     promptIds: rendered.ids.length, maxTokens: request.maxTokens, defaultMaxTokens: limits.defaultMaxTokens, capacity,
-    promptField: "messages", maxTokensField: "max_tokens",
+    promptField: "messages", maxTokensField: "max_tokens", clamp: limits.clampMaxTokens,
   });
   return { request, sampling, rendered, maxTokens, shape: await replyShape(request, tokenizer) };
 }
@@ -123,5 +125,7 @@ export async function runCompletion(
     return { choice, turn };
   }));
   const turns = done.map((d) => d.turn);
-  return { choices: done.map((d) => d.choice), usage: usageOf(rendered.promptTokens, turns), stats: statsOf(turns, sampling.seed) };
+  const stats = statsOf(turns, sampling.seed);
+  if (stats.constraint && shape && shape.unenforced.length > 0) stats.constraint.unenforced = [...shape.unenforced];
+  return { choices: done.map((d) => d.choice), usage: usageOf(rendered.promptTokens, turns), stats };
 }

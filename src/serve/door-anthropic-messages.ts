@@ -70,6 +70,7 @@ function messageBody(head: ReplyHead, choice: CompletionChoice, content: Block[]
 
 export const anthropicMessagesDoor: Door = {
   idPrefix: "msg_",
+  clampMaxTokens: true,
   doneLine: false,
   parse: (bytes) => parseMessagesRequest(bytes).chat,
   body: (head, _prepared, c) => {

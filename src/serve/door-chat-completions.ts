@@ -21,6 +21,7 @@ function chunkLogprobs(l: Partial<ReplyLogprobs>, tokenizer: Tokenizer) {
 
 export const chatCompletionsDoor: Door = {
   idPrefix: "chatcmpl-",
+  clampMaxTokens: false,
   doneLine: true,
   parse: (bytes) => parseChatRequest(bytes, { source: "request" }),
   body: (head, prepared, c: Completion, tokenizer) => {

@@ -75,6 +75,7 @@ function responseObject(head: ReplyHead, prepared: PreparedCompletion, completio
 
 export const responsesDoor: Door = {
   idPrefix: "resp_",
+  clampMaxTokens: true,
   doneLine: false,
   parse: parseResponsesRequest,
   body: (head, prepared, c) => responseObject(head, prepared, c, { reasoning: replyId("rs_"), message: replyId("msg_"), calls: [] }),

@@ -35,6 +35,8 @@ export interface Door {
   readonly idPrefix: string;
   /** The stream ends with `data: [DONE]` (OpenAI chat and completions). */
   readonly doneLine: boolean;
+  /** A reply length beyond the context's room is cut to the room, not refused. */
+  readonly clampMaxTokens: boolean;
   parse(bytes: Uint8Array): ChatRequest;
   body(head: ReplyHead, prepared: PreparedCompletion, completion: Completion, tokenizer: Tokenizer): unknown;
   stream(head: ReplyHead, prepared: PreparedCompletion, send: SendEvent, tokenizer: Tokenizer): DoorStream;

@@ -354,7 +354,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       const request = door.parse(bytes);
       if (request.model !== undefined && request.model !== options.modelName) return unknownModel(request.model);
       checkChoices(request.choices);
-      return await prepareCompletion(request, tokenizer, source.capacity, { defaultMaxTokens: options.defaultMaxTokens });
+      return await prepareCompletion(request, tokenizer, source.capacity, { defaultMaxTokens: options.defaultMaxTokens, clampMaxTokens: door.clampMaxTokens });
     });
     if (prepared instanceof Response) return prepared;
     const turn = queue.enter(prepared.request.choices);

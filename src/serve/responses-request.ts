@@ -95,18 +95,32 @@ function messagesOf(items: readonly JsonValue[]): Plain[] {
   return out;
 }
 
+/** Hosted tools the API runs itself; k3 runs no tool, so they are not offered to the model (docs/serving.md says so). */
+const hostedTools = new Set(["web_search", "web_search_preview", "file_search", "code_interpreter", "computer_use_preview", "image_generation", "mcp", "local_shell", "shell", "apply_patch", "custom"]);
+
 function toolsOf(body: Fields): Plain {
   const out: Plain = {};
   const tools = body.array("tools");
+  const fn = (tool: Fields) => ({
+    type: "function",
+    function: defined({ name: tool.requiredString("name", "the function's name"), description: tool.string("description"), parameters: tool.value("parameters"), strict: tool.boolean("strict") }),
+  });
   if (tools !== undefined) {
-    out.tools = tools.map((_, i) => {
+    out.tools = tools.flatMap((_, i) => {
       const tool = itemFields(tools, i, "tools", "a tool");
       const type = tool.requiredString("type", '"function"');
-      if (type !== "function") throw refuse(tool.at("type"), `${quote(type)} tools are not available here (only "function" tools)`);
-      return {
-        type: "function",
-        function: defined({ name: tool.requiredString("name", "the function's name"), description: tool.string("description"), parameters: tool.value("parameters"), strict: tool.boolean("strict") }),
-      };
+      if (type === "function") return [fn(tool)];
+      // A namespace groups function tools (Codex's sub-agent tools): they are offered by their own names.
+      if (type === "namespace") {
+        const inner = tool.array("tools") ?? [];
+        return inner.map((_, j) => {
+          const t = itemFields(inner, j, tool.at("tools"), "a tool");
+          if (t.string("type") !== "function") throw refuse(t.at("type"), 'a namespace holds "function" tools');
+          return fn(t);
+        });
+      }
+      if (hostedTools.has(type)) return [];
+      throw refuse(tool.at("type"), `${quote(type)} tools are not available here (only "function" tools; hosted tools are left out)`);
     });
   }
   const choice = body.value("tool_choice");

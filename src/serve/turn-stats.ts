@@ -33,8 +33,11 @@ export interface CompletionStats {
    * steps (its own included), and its rows' share of the bytes they read from disk.
    */
   batch?: { steps: number; shared_rows: number; bytes_read_share: number };
-  /** A constrained reply (response_format, tools): the ids its constraint forced, fed without sampling (summed over the choices). */
-  constraint?: { forced_ids: number };
+  /**
+   * A constrained reply (response_format, tools): the ids its constraint forced, fed without
+   * sampling (summed over the choices), and the tool-schema keywords it could not enforce.
+   */
+  constraint?: { forced_ids: number; unenforced?: string[] };
 }
 
 /** `usage`, counting the prompt once as chat.md 4.6 does (`promptTokens`) and the reply as the ids generated, summed over the choices. */

@@ -54,7 +54,7 @@ function shellLines(markdown: string): string[] {
  * test/cli/doctor-tools.test.ts, the released model's lines nowhere (it is not on this machine),
  * and the rest here.
  */
-type Kind = "install" | "doctor" | "released-model" | "key" | "serve" | "client" | "demo";
+type Kind = "install" | "doctor" | "released-model" | "key" | "serve" | "client" | "demo" | "agent";
 const rules: [Kind, RegExp][] = [
   ["install", /^(bash tools\/setup\.sh|\.toolchain\/bin\/bun test|sha256sum |chmod \+x |export PATH=)/],
   ["doctor", /^k3 doctor$/],
@@ -62,6 +62,8 @@ const rules: [Kind, RegExp][] = [
   ["key", /^export K3_API_KEY=/],
   ["serve", /^k3 serve --demo\b/],
   ["client", /^curl /],
+  // A coding agent pointed at the server: the agent CLIs are not dependencies, so the line is classified, not run (docs/serving.md says how they were tried).
+  ["agent", /^ANTHROPIC_BASE_URL=http:\/\/127\.0\.0\.1:\d+ .*\bclaude$/],
   ["demo", /(^|[|;&(]\s*)k3 (demo\b|chat --demo\b)|"\$demo"/],
 ];
 

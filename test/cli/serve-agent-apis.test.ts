@@ -141,6 +141,29 @@ describe("OpenAI Responses", () => {
   });
 });
 
+describe("what the agent CLIs send", () => {
+  test("max_tokens beyond the context is cut to the room (Claude Code sends 32,000); a tool schema's unenforceable keyword is listed, not refused", async () => {
+    const tool = { ...time, input_schema: { ...time.input_schema, properties: { city: { type: "string", allOf: [{ pattern: "^[^\\n]*$" }, { maxLength: 30 }] } } } };
+    // Plain fetch: the SDK will not send a non-streamed request this large, and its stream helper keeps no `k3`.
+    const r = await fetch(`${server.url}/v1/messages`, {
+      method: "POST", headers: { "x-api-key": key, "content-type": "application/json" },
+      body: JSON.stringify({ model: "kimi-k3", max_tokens: 32000, temperature: 0, tools: [tool], tool_choice: { type: "any" }, messages: [{ role: "user", content: "What time is it in Rome?" }] }),
+    });
+    const reply = (await r.json()) as { stop_reason: string; k3: { constraint: { unenforced: string[] } } };
+    expect([r.status, reply.stop_reason]).toEqual([200, "tool_use"]);
+    expect(reply.k3.constraint.unenforced).toEqual(["tools[0].function.parameters.properties.city.allOf"]);
+  });
+
+  test("Codex's tools: a namespace's functions are offered by name; hosted tools (web_search) are left out", async () => {
+    const fn = { type: "function", name: "get_time", description: time.description, parameters: time.input_schema, strict: false };
+    const reply = await openai.responses.create({
+      model: "kimi-k3", input: "What time is it in Rome?", max_output_tokens: 300, temperature: 0, tool_choice: "required", reasoning: { effort: "none" },
+      tools: [{ type: "namespace", name: "clock", description: "clock tools", tools: [fn] }, { type: "web_search" }] as unknown as OpenAI.Responses.Tool[],
+    });
+    expect(reply.output.filter((item) => item.type === "function_call").map((item) => (item as { name: string }).name)).toEqual(["get_time"]);
+  });
+});
+
 describe("a full queue, in each API's shape", () => {
   test("Messages says 529 overloaded_error, Responses 429", async () => {
     const busy = await serveDemo(["--queue", "0"]);

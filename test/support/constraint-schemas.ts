@@ -32,7 +32,7 @@ export const constraintSchemas: Record<string, object> = {
   },
   string_bounds: { type: "object", properties: { code: { type: "string", minLength: 3, maxLength: 3 } }, required: ["code"] },
   integer_range: { type: "object", properties: { score: { type: "integer", minimum: 1, maximum: 5 }, n: { type: "integer", exclusiveMinimum: 0, exclusiveMaximum: 10 } }, required: ["score", "n"] },
-  numbers: { type: "object", properties: { p: { type: "number" }, q: { type: ["number", "null"] } }, required: ["p", "q"] },
+  numbers: { type: "object", properties: { p: { type: "number" }, q: { type: ["number", "null"] }, r: { type: "number", minimum: 0.5, exclusiveMaximum: 10 } }, required: ["p", "q", "r"] },
   pattern: { type: "object", properties: { zip: { type: "string", pattern: "^[0-9]{5}$" } }, required: ["zip"] },
   date: { type: "object", properties: { day: { type: "string", format: "date" } }, required: ["day"] },
   uuid: { type: "object", properties: { id: { type: "string", format: "uuid" } }, required: ["id"] },

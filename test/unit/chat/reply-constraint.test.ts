@@ -178,7 +178,7 @@ describe("what cannot be enforced is refused, naming the keyword", () => {
     ["uniqueItems", { type: "array", uniqueItems: true }, /uniqueItems/],
     ["an unknown format", { type: "string", format: "credit-card" }, /"credit-card" is not a format/],
     ["a $ref that does not resolve", { $ref: "#/$defs/missing" }, /does not resolve/],
-    ["a range on a number with fractions", { type: "object", properties: { p: { type: "number", maximum: 1 } } }, /properties\.p\.maximum.*integer/],
+    ["a number range no integer lies in", { type: "object", properties: { p: { type: "number", minimum: 0.1, maximum: 0.9 } } }, /properties\.p\.minimum: no integer lies in this range/],
     ["multipleOf", { type: "integer", multipleOf: 3 }, /"multipleOf" is not enforced/],
     ["allOf", { allOf: [{ type: "object" }, { required: ["a"] }] }, /"allOf" is not enforced/],
     ["oneOf without a discriminator", { oneOf: [{ type: "integer" }, { type: "number" }] }, /schema\.oneOf: oneOf is enforced only/],
@@ -191,10 +191,28 @@ describe("what cannot be enforced is refused, naming the keyword", () => {
     });
   }
 
-  test("pattern on a raw string argument", async () => {
-    const tool = { type: "function", function: { name: "f", parameters: { type: "object", properties: { s: { type: "string", pattern: "^a+$" } } } } };
-    const request = parseChatRequest({ messages: [{ role: "user", content: "Hi" }], tools: [tool] });
-    await expect(replyShape(request, tok)).rejects.toThrow(/tools\[0\]\.function\.parameters\.properties\.s\.pattern/);
+  test("in a tool's parameters what cannot be enforced is listed, not refused; the rest still holds", async () => {
+    const parameters = {
+      type: "object",
+      properties: {
+        s: { type: "string", allOf: [{ pattern: "^a+$" }, { pattern: "^.{0,3}$" }] },
+        p: { type: "string", pattern: "^[0-9]+$" },
+        n: { type: "number", minimum: 0.1, maximum: 0.9 },
+        e: { enum: ["x", "y"] },
+      },
+      required: ["s", "e"],
+    };
+    const request = parseChatRequest({ messages: [{ role: "user", content: "Hi" }], thinking: { type: "disabled" }, tools: [{ type: "function", function: { name: "f", parameters } }], tool_choice: "required" });
+    const shape = (await replyShape(request, tok))!;
+    const at = "tools[0].function.parameters.properties";
+    expect([...shape.unenforced].sort()).toEqual([`${at}.n.minimum`, `${at}.p.pattern`, `${at}.s.allOf`].sort());
+    for (let seed = 1; seed <= 4; seed++) {
+      const w = await walk(new ReplyConstraint(shape, tok, tok.vocabSize), seed);
+      if (!w.ended) continue;
+      const args = JSON.parse(parse(w.ids, false).tool_calls![0]!.function.arguments) as Record<string, unknown>;
+      expect(["x", "y"]).toContain(args.e as string);
+      expect(typeof args.s).toBe("string");
+    }
   });
 });
 
