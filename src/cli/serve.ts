@@ -7,7 +7,7 @@ import { envSetButEmpty, envValue } from "../env.ts";
 import { inputLimits } from "../input-limits.ts";
 import { ExitCode, quoteArgument, usageError } from "../errors.ts";
 import { log } from "../report/log.ts";
-import { checkPortFree, defaultBodyTimeoutSeconds, defaultIdleTimeoutSeconds, maxIdleTimeoutSeconds, startServer } from "../serve/http.ts";
+import { checkPortFree, defaultBodyTimeoutSeconds, defaultDrainTimeoutSeconds, defaultIdleTimeoutSeconds, maxIdleTimeoutSeconds, startServer } from "../serve/http.ts";
 import { Conversation } from "../session/conversation.ts";
 import { ConversationPool } from "../session/conversation-pool.ts";
 import { maxParallel } from "../plan/limits.ts";
@@ -28,6 +28,8 @@ interface ServeCliOptions extends ChatModelOptions {
   idleTimeoutSeconds: number;
   bodyTimeoutSeconds: number;
   parallel: number;
+  metricsPublic: boolean;
+  drainTimeoutSeconds: number;
 }
 
 const loopback = new Set(["127.0.0.1", "localhost", "::1"]);
@@ -57,6 +59,15 @@ const options: readonly OptionDef<ServeCliOptions>[] = [
     name: "allow-origin", value: "ORIGIN",
     description: "Also answer browser pages from ORIGIN, e.g. http://localhost:3000 (repeatable; '*' for any; default: only the server's own page)",
     apply: (o, raw, flag) => { o.allowOrigins.push(checkOrigin(raw, flag)); },
+  },
+  {
+    name: "drain-timeout", value: "S",
+    description: `At SIGTERM, generations in flight may finish for S seconds, then are cut with an error (default ${defaultDrainTimeoutSeconds}); new requests get 503`,
+    apply: (o, raw, flag) => { o.drainTimeoutSeconds = parseInteger(raw, flag, 0, 86_400); },
+  },
+  {
+    name: "metrics-public", description: "Serve /metrics (Prometheus text) without the API key; the Host and Origin checks still apply",
+    apply: (o) => { o.metricsPublic = true; },
   },
   {
     name: "idle-timeout", value: "S",
@@ -98,7 +109,7 @@ export async function main(args: readonly string[]): Promise<number> {
   const o: ServeCliOptions = {
     tokDir: undefined, configPath: undefined, layers: undefined, budgets: [], trunkDir: undefined, host: "127.0.0.1",
     port: 8000, apiKey: undefined, modelName: "kimi-k3", queue: 8, maxBodyMb: 16, allowHosts: [], allowOrigins: [],
-    idleTimeoutSeconds: defaultIdleTimeoutSeconds, bodyTimeoutSeconds: defaultBodyTimeoutSeconds, parallel: 1, ...chatModelDefaults,
+    idleTimeoutSeconds: defaultIdleTimeoutSeconds, bodyTimeoutSeconds: defaultBodyTimeoutSeconds, parallel: 1, metricsPublic: false, drainTimeoutSeconds: defaultDrainTimeoutSeconds, ...chatModelDefaults,
   };
   const positionals = await parseCommandArgs(args, command, o);
   if (!positionals) return ExitCode.ok;
@@ -124,7 +135,7 @@ export async function main(args: readonly string[]): Promise<number> {
     host: o.host, port: o.port, apiKey, modelName: o.modelName, maxBodyBytes: Math.min(o.maxBodyMb * MiB, inputLimits.requestBytes), queue: o.queue, parallel: o.parallel,
     bytesRead,
     defaultMaxTokens: o.maxTokens, allowHosts: o.allowHosts, allowOrigins: o.allowOrigins,
-    idleTimeoutSeconds: o.idleTimeoutSeconds, bodyTimeoutSeconds: o.bodyTimeoutSeconds,
+    idleTimeoutSeconds: o.idleTimeoutSeconds, bodyTimeoutSeconds: o.bodyTimeoutSeconds, metricsPublic: o.metricsPublic, drainTimeoutSeconds: o.drainTimeoutSeconds,
   });
   const stopped = new Promise<void>((resolve) => {
     // One handler for both signals, installed before the server says it is ready: the first

@@ -89,6 +89,8 @@ export interface CompletionEvents {
   cancelled: () => boolean;
   /** The prompt going in (the choices share it). */
   onPrefill?: (progress: PrefillProgress) => void;
+  /** Each generated id as it is chosen (whether or not it makes a delta): the server times the first. */
+  onFirstId?: () => void;
 }
 
 /** Runs a prepared completion: its `n` choices (request.choices), each sampled with its own seed (choiceSampling). */
@@ -107,6 +109,7 @@ export async function runCompletion(
       thinking: request.thinking, sampling: choiceSampling(sampling, index), maxNewTokens: maxTokens, stopIds, stop: request.stop,
       cancelled: events.cancelled, onPrefill: index === 0 ? events.onPrefill : undefined,
       constraint: shape && new ReplyConstraint(shape, tokenizer, tokenizer.vocabSize),
+      onId: events.onFirstId,
       logprobs: request.logprobs,
       onLogprob: (entry: TokenLogprob, channel: "reasoning" | "content" | "structure") => {
         if (channel !== "structure") pending[channel].push(entry);

@@ -17,6 +17,8 @@ import { apiError, errorResponse, fromThrown } from "./errors.ts";
 import { pageRoutes } from "./page-routes.ts";
 import { hostAllowed, originAllowed, originPolicy, type OriginPolicy } from "./request-origin.ts";
 import { legacyLogprobs } from "./logprob-shapes.ts";
+import { endpointOf, ServerMetrics } from "./metrics.ts";
+import type { CompletionStats } from "./turn-stats.ts";
 import { chatCompletionsDoor } from "./door-chat-completions.ts";
 import { anthropicMessagesDoor, asAnthropicError } from "./door-anthropic-messages.ts";
 import { parseMessagesRequest } from "./anthropic-request.ts";
@@ -47,7 +49,13 @@ export interface ServeOptions {
   idleTimeoutSeconds?: number;
   /** A request body must have arrived whole within this (--body-timeout); else 408. */
   bodyTimeoutSeconds?: number;
+  /** `/metrics` without the API key (--metrics-public); the Host and Origin checks still apply. */
+  metricsPublic?: boolean;
+  /** At a stop, how long generations in flight may go on before they are cut (--drain-timeout). */
+  drainTimeoutSeconds?: number;
 }
+
+export const defaultDrainTimeoutSeconds = 300;
 
 export const defaultIdleTimeoutSeconds = 10;
 /** How long responses still being written get at shutdown before their connections are closed. */
@@ -70,6 +78,15 @@ class GenerationQueue {
   /** Seconds during which at least one generation ran, up to the last time none did. */
   #busySeconds = 0;
   #busySince = 0;
+
+  /** Generations running, and requests waiting for a turn, now. */
+  get running(): number {
+    return this.#running;
+  }
+
+  get waiting(): number {
+    return this.#waiting.length;
+  }
 
   /** Seconds during which at least one generation ran, so far. */
   get busySeconds(): number {
@@ -177,9 +194,34 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
   const queue = new GenerationQueue(options.queue, options.parallel ?? 1);
   /** Requests answered and the ids they generated, for /health. */
   const served = { requests: 0, generatedIds: 0 };
-  const count = (usage: { completion_tokens: number }) => {
+  const metrics = new ServerMetrics();
+  const count = (usage: { prompt_tokens: number; completion_tokens: number }, stats?: CompletionStats) => {
     served.requests++;
     served.generatedIds += usage.completion_tokens;
+    metrics.add("k3:prompt_tokens_total", usage.prompt_tokens);
+    metrics.add("k3:generation_tokens_total", usage.completion_tokens);
+    if (stats) {
+      metrics.add("k3:prompt_tokens_reused_total", stats.reused_prompt_ids, { source: stats.reused_from });
+      if (usage.completion_tokens > 1) metrics.observe("k3:time_per_output_token_seconds", stats.decode_seconds / (usage.completion_tokens - 1));
+    }
+  };
+  /** A generation's turn: how long it waited for it is observed. */
+  const waitTurn = async (turn: { ready: Promise<() => void> }) => {
+    const started = performance.now();
+    const release = await turn.ready;
+    metrics.observe("k3:request_queue_time_seconds", (performance.now() - started) / 1000);
+    return release;
+  };
+  const scrape = () => {
+    const b = source.batchStats;
+    const read = options.bytesRead?.();
+    return new Response(metrics.render({
+      "k3:num_requests_running": queue.running, "k3:num_requests_waiting": queue.waiting,
+      "k3:batch_rows_per_step": b && b.steps > 0 ? b.rows / b.steps : 0,
+      "k3:bytes_read_total": read ?? 0,
+      "k3:bytes_read_per_generated_token": read !== undefined && served.generatedIds > 0 ? read / served.generatedIds : 0,
+      process_resident_memory_bytes: process.memoryUsage.rss(),
+    }), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } });
   };
   /**
    * /health: up or stopping; what the server generated (ids per second of the time anything
@@ -217,6 +259,9 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     }
   }
   let closing = false;
+  /** The drain's time ran out: generations still running stop at their next id, answered with an error. */
+  let cut = false;
+  const cutError = () => runtimeError(`the server stopped: generation cut after the ${options.drainTimeoutSeconds ?? defaultDrainTimeoutSeconds} s drain (--drain-timeout)`);
   const created = Math.floor(Date.now() / 1000);
   const model = { id: options.modelName, object: "model", created, owned_by: "k3" };
 
@@ -312,7 +357,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       const release = await turn.ready;
       try {
         const c = await runTextCompletion(request, source, tokenizer, stopIdSet, { onText: () => {}, cancelled });
-        count(c.usage);
+        count(c.usage, c.stats);
         return Response.json({ ...head, choices: c.choices.map((choice) => choiceOf(choice)), usage: c.usage, k3: c.stats });
       } catch (error) {
         return errorResponse(fromThrown(error));
@@ -334,7 +379,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
           onChoiceEnd: (choice) => send({ ...head, choices: [choiceOf({ ...choice, text: "" }, choice.unsent, sent[choice.index] ?? 0)] }),
           cancelled, onPrefill: progress,
         });
-        count(c.usage);
+        count(c.usage, c.stats);
         if (request.includeUsage) send({ ...head, choices: [], usage: c.usage, k3: c.stats });
       } finally {
         release();
@@ -348,6 +393,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
    * in the door's shapes. Every chat door takes this one path, so no door has its own rules.
    */
   async function chatDoor(req: Request, door: Door): Promise<Response> {
+    const arrived = performance.now();
     const bytes = await readBody(req);
     if (bytes instanceof Response) return bytes;
     const prepared = await admitted(async (): Promise<PreparedCompletion | Response> => {
@@ -360,12 +406,19 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     const turn = queue.enter(prepared.request.choices);
     if (!turn) return queueFull();
     const head: ReplyHead = { id: replyId(door.idPrefix), created: Math.floor(Date.now() / 1000), model: options.modelName };
-    const cancelled = () => req.signal.aborted;
+    const cancelled = () => req.signal.aborted || cut;
+    let first = true;
+    /** The first id of a reply is seen here, whichever choice and whether or not it streams. */
+    const firstId = () => {
+      if (first) metrics.observe("k3:time_to_first_token_seconds", (performance.now() - arrived) / 1000);
+      first = false;
+    };
     if (!prepared.request.stream) {
-      const release = await turn.ready;
+      const release = await waitTurn(turn);
       try {
-        const c = await runCompletion(prepared, source, tokenizer, stopIdSet, { onDelta: () => {}, cancelled });
-        count(c.usage);
+        const c = await runCompletion(prepared, source, tokenizer, stopIdSet, { onDelta: firstId, cancelled, onFirstId: firstId });
+        if (cut) throw cutError();
+        count(c.usage, c.stats);
         return Response.json(door.body(head, prepared, c, tokenizer));
       } catch (error) {
         return errorResponse(fromThrown(error));
@@ -374,17 +427,18 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       }
     }
     return sse(req, turn.ahead, door, async (send, progress) => {
-      const release = await turn.ready;
+      const release = await waitTurn(turn);
       try {
         const writer = door.stream(head, prepared, send, tokenizer);
         const c = await runCompletion(prepared, source, tokenizer, stopIdSet, {
-          onDelta: writer.delta, onChoiceEnd: writer.choiceEnd, cancelled,
+          onDelta: writer.delta, onChoiceEnd: writer.choiceEnd, cancelled, onFirstId: firstId,
           onPrefill: (p) => {
             progress(p);
             writer.prefill?.(p);
           },
         });
-        count(c.usage);
+        if (cut) throw cutError(); // the stream's last event is the error
+        count(c.usage, c.stats);
         writer.end(c);
       } finally {
         release();
@@ -442,10 +496,12 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
   async function route(req: Request): Promise<Response> {
     const path = new URL(req.url).pathname;
     if (path === "/health") return req.method === "GET" ? Response.json(health()) : methodNotAllowed("GET");
-    if (closing) return errorResponse(apiError(503, "server_error", "the server is shutting down", "shutting_down"));
-    if (path.startsWith("/v1/") && options.apiKey !== undefined && !keyOf(req, options.apiKey)) {
+    if (path === "/metrics" && options.metricsPublic) return req.method === "GET" ? scrape() : methodNotAllowed("GET");
+    if (closing) return errorResponse(apiError(503, "server_error", "the server is shutting down", "shutting_down"), { "retry-after": "30" });
+    if ((path.startsWith("/v1/") || path === "/metrics") && options.apiKey !== undefined && !keyOf(req, options.apiKey)) {
       return errorResponse(apiError(401, "invalid_request_error", "a missing or wrong API key (send Authorization: Bearer KEY, or x-api-key: KEY)", "invalid_api_key"));
     }
+    if (path === "/metrics") return req.method === "GET" ? scrape() : methodNotAllowed("GET");
     if (path === "/v1/models") return req.method === "GET" ? Response.json({ object: "list", data: [model] }) : methodNotAllowed("GET");
     if (path.startsWith("/v1/models/")) {
       if (req.method !== "GET") return methodNotAllowed("GET");
@@ -476,11 +532,14 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     // to load it, the API it talks to stays behind the key.
     routes: pageRoutes(chatPage),
     fetch: async (req) => {
+      let response: Response;
       try {
-        return await guarded(req);
+        response = await guarded(req);
       } catch (error) {
-        return errorResponse(fromThrown(error));
+        response = errorResponse(fromThrown(error));
       }
+      metrics.add("k3:requests_total", 1, { endpoint: endpointOf(new URL(req.url).pathname), status: String(response.status) });
+      return response;
     },
   }));
   policy = originPolicy(options.host, server.port ?? options.port, options.allowHosts ?? [], options.allowOrigins ?? []);
@@ -489,6 +548,12 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     url: `http://${options.host.includes(":") ? `[${options.host}]` : options.host}:${server.port}`,
     async stop() {
       closing = true;
+      // Generations in flight finish, up to the drain timeout; then each is cut at its next id.
+      let drain: ReturnType<typeof setTimeout> | undefined;
+      const expired = new Promise<void>((resolve) => { drain = setTimeout(resolve, (options.drainTimeoutSeconds ?? defaultDrainTimeoutSeconds) * 1000); });
+      await Promise.race([queue.idle(), expired]);
+      clearTimeout(drain);
+      cut = true;
       await queue.idle();
       // In-flight responses get a grace period to be written; idle keep-alive connections
       // would otherwise keep the process alive, so whatever is left is then closed.

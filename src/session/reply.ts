@@ -90,6 +90,8 @@ export interface ReplyOptions {
   constraint?: Constraint & { dispose(): void };
   /** Record log-probabilities with this many alternatives each (0-20); none when undefined. */
   logprobs?: number;
+  /** Told each id as it is chosen, before the parser reads it. */
+  onId?: () => void;
   /** Each id's log-probability as the reply grows, with where the id went. */
   onLogprob?: (entry: TokenLogprob, channel: "reasoning" | "content" | "structure") => void;
   /** Every event as the reply grows; content already cut at a stop string. */
@@ -177,6 +179,7 @@ function replyFolder(tokenizer: Tokenizer, o: ReplyOptions): ReplyFolder {
     maxNewTokens: o.maxNewTokens,
     stopIds: o.stopIds,
     onToken: (id) => {
+      o.onId?.();
       const events = parser.push(id);
       if (parser.lastChannel === "reasoning") reasoningIds++;
       if (chosen && logprobs) {

@@ -1,0 +1,110 @@
+/**
+ * `k3 serve` as an operator runs it, through dist/k3 on the demo model: `/metrics` in the
+ * Prometheus text format (parsed by a registry parser) with counters that move as requests are
+ * made, behind the key unless --metrics-public; and a bounded drain at SIGTERM: requests in
+ * flight finish, a new one gets 503 with Retry-After, and past --drain-timeout the streams still
+ * running end with an error event; the exit is 0 either way.
+ */
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import parsePrometheus from "parse-prometheus-text-format";
+import { serveDemo, stopAll, type Served } from "../support/serve.ts";
+
+setDefaultTimeout(90_000);
+afterAll(stopAll);
+
+type Family = { name: string; type: string; metrics: { value?: string; labels?: Record<string, string>; count?: string; buckets?: Record<string, string> }[] };
+
+async function scrape(s: Served, headers: Record<string, string> = {}): Promise<Map<string, Family>> {
+  const r = await fetch(`${s.url}/metrics`, { headers });
+  expect(r.status).toBe(200);
+  expect(r.headers.get("content-type")).toContain("text/plain; version=0.0.4");
+  return new Map((parsePrometheus(await r.text()) as Family[]).map((f) => [f.name, f]));
+}
+
+const value = (families: Map<string, Family>, name: string, labels: Record<string, string> = {}) =>
+  Number(families.get(name)?.metrics.find((m) => Object.entries(labels).every(([k, v]) => m.labels?.[k] === v))?.value ?? Number.NaN);
+
+const chat = (s: Served, body: object, headers: Record<string, string> = {}) =>
+  fetch(`${s.url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json", ...headers }, body: JSON.stringify({ messages: [{ role: "user", content: "Hi" }], max_tokens: 8, temperature: 0, ...body }) });
+
+describe("/metrics", () => {
+  test("parsed by a Prometheus parser; counters move with requests; refused without the key", async () => {
+    const s = await serveDemo(["--api-key", "k"]);
+    const auth = { authorization: "Bearer k" };
+    expect((await fetch(`${s.url}/metrics`)).status).toBe(401);
+    const before = await scrape(s, auth);
+    expect(value(before, "k3:generation_tokens_total")).toBe(0);
+    for (const family of ["k3:time_to_first_token_seconds", "k3:time_per_output_token_seconds", "k3:request_queue_time_seconds"]) expect(before.get(family)?.type).toBe("HISTOGRAM");
+    const replies = await Promise.all([chat(s, {}, auth), chat(s, { stream: true }, auth)]);
+    for (const r of replies) await r.text();
+    const after = await scrape(s, auth);
+    expect(value(after, "k3:requests_total", { endpoint: "chat_completions", status: "200" })).toBe(2);
+    expect(value(after, "k3:requests_total", { endpoint: "metrics", status: "401" })).toBe(1);
+    expect(value(after, "k3:generation_tokens_total")).toBeGreaterThan(0);
+    expect(value(after, "k3:prompt_tokens_total")).toBeGreaterThan(0);
+    expect(Number(after.get("k3:time_to_first_token_seconds")?.metrics[0]?.count)).toBe(2);
+    expect(Number(after.get("k3:request_queue_time_seconds")?.metrics[0]?.count)).toBe(2);
+    // The second request's prompt is the first's: it was reused from the state the first left.
+    const reused = after.get("k3:prompt_tokens_reused_total")?.metrics.filter((m) => m.labels?.source !== "none").reduce((n, m) => n + Number(m.value), 0);
+    expect(reused).toBeGreaterThan(0);
+    expect(value(after, "process_resident_memory_bytes")).toBeGreaterThan(1e6);
+    expect(value(after, "k3:num_requests_running")).toBe(0);
+    expect(await s.stop()).toBe(0);
+  });
+
+  test("--metrics-public: no key for /metrics, the API still needs it", async () => {
+    const s = await serveDemo(["--api-key", "k", "--metrics-public"]);
+    await scrape(s);
+    expect((await chat(s, {})).status).toBe(401);
+    expect(await s.stop()).toBe(0);
+  });
+});
+
+/** A streamed request, returned once the server has taken it (its first line came); `rest` reads on to the end. */
+async function taken(s: Served, body: object) {
+  const r = await chat(s, { ...body, stream: true });
+  const reader = r.body!.getReader();
+  const decoder = new TextDecoder();
+  let text = "";
+  while (!text.includes("\n")) {
+    const { value: chunk, done } = await reader.read();
+    if (done) break;
+    text += decoder.decode(chunk, { stream: true });
+  }
+  const rest = (async () => {
+    for (;;) {
+      const { value: chunk, done } = await reader.read();
+      if (done) return text;
+      text += decoder.decode(chunk, { stream: true });
+    }
+  })();
+  return { status: r.status, rest };
+}
+
+describe("drain at SIGTERM", () => {
+  test("three requests in flight finish; a new one gets 503 with Retry-After; exit 0", async () => {
+    const s = await serveDemo(["--parallel", "3", "--drain-timeout", "60"]);
+    const flights = await Promise.all([0, 1, 2].map((i) => taken(s, { max_tokens: 120, seed: i, temperature: 1 })));
+    s.child.kill("SIGTERM");
+    await Bun.sleep(100);
+    const late = await chat(s, {});
+    expect([late.status, late.headers.get("retry-after")]).toEqual([503, "30"]);
+    for (const f of flights) {
+      const text = await f.rest;
+      expect(text.trimEnd().endsWith("data: [DONE]")).toBe(true);
+      expect(text).not.toContain('"error"');
+    }
+    expect(await s.child.exited).toBe(0);
+  });
+
+  test("past --drain-timeout a stream still running ends with an error event; exit 0", async () => {
+    const s = await serveDemo(["--drain-timeout", "0", "--max-tokens", "4000", "--ctx", "8192"]);
+    const flight = await taken(s, { max_tokens: 4000, temperature: 1, seed: 3 });
+    s.child.kill("SIGTERM");
+    const text = await flight.rest;
+    const last = text.trimEnd().split("\n").filter((l) => l.startsWith("data: ")).at(-1) ?? "";
+    expect(last).toContain('"error"');
+    expect(last).toContain("--drain-timeout");
+    expect(await s.child.exited).toBe(0);
+  });
+});
