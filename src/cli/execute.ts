@@ -3,6 +3,7 @@
  * engine, generate, and tell people what happened on stderr as it happens. Everything printed
  * is rendered from the engine's plan and the run's result; the exit code follows the result.
  */
+import type { SchemaConstraint } from "./json-schema-option.ts";
 import type { ModelConfig } from "../checkpoint/config.ts";
 import type { DecodeMode } from "../decode/loop.ts";
 import type { SamplingOptions } from "../decode/sampling-options.ts";
@@ -47,6 +48,8 @@ export interface RunSpec {
   saveState?: string;
   /** --batch: prompts decoded `parallel` at a time; `prompt` is then the longest of them. */
   batch?: { parallel: number };
+  /** --json-schema: the continuation's constraint and the stop id it ends with. */
+  schema?: SchemaConstraint;
 }
 
 /** What a finished run hands back to its command. */
@@ -110,6 +113,7 @@ export async function executeRun(spec: RunSpec): Promise<RunOutcome> {
     result = await generate(engine, spec.prompt, {
       maxNewTokens: spec.maxNewTokens, mode: spec.mode, sampling: spec.sampling, tokenizer: spec.tokenizer, layersRequested: spec.layersRequested,
       speculative: spec.speculative ? { maxDraft: spec.speculative } : undefined, loadState: spec.loadState?.path, saveState: spec.saveState,
+      ...(spec.schema && { constraint: spec.schema.make(), stopIds: spec.schema.stopIds }),
     }, {
       onStep: (step) => { stepsDone++; stderr(stepRow(step)); },
       onFirstLogits: (logits) => { firstLogits = logits; },

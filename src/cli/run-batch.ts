@@ -19,6 +19,7 @@ import { runInvalidReport } from "../report/run-report.ts";
 import { loadTokenizer, type Tokenizer } from "../tokenizer/index.ts";
 import { formatBytes } from "../units.ts";
 import { parseBatchLines } from "./batch-file.ts";
+import { schemaConstraint } from "./json-schema-option.ts";
 import { injectedFaults, injectedTrunkReadFaults, tokMissingMessage } from "./common-options.ts";
 import { openForRun } from "./execute.ts";
 import { checkInVocabulary, checkRequest } from "./prompt.ts";
@@ -78,6 +79,7 @@ function resultLine(r: EachResult, tokenizer: Tokenizer | undefined): string {
 
 export async function runBatchFile(options: ParsedRun, context: BatchContext): Promise<ExitCodeValue> {
   const { prompts, tokenizer } = batchPrompts(options, context);
+  const schema = options.jsonSchema === undefined ? undefined : await schemaConstraint(options.jsonSchema, tokenizer);
   const longest = prompts.reduce((a, b) => (b.length > a.length ? b : a));
   const sampling = resolveSampling(options.sampling, samplingDefaults.run);
   using engine = openForRun({
@@ -94,6 +96,7 @@ export async function runBatchFile(options: ParsedRun, context: BatchContext): P
   let written = 0;
   const summary = await generateEach(engine, prompts, {
     maxNewTokens: options.gen, sampling, prefillChunk: options.prefillChunk, parallel: options.parallel, tokenizer, speculative: options.spec, logprobs: options.logprobs,
+    ...(schema && { constraint: schema.make, stopIds: schema.stopIds }),
   }, (result) => {
     ready.set(result.index, resultLine(result, tokenizer));
     for (let line = ready.get(written); line !== undefined; line = ready.get(written)) {

@@ -42,6 +42,8 @@ export interface RunOptions extends SpeculationTarget {
   parallelGiven: boolean;
   /** With --batch: each generated id's log-probability and this many alternatives (0-5). */
   logprobs: number | undefined;
+  /** The continuation (each --batch line's) is JSON that validates against the schema in this file. */
+  jsonSchema: string | undefined;
 }
 
 /** The run's options, and the decision its budget options make (ultra-low-memory or not), taken once here. */
@@ -54,7 +56,7 @@ export function defaultRunOptions(): RunOptions {
     modelDir: "", promptSources: [], promptValue: "", tokDir: undefined, ids: [], gen: defaultGeneratedTokens, configPath: undefined,
     mode: "incremental", out: "k3_run.json", dumpLogits: undefined, layers: undefined,
     budgets: [], trunkDir: undefined, dumpCacheTrace: undefined, sampling: {}, prefillChunk: defaultPrefillChunk,
-    ...speculationDefaults, saveState: undefined, loadState: undefined, tfCheck: false, parallel: 1, outGiven: false, parallelGiven: false, logprobs: undefined,
+    ...speculationDefaults, saveState: undefined, loadState: undefined, tfCheck: false, parallel: 1, outGiven: false, parallelGiven: false, logprobs: undefined, jsonSchema: undefined,
   };
 }
 
@@ -97,6 +99,11 @@ export const runOptionTable: readonly OptionDef<RunOptions>[] = [
       o.promptSources.push(flag);
       o.promptValue = requirePath(raw, flag);
     },
+  },
+  {
+    name: "json-schema", value: "FILE",
+    description: "The continuation (each --batch line's) is JSON that validates against the schema in FILE, ended by <|end_of_msg|> (needs --tok)",
+    apply: (o, raw, flag) => { o.jsonSchema = requirePath(raw, flag); },
   },
   {
     name: "logprobs", value: "N",

@@ -13,6 +13,7 @@ import { histogramFileName, stageCacheTrace, traceFileName, traceWrittenLine } f
 import { parseOptions } from "./args.ts";
 import { checkLayers, checkTokenizerFits, injectedFaults, injectedTrunkReadFaults, tokMissingMessage } from "./common-options.ts";
 import { executeRun, executeTfCheck, finishRun, type RunOutcome } from "./execute.ts";
+import { schemaConstraint } from "./json-schema-option.ts";
 import { stateFileCounts } from "../model/state-file.ts";
 import { loadTokenizer } from "../tokenizer/index.ts";
 import { checkInVocabulary, checkRequest, resolvePrompt } from "./prompt.ts";
@@ -38,6 +39,8 @@ export function parseRunArgs(args: readonly string[]): ParsedRun {
   if (source !== undefined && source !== "--ids" && source !== "--batch" && !options.tokDir) throw usageError(tokMissingMessage(source));
   if (options.parallelGiven && source !== "--batch") throw usageError("--parallel decodes the prompts of --batch together: it needs --batch FILE");
   if (options.logprobs !== undefined && source !== "--batch") throw usageError("--logprobs reports on the JSON lines of --batch: it needs --batch FILE");
+  if (options.jsonSchema !== undefined && !options.tokDir) throw usageError("--json-schema needs --tok DIR: the grammar is over the tokenizer's pieces");
+  if (options.jsonSchema !== undefined && options.tfCheck) throw usageError("--tf-check runs no decode: it cannot be combined with --json-schema");
   if (source === "--batch") {
     const alone = [
       ["--load-state", options.loadState], ["--save-state", options.saveState], ["--recompute", options.mode === "recompute" ? true : undefined],
@@ -97,6 +100,7 @@ export async function main(args: readonly string[]): Promise<number> {
     ...speculationRequest(options),
     loadState: options.loadState && prior ? { path: options.loadState, ...prior } : undefined,
     saveState: options.saveState,
+    ...(options.jsonSchema && { schema: await schemaConstraint(options.jsonSchema, prompt.tokenizer) }),
   };
   if (options.tfCheck) {
     const check = executeTfCheck(spec);

@@ -5,6 +5,7 @@
  */
 import { decode, type FinishReason, type SpeculationStats } from "../decode/loop.ts";
 import { ngramDrafter } from "../decode/ngram-drafter.ts";
+import type { Constraint } from "../decode/constraint.ts";
 import { LogprobRecorder, type TokenLogprob } from "../decode/logprobs.ts";
 import { createSampler } from "../decode/sampling.ts";
 import type { SamplingOptions } from "../decode/sampling-options.ts";
@@ -24,6 +25,8 @@ export interface EachOptions {
   speculative?: number;
   /** Record each generated id's log-probability with this many alternatives. */
   logprobs?: number;
+  /** A fresh constraint for each prompt (a JSON schema, --json-schema). */
+  constraint?: () => Constraint & { dispose(): void };
 }
 
 export interface EachResult {
@@ -97,11 +100,13 @@ export async function generateEach(
       const counts = { steps: 0, rows: 0, bytes: 0 };
       shared.set(state, counts);
       const recorder = options.logprobs === undefined ? undefined : new LogprobRecorder(options.sampling, options.logprobs);
+      const constraint = options.constraint?.();
       const logprobs: TokenLogprob[] = [];
       try {
         const decoded = await decode(engine.model, prompt, {
           mode: "incremental", maxNewTokens: options.maxNewTokens, sampler: createSampler(options.sampling), stopIds: options.stopIds,
           onChosen: recorder && ((id, row) => { logprobs.push(recorder.record(id, row)); }),
+          constraint,
           prefillChunk: options.prefillChunk, state, batch: batcher,
           speculative: options.speculative ? { drafter: ngramDrafter, maxDraft: options.speculative } : undefined,
         });
@@ -114,6 +119,7 @@ export async function generateEach(
           ...(recorder && { logprobs }),
         });
       } finally {
+        constraint?.dispose();
         shared.delete(state);
         engine.model.release(state);
       }

@@ -3,6 +3,7 @@
  * a RunResult. Statistics are this run's alone (the engine's counters are read as differences),
  * so an engine can serve run after run.
  */
+import type { Constraint } from "../decode/constraint.ts";
 import type { Drafter } from "../decode/drafter.ts";
 import { decode, type DecodeMode } from "../decode/loop.ts";
 import { ngramDrafter } from "../decode/ngram-drafter.ts";
@@ -31,6 +32,8 @@ export interface GenerateOptions {
    * draft model when it has one (hybrid decode), else the n-gram lookup.
    */
   speculative?: { maxDraft: number; drafter?: Drafter };
+  /** Masks what may be generated (a JSON schema, --json-schema); nothing is masked without it. */
+  constraint?: Constraint;
   /** A state file to resume: its ids come before `prompt` (runtime.md 8.3). */
   loadState?: string;
   /** Where to write the state after the run. */
@@ -79,7 +82,7 @@ export async function generate(engine: Engine, prompt: readonly number[], option
     hybrid = options.speculative && !options.speculative.drafter ? startHybrid(engine) : undefined;
     const drafter = options.speculative && (options.speculative.drafter ?? hybrid?.drafter ?? ngramDrafter);
     const decoded = await decode(engine.model, fedFirst, {
-      maxNewTokens: options.maxNewTokens, mode: options.mode, sampler: createSampler(sampling), stopIds: options.stopIds,
+      maxNewTokens: options.maxNewTokens, mode: options.mode, sampler: createSampler(sampling), stopIds: options.stopIds, constraint: options.constraint,
       // A draft model starts from position 0 (its state is never saved): it feeds the resumed positions first.
       prefillChunk: plan.prefillChunk, state: carried, history: history.slice(0, resumed?.position ?? 0),
       speculative: drafter && options.speculative && { drafter, maxDraft: options.speculative.maxDraft },

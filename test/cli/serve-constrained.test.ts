@@ -288,3 +288,39 @@ describe("k3 chat --json-schema, --tools, --tool-choice, --logprobs", () => {
     expect(notJson.stderr).toContain("broken.json: not JSON");
   });
 });
+
+describe("k3 <model_dir> --json-schema: a raw continuation, and --batch lines", () => {
+  const files = tempDir("run-schema");
+  const schema = { type: "object", properties: { n: { type: "integer", minimum: 0, maximum: 99 }, ok: { type: "boolean" } }, required: ["n", "ok"], additionalProperties: false };
+  const schemaFile = join(files, "schema.json");
+  writeFileSync(schemaFile, JSON.stringify(schema));
+
+  test("each line's continuation is JSON that validates, ended by <|end_of_msg|>; one run alone gives the same", async () => {
+    const batch = join(files, "prompts.txt");
+    writeFileSync(batch, ['"The answer is "', '"Data: "', '"x"'].join("\n") + "\n");
+    const common = ["--tok", demoDir, "--json-schema", schemaFile, "--gen", "60"];
+    const [many, one] = await Promise.all([
+      k3Async([demoDir, "--batch", batch, "--parallel", "3", ...common]),
+      k3Async([demoDir, "--prompt", "The answer is ", ...common, "--out", "-"]),
+    ]);
+    expect([many.code, one.code]).toEqual([0, 0]);
+    const lines = many.stdout.split("\n").filter(Boolean).map((l) => JSON.parse(l) as { generated_ids: number[]; finish_reason: string });
+    const tokenizer = loadTokenizer(demoDir);
+    for (const line of lines) {
+      expect(line.finish_reason).toBe("stop");
+      const text = tokenizer.decodeText(line.generated_ids.slice(0, -1));
+      expect(ajv.validate(schema, JSON.parse(text))).toBe(true);
+    }
+    expect((JSON.parse(one.stdout) as { generated_ids: number[] }).generated_ids).toEqual(lines[0]!.generated_ids);
+  });
+
+  test("refusals: without --tok; a keyword k3 cannot enforce names it", async () => {
+    const noTok = await k3Async([demoDir, "--ids", "1,2", "--json-schema", schemaFile]);
+    expect([noTok.code, noTok.stderr.trim()]).toEqual([2, "k3: --json-schema needs --tok DIR: the grammar is over the tokenizer's pieces"]);
+    const bad = join(files, "bad.json");
+    writeFileSync(bad, JSON.stringify({ type: "string", not: { const: "x" } }));
+    const refused = await k3Async([demoDir, "--tok", demoDir, "--prompt", "x", "--json-schema", bad]);
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain('k3: --json-schema.not: the JSON Schema keyword "not" is not enforced');
+  });
+});
