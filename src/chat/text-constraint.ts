@@ -36,6 +36,10 @@ export class TextConstraint implements Constraint {
   }
 
   accept(id: number): void {
+    this.#take(id);
+  }
+
+  #take(id: number): void {
     this.#mask = undefined;
     if (this.#ended) return;
     if (!this.#matcher?.advance(id)) throw new Error(`text constraint: the grammar refused id ${id}`);
@@ -50,7 +54,7 @@ export class TextConstraint implements Constraint {
       if (!mask) break;
       const { count, first } = maskCount(mask, this.#vocabSize);
       if (count !== 1 || first === this.#stopId) break;
-      this.accept(first);
+      this.#take(first);
       out.push(first);
     }
     return out;
