@@ -141,6 +141,37 @@ describe("OpenAI Responses", () => {
   });
 });
 
+describe("one conversation across doors", () => {
+  test("a first turn on chat completions, the next on Messages and then Responses: each reuses the turn before", async () => {
+    const user1 = "Tell me about the moon.";
+    const first = await openai.chat.completions.create({ model: "kimi-k3", messages: [{ role: "user", content: user1 }], max_tokens: 60, temperature: 0, thinking: { type: "enabled", effort: "high" } } as OpenAI.ChatCompletionCreateParamsNonStreaming);
+    const said = first.choices[0]!.message as { content: string | null; reasoning_content?: string };
+    const firstPrompt = first.usage!.prompt_tokens;
+    const second = await anthropic.messages.create({
+      model: "kimi-k3", max_tokens: 40, temperature: 0, thinking: { type: "enabled", budget_tokens: 8000 },
+      messages: [
+        { role: "user", content: user1 },
+        { role: "assistant", content: [{ type: "thinking", thinking: said.reasoning_content ?? "", signature: "" }, { type: "text", text: said.content ?? "" }] },
+        { role: "user", content: "And the sun?" },
+      ],
+    } as Anthropic.MessageCreateParamsNonStreaming);
+    // The whole first prompt, at least, came from the state the chat-completions turn left.
+    expect(second.usage.cache_read_input_tokens ?? 0).toBeGreaterThanOrEqual(firstPrompt);
+    const third = await openai.responses.create({
+      model: "kimi-k3", max_output_tokens: 20, temperature: 0, reasoning: { effort: "high" },
+      input: [
+        { role: "user", content: user1 },
+        { type: "reasoning", id: "rs_1", summary: [{ type: "summary_text", text: said.reasoning_content ?? "" }] },
+        { role: "assistant", content: said.content ?? "" },
+        { role: "user", content: "And the sun?" },
+        ...second.content.flatMap((b): OpenAI.Responses.ResponseInputItem[] => (b.type === "thinking" ? [{ type: "reasoning", id: "rs_2", summary: [{ type: "summary_text", text: b.thinking }] }] : b.type === "text" ? [{ role: "assistant", content: b.text }] : [])),
+        { role: "user", content: "Thanks." },
+      ],
+    });
+    expect(third.usage!.input_tokens_details.cached_tokens).toBeGreaterThan(second.usage.input_tokens + (second.usage.cache_read_input_tokens ?? 0) - 10);
+  });
+});
+
 describe("what the agent CLIs send", () => {
   test("max_tokens beyond the context is cut to the room (Claude Code sends 32,000); a tool schema's unenforceable keyword is listed, not refused", async () => {
     const tool = { ...time, input_schema: { ...time.input_schema, properties: { city: { type: "string", allOf: [{ pattern: "^[^\\n]*$" }, { maxLength: 30 }] } } } };
