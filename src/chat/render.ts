@@ -28,6 +28,12 @@ export interface RenderedSegments {
   readonly segments: Segment[];
   /** Index in `segments` where the request-specific tail begins (see the file comment). */
   readonly historyEnd: number;
+  /**
+   * Index in `segments` after the leading system part (tool declarations, the effort note, the
+   * system messages before the first other message): the prefix every session of an agent
+   * shares, where the prompt cache keeps a state.
+   */
+  readonly systemEnd: number;
 }
 
 export interface RenderedChat {
@@ -40,13 +46,21 @@ export interface RenderedChat {
   readonly promptTokens: number;
   /** Index in `ids` where the tail after the last conversation message begins. */
   readonly historyEnd: number;
+  /** Index in `ids` after the leading system part (RenderedSegments.systemEnd). */
+  readonly systemEnd: number;
 }
 
 export function renderSegments(request: ChatRequest): RenderedSegments {
   const out: Segment[] = [];
   if (request.tools.length > 0) systemNote(out, "tool-declare", toolDeclareBody(request.tools));
   if (request.thinking) systemNote(out, "thinking-effort", effortBody(request.effort));
+  let systemEnd = out.length;
+  let leading = true;
   for (const message of resolveToolResults(request.messages)) {
+    if (leading && message.kind !== "system" && message.kind !== "tools") {
+      leading = false;
+      systemEnd = out.length;
+    }
     switch (message.kind) {
       case "system":
       case "user":
@@ -63,12 +77,13 @@ export function renderSegments(request: ChatRequest): RenderedSegments {
     }
   }
   const historyEnd = out.length;
+  if (leading) systemEnd = historyEnd;
   const choice = request.toolChoice;
   if (choice === "required" || choice === "none") systemNote(out, "tool-choice", toolChoiceBody(choice));
   const format = responseFormatBody(request.responseFormat);
   if (format !== undefined) systemNote(out, "response-format", format);
   out.push(...openTag("message", [["role", "assistant"]]), ...openTag(request.thinking ? "think" : "response"));
-  return { segments: out, historyEnd };
+  return { segments: out, historyEnd, systemEnd };
 }
 
 /**
@@ -77,7 +92,7 @@ export function renderSegments(request: ChatRequest): RenderedSegments {
  * encoding work is bounded by the context, not by the body's size.
  */
 export function renderChat(request: ChatRequest, tokenizer: Tokenizer, maxIds?: number): RenderedChat {
-  const { segments, historyEnd } = renderSegments(request);
+  const { segments, historyEnd, systemEnd } = renderSegments(request);
   if (maxIds !== undefined) checkTextFits(segments.reduce((sum, s) => sum + (s.kind === "text" ? Buffer.byteLength(s.text) : 0), 0), maxIds, tokenizer, "messages");
   const { ids, starts } = encodeSegments(segments, tokenizer);
   return {
@@ -86,6 +101,7 @@ export function renderChat(request: ChatRequest, tokenizer: Tokenizer, maxIds?: 
     text: segmentText(segments),
     promptTokens: ids.length - CHANNEL_OPENER_IDS,
     historyEnd: starts[historyEnd] as number,
+    systemEnd: starts[systemEnd] as number,
   };
 }
 

@@ -17,7 +17,9 @@ import { formatBytes } from "../units.ts";
 import { hybridBanner, speculationBanner } from "../report/run-report.ts";
 import type { ConversationOptions } from "../session/conversation.ts";
 import { loadTokenizer, type Tokenizer } from "../tokenizer/index.ts";
-import { usageError } from "../errors.ts";
+import { runtimeError, usageError } from "../errors.ts";
+import { errnoCode } from "../fs.ts";
+import { modelIdentity, PromptCache } from "../session/prompt-cache.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
 import { checkLayers, checkTokenizerFits, configOption, injectedFaults, layersOption, prefillChunkOption, tokMissingMessage, tokOption } from "./common-options.ts";
 import { demoModelName, unpackDemo } from "./demo-assets.ts";
@@ -45,10 +47,15 @@ export interface ChatModelOptions extends SpeculationTarget {
   snapshotDiskBytes: number;
   /** Where parked snapshots go (a private directory is made inside). */
   snapshotDir: string | undefined;
+  /** The prompt cache's directory (snapshots that outlive the process); none when undefined. */
+  promptCacheDir: string | undefined;
+  /** Disk the prompt cache may hold. */
+  promptCacheBytes: number;
 }
 
 export const chatModelDefaults = {
   ...speculationDefaults, demo: false, ctx: 8192, prefillChunk: defaultPrefillChunk, maxTokens: 2048, snapshotBytes: undefined, snapshotDiskBytes: 8e9, snapshotDir: undefined,
+  promptCacheDir: undefined, promptCacheBytes: 16e9,
 } as const;
 
 /** The tokenizer and memory options, for the top of a command's table. */
@@ -83,6 +90,15 @@ export function chatModelOptions<T extends ChatModelOptions>(maxTokensWhat: stri
       name: "snapshot-dir", value: "DIR", description: "Where parked snapshots go (default the temporary directory; removed at exit)",
       apply: (o, raw) => { o.snapshotDir = raw; },
     },
+    {
+      name: "prompt-cache", value: "DIR",
+      description: "Keep prompt prefixes' states in DIR across runs: a later conversation starting the same way, in this process or the next, prefills only the rest",
+      apply: (o, raw) => { o.promptCacheDir = raw; },
+    },
+    {
+      name: "prompt-cache-gb", value: "X", description: `Disk the prompt cache may use, least recently used first out (default ${chatModelDefaults.promptCacheBytes / 1e9})`,
+      apply: (o, raw, flag) => { o.promptCacheBytes = parseGb(raw, flag); },
+    },
     ...speculationOptions<T>(),
   ];
 }
@@ -90,6 +106,17 @@ export function chatModelOptions<T extends ChatModelOptions>(maxTokensWhat: stri
 /** The options for the bottom of the table. */
 export function chatModelTailOptions<T extends ChatModelOptions>(): OptionDef<T>[] {
   return [configOption<T>(), layersOption<T>("Bind only the first N layers (the output is then not the full model)")];
+}
+
+/** The prompt cache for this model, its directory made when missing; one that cannot be made is a clear error. */
+function openPromptCache(dir: string, bytes: number, modelDir: string, layers: number, trunkDir: string | undefined): PromptCache {
+  try {
+    const cache = new PromptCache(dir, bytes, modelIdentity(modelDir, layers, trunkDir), (message) => log.warn(message));
+    log.info(`prompt cache: ${cache.size} prefix(es), ${(cache.bytes / 1e9).toFixed(2)} GB in ${dir} for this model`);
+    return cache;
+  } catch (error) {
+    throw runtimeError(`--prompt-cache ${dir}: cannot use it (${errnoCode(error)})`);
+  }
 }
 
 /** The positional every chat command takes: what it says in usage. */
@@ -170,8 +197,10 @@ export function openChatModel(
   else if (maxDraft !== undefined) log.info(speculationBanner(maxDraft));
   // The draft model follows the conversation turn after turn; the conversation closes it.
   const drafter = maxDraft === undefined ? undefined : startHybrid(engine)?.drafter ?? ngramDrafter;
+  const promptCache = o.promptCacheDir === undefined ? undefined : openPromptCache(o.promptCacheDir, o.promptCacheBytes, modelDir, layerCount, o.trunkDir);
   const conversation: ConversationOptions = {
     chunk,
+    ...(promptCache && { promptCache }),
     snapshots: { ramBytes: snapshotBytes, diskBytes: o.snapshotDiskBytes, parent: o.snapshotDir ?? tmpdir() },
     warn: (message) => log.warn(message),
     ...(drafter && maxDraft !== undefined && { speculative: { drafter, maxDraft } }),

@@ -141,6 +141,19 @@ export function stateFileCounts(path: string): { position: number; idCount: numb
   return { position, idCount };
 }
 
+/** The ids a state file stores, read after its header alone (the floats are checked when the file is read whole). */
+export function stateFileIds(path: string): { position: number; ids: number[]; bytes: number } {
+  const { fd, size, position, idCount } = openHeader(path);
+  try {
+    if (size < headerBytes + 4 * idCount) throw runtimeError(`${path} is truncated`);
+    const ids = new Int32Array(idCount);
+    readFully(fd, asBytes(ids), headerBytes, path);
+    return { position, ids: Array.from(ids), bytes: size };
+  } finally {
+    closeSync(fd);
+  }
+}
+
 /**
  * Reads a state file into `state`, refusing (exit 1) anything that is not a state of this
  * model and run (runtime.md 8.4): every check is made before a float is read. Returns the

@@ -9,6 +9,7 @@
 import type { Drafter } from "../decode/drafter.ts";
 import { decode, type FinishReason, type SpeculationStats } from "../decode/loop.ts";
 import type { Constraint } from "../decode/constraint.ts";
+import type { PromptCache } from "./prompt-cache.ts";
 import { greedy, type Sampler } from "../decode/sampler.ts";
 import type { StepBatch } from "../decode/step-batch.ts";
 import { fitReply } from "../decode/reply-room.ts";
@@ -22,6 +23,8 @@ import { SnapshotStore, type SnapshotBudget, type SnapshotCounts, type SnapshotK
 export interface RenderedPrompt {
   ids: readonly number[];
   historyEnd: number;
+  /** After the leading system part: where the prompt cache also keeps a state. */
+  systemEnd?: number;
 }
 
 export interface TurnOptions {
@@ -64,8 +67,8 @@ export interface TurnResult {
   fedPromptIds: number;
   /** Prompt ids served from the live state or the snapshot. */
   reusedPromptIds: number;
-  /** Where the reuse came from: the live state, a snapshot in RAM, a parked snapshot file, or nothing. */
-  reusedFrom: "live" | "snapshot" | "parked" | "none";
+  /** Where the reuse came from: the live state, a snapshot in RAM, a parked snapshot file, the prompt cache on disk, or nothing. */
+  reusedFrom: "live" | "snapshot" | "parked" | "disk" | "none";
   /** The snapshots held after the turn (a source without snapshots leaves it out). */
   snapshots?: SnapshotCounts;
   prefillSeconds: number;
@@ -98,6 +101,8 @@ export interface ConversationOptions {
   speculative?: { drafter: Drafter; maxDraft: number };
   /** The batched steps this conversation's forward calls join, with other conversations' (decode/step-batch.ts). */
   batch?: StepBatch<SequenceState>;
+  /** Snapshots on disk that outlive the server (--prompt-cache), shared by every conversation. */
+  promptCache?: PromptCache;
 }
 
 export class Conversation {
@@ -107,6 +112,7 @@ export class Conversation {
   readonly #snapshots: SnapshotStore;
   readonly #speculative: ConversationOptions["speculative"];
   readonly #batch: ConversationOptions["batch"];
+  readonly #cache: PromptCache | undefined;
   /** The ids the live state has consumed, in order: its MLA rows are theirs. */
   #fed: number[] = [];
 
@@ -117,6 +123,7 @@ export class Conversation {
     this.#snapshots = new SnapshotStore(options.snapshots, options.warn);
     this.#speculative = options.speculative;
     this.#batch = options.batch;
+    this.#cache = options.promptCache;
   }
 
   /** Positions one conversation can hold (prompt and reply together). */
@@ -132,7 +139,7 @@ export class Conversation {
   /** How many of `ids` a turn on them would reuse (from the live state or a snapshot), without touching anything. */
   reusable(ids: readonly number[]): number {
     const live = this.#fed.length < ids.length && isPrefix(this.#fed, ids) ? this.#fed.length : 0;
-    return Math.max(live, this.#snapshots.find(ids, this.#fed)?.ids.length ?? 0);
+    return Math.max(live, this.#snapshots.find(ids, this.#fed)?.ids.length ?? 0, this.#cache?.find(ids)?.ids.length ?? 0);
   }
 
   /** Forgets everything: the next turn starts from a zero state. */
@@ -174,6 +181,12 @@ export class Conversation {
     const snapshot = this.#snapshots.find(ids, this.#fed);
     // Rows the new ids do not share are about to be rewritten: snapshots relying on them go out whole first.
     this.#snapshots.protect(ids, this.#state);
+    const cached = this.#cache?.find(ids);
+    if (cached && cached.ids.length > Math.max(live, snapshot?.ids.length ?? 0)) {
+      if (this.#cache?.restore(cached, this.#state)) return { start: cached.ids.length, from: "disk" };
+      this.#fed = [];
+      return this.#reuse(ids); // refused and removed: the next best
+    }
     if (snapshot && snapshot.ids.length > live) {
       const kind = snapshot.place.kind;
       if (this.#snapshots.restore(snapshot, this.#state)) return { start: snapshot.ids.length, from: kind === "ram" ? "snapshot" : "parked" };
@@ -244,19 +257,27 @@ export class Conversation {
     const fresh = ids.slice(start);
     // Snapshot (a) after the conversation messages, (b) at the end of the prompt; chunking does not change the bits (test/gates/chunks).
     const messagesEnd = historyEnd - start;
+    const systemEnd = (prompt.systemEnd ?? 0) - start;
     let prefillSeconds = 0;
     let decodeStarted = turnStarted;
     const decoded = await decode(this.#model, fresh, {
       mode: "incremental", maxNewTokens: options.maxNewTokens, sampler: options.sampler, stopIds: options.stopIds,
       constraint: options.constraint, onChosen: options.onChosen,
-      state: this.#state, history: reused, prefillChunk: this.#chunk, prefillBreaks: [messagesEnd], speculative: this.#speculative, batch: this.#batch,
+      state: this.#state, history: reused, prefillChunk: this.#chunk, prefillBreaks: this.#cache ? [messagesEnd, systemEnd] : [messagesEnd], speculative: this.#speculative, batch: this.#batch,
       onToken: options.onToken, cancelled: options.cancelled,
       onPrefill: (fed) => {
         // The ids the state holds now, copied only where a snapshot is taken (not after every chunk).
         const held = () => ids.slice(0, start + fed);
-        if (fed > 0 && fed === messagesEnd && fed < fresh.length) this.#snapshots.add(held(), this.#state, "messages end");
+        if (fed > 0 && fed === systemEnd && fed < messagesEnd) this.#cache?.save(held(), this.#state);
+        if (fed > 0 && fed === messagesEnd && fed < fresh.length) {
+          this.#snapshots.add(held(), this.#state, "messages end");
+          this.#cache?.save(held(), this.#state);
+        }
         if (fed === fresh.length) {
-          if (feed === "prompt" || messagesEnd === fresh.length) this.#snapshots.add(held(), this.#state, messagesEnd >= fresh.length ? "messages end" : "prompt end");
+          if (feed === "prompt" || messagesEnd === fresh.length) {
+            this.#snapshots.add(held(), this.#state, messagesEnd >= fresh.length ? "messages end" : "prompt end");
+            this.#cache?.save(held(), this.#state);
+          }
           prefillSeconds = since(turnStarted);
           decodeStarted = performance.now();
         }
