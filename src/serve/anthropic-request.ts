@@ -15,9 +15,8 @@ import { dumpsCompact } from "../chat/json-text.ts";
 import { Fields, itemFields, quote, refuse, typeName } from "../chat/fields.ts";
 import { isJsonArray, isJsonObject, type JsonValue } from "../chat/json-value.ts";
 import { parseChatRequest } from "../chat/request.ts";
-import { requestFields } from "../chat/request-generation.ts";
 import type { ChatRequest } from "../chat/request-types.ts";
-import { defined, fieldName } from "./responses-request.ts";
+import { defined, doorFields } from "./responses-request.ts";
 
 /** Top-level fields the API takes (with its beta headers); any other is refused, as the API does. */
 const knownFields = new Set([
@@ -122,14 +121,7 @@ function messageOf(m: Fields): Plain[] {
 
 /** `count_tokens` takes the same body without `max_tokens` (and nothing is generated). */
 export function parseMessagesRequest(bytes: Uint8Array, purpose: "generate" | "count" = "generate"): MessagesRequest {
-  let text: string;
-  try {
-    text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
-  } catch {
-    throw refuse("body", "not valid UTF-8");
-  }
-  const body = requestFields(text, "request");
-  for (const key of body.map.keys()) if (!knownFields.has(key)) throw refuse(fieldName(key), "Extra inputs are not permitted");
+  const body = doorFields(bytes, knownFields, () => "Extra inputs are not permitted");
   const maxTokens = body.integer("max_tokens", 1, Number.POSITIVE_INFINITY);
   if (maxTokens === undefined && purpose === "generate") throw refuse("max_tokens", "Field required");
   const items = body.array("messages");

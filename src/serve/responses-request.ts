@@ -151,7 +151,8 @@ function formatOf(body: Fields): Plain {
   return { response_format: { type, json_schema: defined({ name: format.requiredString("name", "the schema's name"), schema: format.value("schema"), strict: format.boolean("strict") }) } };
 }
 
-export function parseResponsesRequest(bytes: Uint8Array): ChatRequest {
+/** A door's body as fields: UTF-8, one JSON object, only the top-level fields its API knows (`unknown` says the refusal). */
+export function doorFields(bytes: Uint8Array, known: ReadonlySet<string>, unknown: (key: string) => string): Fields {
   let text: string;
   try {
     text = new TextDecoder("utf-8", { fatal: true }).decode(bytes);
@@ -159,7 +160,12 @@ export function parseResponsesRequest(bytes: Uint8Array): ChatRequest {
     throw refuse("body", "not valid UTF-8");
   }
   const body = requestFields(text, "request");
-  for (const key of body.map.keys()) if (!knownFields.has(key)) throw refuse(fieldName(key), `Unknown parameter: ${quote(key)}`);
+  for (const key of body.map.keys()) if (!known.has(key)) throw refuse(fieldName(key), unknown(key));
+  return body;
+}
+
+export function parseResponsesRequest(bytes: Uint8Array): ChatRequest {
+  const body = doorFields(bytes, knownFields, (key) => `Unknown parameter: ${quote(key)}`);
   if (body.has("previous_response_id")) {
     throw refuse("previous_response_id", "not supported: k3 keeps no responses; send the whole conversation in input (its prefix is reused exactly)");
   }
