@@ -21,7 +21,7 @@ import { runtimeError, usageError } from "../errors.ts";
 import { errnoCode } from "../fs.ts";
 import { modelIdentity, PromptCache } from "../session/prompt-cache.ts";
 import { parseInteger, type OptionDef } from "./args.ts";
-import { checkLayers, checkTokenizerFits, configOption, injectedFaults, layersOption, prefillChunkOption, tokMissingMessage, tokOption } from "./common-options.ts";
+import { checkLayers, checkTokenizerFits, configOption, injectedFaults, injectedTrunkReadFaults, layersOption, prefillChunkOption, tokMissingMessage, tokOption } from "./common-options.ts";
 import { demoModelName, unpackDemo } from "./demo-assets.ts";
 import { memoryOptions, parseGb } from "./memory-options.ts";
 import { checkSpeculation, speculationDefaults, speculationOptions, speculationRequest, type SpeculationTarget } from "./speculation-options.ts";
@@ -186,7 +186,7 @@ export function openChatModel(
     {
       // With --parallel, a batched step holds one such call of every conversation.
       modelDir, config, layerCount, positions: o.ctx, prefillChunk: sequences * chunk, sequences,
-      budgets: request.budgets, trunkDir: o.trunkDir, faults: injectedFaults(), snapshotBytes, ...speculation,
+      budgets: request.budgets, trunkDir: o.trunkDir, faults: injectedFaults(), trunkReadFaults: injectedTrunkReadFaults(), snapshotBytes, ...speculation,
     },
     { onWarning: (w) => log.warn(w), onDrop: (d) => log.error(`EXPERT DROP: layer ${d.layer} expert ${d.expert} failed to load; the reply is CORRUPT (${d.reason})`) },
   );

@@ -136,6 +136,7 @@ export async function main(args: readonly string[]): Promise<number> {
     bytesRead,
     defaultMaxTokens: o.maxTokens, allowHosts: o.allowHosts, allowOrigins: o.allowOrigins,
     idleTimeoutSeconds: o.idleTimeoutSeconds, bodyTimeoutSeconds: o.bodyTimeoutSeconds, metricsPublic: o.metricsPublic, drainTimeoutSeconds: o.drainTimeoutSeconds,
+    dataLost: () => engine.experts.drops.map((d) => `layer ${d.layer} expert ${d.expert}: ${d.reason}`),
   });
   const stopped = new Promise<void>((resolve) => {
     // One handler for both signals, installed before the server says it is ready: the first

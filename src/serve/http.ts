@@ -53,6 +53,11 @@ export interface ServeOptions {
   metricsPublic?: boolean;
   /** At a stop, how long generations in flight may go on before they are cut (--drain-timeout). */
   drainTimeoutSeconds?: number;
+  /**
+   * The routed-expert loads that failed so far, each said as one line: a request during which
+   * one failed is answered with an error, never with its ids (a dropped expert makes them corrupt).
+   */
+  dataLost?: () => readonly string[];
 }
 
 export const defaultDrainTimeoutSeconds = 300;
@@ -261,6 +266,16 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
   let closing = false;
   /** The drain's time ran out: generations still running stop at their next id, answered with an error. */
   let cut = false;
+  /** Runs a generation; if data was dropped meanwhile (an expert read failed), its reply is refused whole. */
+  const guardedRun = async <T>(run: () => Promise<T>): Promise<T> => {
+    const before = options.dataLost?.().length ?? 0;
+    const result = await run();
+    const lost = options.dataLost?.().slice(before) ?? [];
+    if (lost.length > 0) {
+      throw runtimeError(`RUN INVALID: ${lost.length} routed expert load(s) failed during this request (${lost[0]}${lost.length > 1 ? ", ..." : ""}); its reply would be corrupt and is not returned`);
+    }
+    return result;
+  };
   const cutError = () => runtimeError(`the server stopped: generation cut after the ${options.drainTimeoutSeconds ?? defaultDrainTimeoutSeconds} s drain (--drain-timeout)`);
   const created = Math.floor(Date.now() / 1000);
   const model = { id: options.modelName, object: "model", created, owned_by: "k3" };
@@ -356,7 +371,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     if (!request.stream) {
       const release = await turn.ready;
       try {
-        const c = await runTextCompletion(request, source, tokenizer, stopIdSet, { onText: () => {}, cancelled });
+        const c = await guardedRun(() => runTextCompletion(request, source, tokenizer, stopIdSet, { onText: () => {}, cancelled }));
         count(c.usage, c.stats);
         return Response.json({ ...head, choices: c.choices.map((choice) => choiceOf(choice)), usage: c.usage, k3: c.stats });
       } catch (error) {
@@ -370,7 +385,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       /** Characters each choice has streamed: where its next chunk's text_offset starts. */
       const sent: number[] = [];
       try {
-        const c = await runTextCompletion(request, source, tokenizer, stopIdSet, {
+        const c = await guardedRun(() => runTextCompletion(request, source, tokenizer, stopIdSet, {
           onText: (text, index, entries) => {
             const offset = sent[index] ?? 0;
             sent[index] = offset + text.length;
@@ -378,7 +393,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
           },
           onChoiceEnd: (choice) => send({ ...head, choices: [choiceOf({ ...choice, text: "" }, choice.unsent, sent[choice.index] ?? 0)] }),
           cancelled, onPrefill: progress,
-        });
+        }));
         count(c.usage, c.stats);
         if (request.includeUsage) send({ ...head, choices: [], usage: c.usage, k3: c.stats });
       } finally {
@@ -416,7 +431,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     if (!prepared.request.stream) {
       const release = await waitTurn(turn);
       try {
-        const c = await runCompletion(prepared, source, tokenizer, stopIdSet, { onDelta: firstId, cancelled, onFirstId: firstId });
+        const c = await guardedRun(() => runCompletion(prepared, source, tokenizer, stopIdSet, { onDelta: firstId, cancelled, onFirstId: firstId }));
         if (cut) throw cutError();
         count(c.usage, c.stats);
         return Response.json(door.body(head, prepared, c, tokenizer));
@@ -430,13 +445,13 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       const release = await waitTurn(turn);
       try {
         const writer = door.stream(head, prepared, send, tokenizer);
-        const c = await runCompletion(prepared, source, tokenizer, stopIdSet, {
+        const c = await guardedRun(() => runCompletion(prepared, source, tokenizer, stopIdSet, {
           onDelta: writer.delta, onChoiceEnd: writer.choiceEnd, cancelled, onFirstId: firstId,
           onPrefill: (p) => {
             progress(p);
             writer.prefill?.(p);
           },
-        });
+        }));
         if (cut) throw cutError(); // the stream's last event is the error
         count(c.usage, c.stats);
         writer.end(c);

@@ -7,7 +7,11 @@
  */
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import parsePrometheus from "parse-prometheus-text-format";
+import { join } from "node:path";
+import { demoDir } from "../support/demo.ts";
+import { k3Async } from "../support/k3-async.ts";
 import { serveDemo, stopAll, type Served } from "../support/serve.ts";
+import { tempDir } from "../support/tmp.ts";
 
 setDefaultTimeout(90_000);
 afterAll(stopAll);
@@ -80,6 +84,43 @@ async function taken(s: Served, body: object) {
   })();
   return { status: r.status, rest };
 }
+
+describe("a failed expert read in a running server", () => {
+  test("the request it happened in gets an error, never its ids; the server keeps serving", async () => {
+    // Every routed expert of layer 1 fails to load: any reply needs one.
+    const faults = Array.from({ length: 32 }, (_, e) => `1:${e}`).join(",");
+    const s = await serveDemo([], { env: { K3_INJECT_EXPERT_FAULT: faults } });
+    const whole = await chat(s, {});
+    const body = (await whole.json()) as { error: { message: string; type: string } };
+    expect([whole.status, body.error.type]).toEqual([500, "server_error"]);
+    expect(body.error.message).toMatch(/^RUN INVALID: \d+ routed expert load\(s\) failed during this request \(layer 1 expert \d+: /);
+    const streamed = await (await chat(s, { stream: true })).text();
+    const last = streamed.trimEnd().split("\n").filter((l) => l.startsWith("data: ")).at(-1) ?? "";
+    expect(last).toContain("RUN INVALID");
+    expect(streamed).not.toContain("[DONE]");
+    expect(((await (await fetch(`${s.url}/health`)).json()) as { status: string }).status).toBe("ok");
+    expect(await s.stop()).toBe(4); // the exit code says data was lost while it served
+  });
+});
+
+describe("a failed trunk read in a running server", () => {
+  test("the request gets a 500 naming the file and layer; the next request is answered as a cold run", async () => {
+    const trunk = join(tempDir("serve-trunk"), "trunk");
+    const pack = await k3Async(["pack-trunk", demoDir, trunk]);
+    expect(pack.code).toBe(0);
+    const cold = (await (await chat(await serveDemo(["--trunk", trunk]), {})).json()) as { choices: { message: { content: string } }[] };
+    // One ring slot: every id reads every layer; layer 3's second read fails.
+    const s = await serveDemo(["--trunk", trunk, "--trunk-gb", "0"], { env: { K3_INJECT_TRUNK_READ_FAULT: "3:2" } });
+    const failed = await chat(s, {});
+    const error = ((await failed.json()) as { error: { message: string } }).error;
+    expect(failed.status).toBe(500);
+    expect(error.message).toBe(`${trunk}/trunk.bin: layer 3: read failed (EIO)`);
+    const next = (await (await chat(s, {})).json()) as { choices: { message: { content: string } }[]; k3: { reused_from: string } };
+    expect(next.k3.reused_from).toBe("none"); // the failed turn left no state to trust
+    expect(next.choices[0]!.message.content).toBe(cold.choices[0]!.message.content);
+    expect(await s.stop()).toBe(0);
+  });
+});
 
 describe("drain at SIGTERM", () => {
   test("three requests in flight finish; a new one gets 503 with Retry-After; exit 0", async () => {
