@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { demoDir } from "../support/demo.ts";
 import { k3Async } from "../support/k3-async.ts";
 import { serveDemo, stopAll, type Served } from "../support/serve.ts";
+import { smallFsUnavailable, withSmallFs } from "../support/small-fs.ts";
 import { tempDir } from "../support/tmp.ts";
 
 setDefaultTimeout(90_000);
@@ -149,3 +150,34 @@ describe("drain at SIGTERM", () => {
     expect(await s.child.exited).toBe(0);
   });
 });
+
+describe("a full disk under a running server", () => {
+  test.skipIf(smallFsUnavailable() !== undefined)("ENOSPC parking snapshots and keeping prompt-cache entries: warnings, answers exact, exit 0", async () => {
+    // The reference: the same two questions on a server with room.
+    const roomy = await serveDemo(["--snapshot-gb", "0"]);
+    const want = [await answer(roomy.url, "What is 2 plus 3?"), await answer(roomy.url, "Name an animal."), await answer(roomy.url, "What is 2 plus 3?")];
+    expect(await roomy.stop()).toBe(0);
+    const home = tempDir("enospc-home");
+    // A 64 KiB disk for parked snapshots and the prompt cache: every write to it runs out of space.
+    const r = withSmallFs(65536, [
+      `"$K3" serve --demo --port 0 --snapshot-gb 0 --snapshot-dir "$MNT" --prompt-cache "$MNT/cache" 2>"$HOME/log" &`,
+      "pid=$!",
+      `for i in $(seq 100); do url=$(sed -n 's/^listening on \\(http[^ ]*\\)$/\\1/p' "$HOME/log"); [ -n "$url" ] && break; sleep 0.1; done`,
+      ...["What is 2 plus 3?", "Name an animal.", "What is 2 plus 3?"].map((q) =>
+        `curl -s "$url/v1/chat/completions" -H 'content-type: application/json' -d '${JSON.stringify(body(q))}'; echo`),
+      `kill -TERM $pid; wait $pid; echo "exit: $?"; grep -c 'no space left on device' "$HOME/log" || true`,
+    ].join("\n"), { env: { HOME: home, XDG_CACHE_HOME: join(home, ".cache") } });
+    const lines = r.stdout.trim().split("\n");
+    const got = lines.slice(0, 3).map((l) => (JSON.parse(l) as { choices: { message: { content: string } }[] }).choices[0]!.message.content);
+    expect(got).toEqual(want);
+    expect(lines[3]).toBe("exit: 0");
+    expect(Number(lines[4])).toBeGreaterThan(0); // the warnings said why nothing was kept
+  });
+});
+
+const body = (q: string) => ({ messages: [{ role: "user", content: q }], max_tokens: 16, temperature: 0, thinking: { type: "disabled" } });
+
+async function answer(url: string, q: string): Promise<string> {
+  const r = await fetch(`${url}/v1/chat/completions`, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body(q)) });
+  return ((await r.json()) as { choices: { message: { content: string } }[] }).choices[0]!.message.content;
+}
