@@ -34,6 +34,8 @@ export interface RenderedSegments {
    * shares, where the prompt cache keeps a state.
    */
   readonly systemEnd: number;
+  /** Indices in `segments` after the messages a client marked for caching (ChatRequest.cacheBreaks). */
+  readonly cacheBreaks: readonly number[];
 }
 
 export interface RenderedChat {
@@ -48,6 +50,8 @@ export interface RenderedChat {
   readonly historyEnd: number;
   /** Index in `ids` after the leading system part (RenderedSegments.systemEnd). */
   readonly systemEnd: number;
+  /** Indices in `ids` after the messages a client marked for caching. */
+  readonly cacheBreaks: readonly number[];
 }
 
 export function renderSegments(request: ChatRequest): RenderedSegments {
@@ -56,6 +60,8 @@ export function renderSegments(request: ChatRequest): RenderedSegments {
   if (request.thinking) systemNote(out, "thinking-effort", effortBody(request.effort));
   let systemEnd = out.length;
   let leading = true;
+  const marked = new Set(request.cacheBreaks ?? []);
+  const cacheBreaks: number[] = [];
   for (const message of resolveToolResults(request.messages)) {
     if (leading && message.kind !== "system" && message.kind !== "tools") {
       leading = false;
@@ -75,6 +81,7 @@ export function renderSegments(request: ChatRequest): RenderedSegments {
       case "toolResult":
         toolResult(out, message);
     }
+    if (marked.has(message.kind === "toolResult" ? message.message.at : message.at)) cacheBreaks.push(out.length);
   }
   const historyEnd = out.length;
   if (leading) systemEnd = historyEnd;
@@ -83,7 +90,7 @@ export function renderSegments(request: ChatRequest): RenderedSegments {
   const format = responseFormatBody(request.responseFormat);
   if (format !== undefined) systemNote(out, "response-format", format);
   out.push(...openTag("message", [["role", "assistant"]]), ...openTag(request.thinking ? "think" : "response"));
-  return { segments: out, historyEnd, systemEnd };
+  return { segments: out, historyEnd, systemEnd, cacheBreaks };
 }
 
 /**
@@ -92,7 +99,7 @@ export function renderSegments(request: ChatRequest): RenderedSegments {
  * encoding work is bounded by the context, not by the body's size.
  */
 export function renderChat(request: ChatRequest, tokenizer: Tokenizer, maxIds?: number): RenderedChat {
-  const { segments, historyEnd, systemEnd } = renderSegments(request);
+  const { segments, historyEnd, systemEnd, cacheBreaks } = renderSegments(request);
   if (maxIds !== undefined) checkTextFits(segments.reduce((sum, s) => sum + (s.kind === "text" ? Buffer.byteLength(s.text) : 0), 0), maxIds, tokenizer, "messages");
   const { ids, starts } = encodeSegments(segments, tokenizer);
   return {
@@ -102,6 +109,7 @@ export function renderChat(request: ChatRequest, tokenizer: Tokenizer, maxIds?: 
     promptTokens: ids.length - CHANNEL_OPENER_IDS,
     historyEnd: starts[historyEnd] as number,
     systemEnd: starts[systemEnd] as number,
+    cacheBreaks: cacheBreaks.map((i) => starts[i] as number),
   };
 }
 

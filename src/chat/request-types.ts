@@ -105,4 +105,9 @@ export interface ChatRequest extends GenerationFields {
   readonly responseFormat: ResponseFormat;
   /** What k3 did that the request did not spell out (an explicit developer-to-system mapping). */
   readonly notes: readonly string[];
+  /**
+   * Indices into `messages` after which a client marked a prefix it will send again (Anthropic
+   * `cache_control`): the prompt cache keeps a state there too.
+   */
+  readonly cacheBreaks?: readonly number[];
 }

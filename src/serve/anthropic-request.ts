@@ -32,6 +32,11 @@ export interface MessagesRequest {
 
 type Plain = { [key: string]: unknown };
 
+/** Whether a block list carries a `cache_control` mark. */
+function marked(content: JsonValue | undefined): boolean {
+  return isJsonArray(content) && content.some((block) => isJsonObject(block) && block.get("cache_control") !== undefined && block.get("cache_control") !== null);
+}
+
 /** Text of a `text` block list, or a string as it is; `what` names the field in refusals. */
 function textBlocks(value: JsonValue, at: string, allowed: readonly string[] = ["text"]): string[] {
   if (typeof value === "string") return [value];
@@ -128,7 +133,12 @@ export function parseMessagesRequest(bytes: Uint8Array, purpose: "generate" | "c
   if (items === undefined) throw refuse("messages", "Field required");
   const system = body.value("system");
   const messages: Plain[] = system === undefined ? [] : [{ role: "system", content: textBlocks(system, "system").join("\n") }];
-  items.forEach((_, i) => messages.push(...messageOf(itemFields(items, i, "messages", "a message"))));
+  // A cache_control mark says the client will send this prefix again: the prompt cache keeps a state after it.
+  const cacheBreaks: number[] = system !== undefined && marked(system) ? [0] : [];
+  items.forEach((item, i) => {
+    messages.push(...messageOf(itemFields(items, i, "messages", "a message")));
+    if (isJsonObject(item) && marked(item.get("content"))) cacheBreaks.push(messages.length - 1);
+  });
   const stops = body.array("stop_sequences") ?? [];
   const stopSequences = stops.map((s, i) => {
     if (typeof s !== "string") throw refuse(`stop_sequences[${i}]`, `expected a string, got ${typeName(s)}`);
@@ -139,6 +149,6 @@ export function parseMessagesRequest(bytes: Uint8Array, purpose: "generate" | "c
     messages, ...(purpose === "generate" && passed("max_tokens")), ...passed("model"), ...passed("stream"), ...passed("temperature"), ...passed("top_p"),
     ...passed("top_k"), ...passed("seed"), ...(stopSequences.length > 0 && { stop: stopSequences }), ...thinkingFields(body), ...toolFields(body),
   }, { source: "request" });
-  return { chat, stopSequences };
+  return { chat: { ...chat, ...(cacheBreaks.length > 0 && { cacheBreaks }) }, stopSequences };
 }
 

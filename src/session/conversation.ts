@@ -25,6 +25,8 @@ export interface RenderedPrompt {
   historyEnd: number;
   /** After the leading system part: where the prompt cache also keeps a state. */
   systemEnd?: number;
+  /** After the messages a client marked for caching: the prompt cache keeps states there too. */
+  cacheBreaks?: readonly number[];
 }
 
 export interface TurnOptions {
@@ -258,17 +260,19 @@ export class Conversation {
     // Snapshot (a) after the conversation messages, (b) at the end of the prompt; chunking does not change the bits (test/gates/chunks).
     const messagesEnd = historyEnd - start;
     const systemEnd = (prompt.systemEnd ?? 0) - start;
+    // Where the prompt cache keeps a state: the system part's end and the marked prefixes, before the messages' end.
+    const cachePoints = new Set([systemEnd, ...(prompt.cacheBreaks ?? []).map((at) => at - start)].filter((at) => at > 0 && at < messagesEnd));
     let prefillSeconds = 0;
     let decodeStarted = turnStarted;
     const decoded = await decode(this.#model, fresh, {
       mode: "incremental", maxNewTokens: options.maxNewTokens, sampler: options.sampler, stopIds: options.stopIds,
       constraint: options.constraint, onChosen: options.onChosen,
-      state: this.#state, history: reused, prefillChunk: this.#chunk, prefillBreaks: this.#cache ? [messagesEnd, systemEnd] : [messagesEnd], speculative: this.#speculative, batch: this.#batch,
+      state: this.#state, history: reused, prefillChunk: this.#chunk, prefillBreaks: this.#cache ? [messagesEnd, ...cachePoints] : [messagesEnd], speculative: this.#speculative, batch: this.#batch,
       onToken: options.onToken, cancelled: options.cancelled,
       onPrefill: (fed) => {
         // The ids the state holds now, copied only where a snapshot is taken (not after every chunk).
         const held = () => ids.slice(0, start + fed);
-        if (fed > 0 && fed === systemEnd && fed < messagesEnd) this.#cache?.save(held(), this.#state);
+        if (cachePoints.has(fed)) this.#cache?.save(held(), this.#state);
         if (fed > 0 && fed === messagesEnd && fed < fresh.length) {
           this.#snapshots.add(held(), this.#state, "messages end");
           this.#cache?.save(held(), this.#state);

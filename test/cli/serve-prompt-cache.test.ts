@@ -34,6 +34,32 @@ async function ask(s: Served, question: string): Promise<Reply> {
 const entries = (dir: string) => readdirSync(dir).flatMap((d) => readdirSync(join(dir, d)).map((n) => join(dir, d, n)));
 
 describe("--prompt-cache", () => {
+  test("a prefix an Anthropic client marks with cache_control is kept, and the next server reuses it", async () => {
+    const dir = tempDir("prompt-cache-marked");
+    const doc = system.slice(0, system.length / 2);
+    const ask = async (s: Served, question: string) => {
+      const r = await fetch(`${s.url}/v1/messages`, {
+        method: "POST", headers: { "content-type": "application/json" },
+        body: JSON.stringify({
+          model: "kimi-k3", max_tokens: 8, temperature: 0,
+          messages: [
+            { role: "user", content: [{ type: "text", text: doc, cache_control: { type: "ephemeral" } }] },
+            { role: "assistant", content: "I have read it." },
+            { role: "user", content: question },
+          ],
+        }),
+      });
+      return (await r.json()) as { usage: { input_tokens: number; cache_read_input_tokens: number } };
+    };
+    const first = await serveDemo(["--prompt-cache", dir]);
+    expect((await ask(first, "What is rule 3?")).usage.cache_read_input_tokens).toBe(0);
+    expect(await first.stop()).toBe(0);
+    const second = await serveDemo(["--prompt-cache", dir]);
+    // Another question after the same marked document: the document's state comes from disk.
+    expect((await ask(second, "What is rule 7?")).usage.cache_read_input_tokens).toBeGreaterThan(900);
+    expect(await second.stop()).toBe(0);
+  });
+
   test("the next server reuses the prefix from disk and answers as a cold run; a damaged entry is discarded; the bound holds", async () => {
     const dir = tempDir("prompt-cache");
     const first = await serveDemo(["--prompt-cache", dir, "--prompt-cache-gb", "0.05"]);
