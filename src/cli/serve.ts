@@ -137,6 +137,7 @@ export async function main(args: readonly string[]): Promise<number> {
     defaultMaxTokens: o.maxTokens, allowHosts: o.allowHosts, allowOrigins: o.allowOrigins,
     idleTimeoutSeconds: o.idleTimeoutSeconds, bodyTimeoutSeconds: o.bodyTimeoutSeconds, metricsPublic: o.metricsPublic, drainTimeoutSeconds: o.drainTimeoutSeconds,
     dataLost: () => engine.experts.drops.map((d) => `layer ${d.layer} expert ${d.expert}: ${d.reason}`),
+    expertRetention: () => ({ requests: engine.experts.requestsEver, retained: engine.experts.retainedEver }),
   });
   const stopped = new Promise<void>((resolve) => {
     // One handler for both signals, installed before the server says it is ready: the first

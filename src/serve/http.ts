@@ -58,6 +58,8 @@ export interface ServeOptions {
    * one failed is answered with an error, never with its ids (a dropped expert makes them corrupt).
    */
   dataLost?: () => readonly string[];
+  /** Routed-expert requests so far and how many found their expert in RAM (for /metrics). */
+  expertRetention?: () => { requests: number; retained: number };
 }
 
 export const defaultDrainTimeoutSeconds = 300;
@@ -225,6 +227,10 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
       "k3:batch_rows_per_step": b && b.steps > 0 ? b.rows / b.steps : 0,
       "k3:bytes_read_total": read ?? 0,
       "k3:bytes_read_per_generated_token": read !== undefined && served.generatedIds > 0 ? read / served.generatedIds : 0,
+      "k3:expert_cache_retention_ratio": (() => {
+        const e = options.expertRetention?.();
+        return e && e.requests > 0 ? e.retained / e.requests : 0;
+      })(),
       process_resident_memory_bytes: process.memoryUsage.rss(),
     }), { headers: { "content-type": "text/plain; version=0.0.4; charset=utf-8" } });
   };

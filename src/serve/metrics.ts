@@ -19,6 +19,7 @@ export const metricHelp = {
   "k3:batch_rows_per_step": ["gauge", "Rows per batched step so far, on average (--parallel)"],
   "k3:bytes_read_total": ["counter", "Bytes read from disk (trunk and experts) since the server started"],
   "k3:bytes_read_per_generated_token": ["gauge", "Bytes read from disk per generated id, since the server started"],
+  "k3:expert_cache_retention_ratio": ["gauge", "Share of routed-expert requests served by experts already in RAM, since the server started"],
   "process_resident_memory_bytes": ["gauge", "Resident set size of the server process"],
 } as const satisfies Record<string, readonly ["counter" | "gauge" | "histogram", string]>;
 

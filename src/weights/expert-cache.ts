@@ -133,6 +133,9 @@ export class ExpertCache {
   readsIssued = 0;
   /** Bytes of every read collected, ever (a server's totals across requests). */
   bytesReadEver = 0;
+  /** Expert requests ever, and those that found their expert already in RAM (a server's retention). */
+  requestsEver = 0;
+  retainedEver = 0;
 
   /** `plan` (from `planExpertCache`) sets the slots; reads go through the reader's `files`. */
   constructor(index: CheckpointIndex, config: ModelConfig, plan: ExpertCachePlan, files: ShardFiles, options: ExpertCacheOptions = {}) {
@@ -234,6 +237,7 @@ export class ExpertCache {
   get(layer: number, expert: number): ExpertWeights | undefined {
     const key = this.#key(layer, expert);
     this.step.requests++;
+    this.requestsEver++;
     if (!this.#batch.has(key)) {
       this.#batch.add(key); // asked outside a batch: load it on its own
       if (!this.#where.has(key)) this.#load([key]);
@@ -258,6 +262,7 @@ export class ExpertCache {
       }
     } else if (state.kind === "resident" && !this.#readThisBatch.has(key)) {
       this.step.residentHits++;
+      this.retainedEver++;
     }
     this.#stamps[slot] = ++this.#clock;
     return this.#weightsIn(slot, layer, expert);

@@ -53,6 +53,8 @@ describe("/metrics", () => {
     const reused = after.get("k3:prompt_tokens_reused_total")?.metrics.filter((m) => m.labels?.source !== "none").reduce((n, m) => n + Number(m.value), 0);
     expect(reused).toBeGreaterThan(0);
     expect(value(after, "process_resident_memory_bytes")).toBeGreaterThan(1e6);
+    const retention = value(after, "k3:expert_cache_retention_ratio");
+    expect(retention > 0 && retention <= 1).toBe(true);
     expect(value(after, "k3:num_requests_running")).toBe(0);
     expect(await s.stop()).toBe(0);
   });
