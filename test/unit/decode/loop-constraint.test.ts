@@ -146,3 +146,22 @@ describe("a constraint in the decode loop", () => {
     await expect(decode(engine.model, prompt, { maxNewTokens: 2, mode: "incremental", constraint: none })).rejects.toThrow(/allows no id/);
   });
 });
+
+describe("the state a constrained run leaves", () => {
+  test("holds the prompt and every id but the last, as an unconstrained run's does: the next logits equal a fresh state's", async () => {
+    using engine = openFixture(name, prompt.length + gen + 8);
+    const model = engine.model;
+    for (const maxNewTokens of [gen, 5, 12]) {
+      const state = model.newState();
+      const r = await decode(model, prompt, { maxNewTokens, mode: "incremental", constraint: new Scripted(model.vocabSize), prefillChunk: 64, state });
+      expect(state.position).toBe(prompt.length + r.generated.length - 1);
+      const last = r.generated[r.generated.length - 1] as number;
+      const carried = model.run(state, [last]).slice();
+      const fresh = model.newState();
+      const want = model.run(fresh, [...prompt, ...r.generated]);
+      expect(Buffer.from(carried.buffer).equals(Buffer.from(want.buffer))).toBe(true);
+      model.release(state);
+      model.release(fresh);
+    }
+  });
+});
