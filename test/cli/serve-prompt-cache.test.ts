@@ -33,7 +33,8 @@ async function ask(s: Served, question: string): Promise<Reply> {
 
 const entries = (dir: string) => readdirSync(dir).flatMap((d) => readdirSync(join(dir, d)).map((n) => join(dir, d, n)));
 
-describe("--prompt-cache", () => {
+// Independent servers on their own directories: the two run side by side.
+describe.concurrent("--prompt-cache", () => {
   test("a prefix an Anthropic client marks with cache_control is kept, and the next server reuses it", async () => {
     const dir = tempDir("prompt-cache-marked");
     const doc = system.slice(0, system.length / 2);
