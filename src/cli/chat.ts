@@ -19,6 +19,7 @@ import { emit, log } from "../report/log.ts";
 import { visibleText } from "../report/visible-text.ts";
 import { statsOf, usageOf } from "../serve/turn-stats.ts";
 import { chatLogprobs } from "../serve/logprob-shapes.ts";
+import { readJsonFile } from "./json-file.ts";
 import { logprobLimits } from "../chat/request-generation.ts";
 import { ChatSession, type ChatMessage, type ChatTurn } from "../session/chat-session.ts";
 import type { OptionDef } from "./args.ts";
@@ -126,17 +127,6 @@ export async function main(args: readonly string[]): Promise<number> {
   if (drops === 0) return ExitCode.ok;
   process.stderr.write(`RUN INVALID: ${drops} routed expert load(s) failed and were dropped; the replies are CORRUPT\n`);
   return ExitCode.corruptTokens;
-}
-
-/** A JSON file a flag names, parsed; a refusal names the flag and the file. */
-function readJsonFile(path: string, flag: string): unknown {
-  const text = readOrFail(path, `${flag} ${path}`, inputLimits.requestBytes).toString("utf8");
-  try {
-    return parseJsonData(text);
-  } catch (error) {
-    if (error instanceof JsonSyntaxError) throw usageError(`${flag} ${path}: not JSON (line ${error.line}, column ${error.column}: ${error.reason})`);
-    throw error;
-  }
 }
 
 /**
