@@ -9,7 +9,7 @@ import type { ModelConfig } from "../checkpoint/config.ts";
 import { resolveSampling, samplingDefaults } from "../decode/sampling-options.ts";
 import type { TokenLogprob } from "../decode/logprobs.ts";
 import { generateEach, type EachResult } from "../engine/generate-each.ts";
-import { legacyLogprobs } from "../serve/logprob-shapes.ts";
+import { finiteLogprob, legacyLogprobs } from "../serve/logprob-shapes.ts";
 import { stopIfSignalled } from "../native/signals.ts";
 import { ExitCode, usageError, type ExitCodeValue } from "../errors.ts";
 import { readOrFail, writeAtomically } from "../fs.ts";
@@ -31,10 +31,9 @@ import type { ParsedRun } from "./run-options.ts";
  */
 function batchLogprobs(entries: readonly TokenLogprob[], tokenizer: Tokenizer | undefined) {
   if (tokenizer) return legacyLogprobs(entries, tokenizer);
-  const finite = (x: number) => (Number.isFinite(x) ? x : -9999);
   return {
-    ids: entries.map((e) => e.id), token_logprobs: entries.map((e) => finite(e.logprob)),
-    top_logprobs: entries.map((e) => Object.fromEntries(e.top.map((t) => [String(t.id), finite(t.logprob)]))),
+    ids: entries.map((e) => e.id), token_logprobs: entries.map((e) => finiteLogprob(e.logprob)),
+    top_logprobs: entries.map((e) => Object.fromEntries(e.top.map((t) => [String(t.id), finiteLogprob(t.logprob)]))),
   };
 }
 

@@ -437,7 +437,7 @@ export function startServer(source: GenerationSource, tokenizer: Tokenizer, opti
     if (!prepared.request.stream) {
       const release = await waitTurn(turn);
       try {
-        const c = await guardedRun(() => runCompletion(prepared, source, tokenizer, stopIdSet, { onDelta: firstId, cancelled, onFirstId: firstId }));
+        const c = await guardedRun(() => runCompletion(prepared, source, tokenizer, stopIdSet, { onDelta: () => {}, cancelled, onFirstId: firstId }));
         if (cut) throw cutError();
         count(c.usage, c.stats);
         return Response.json(door.body(head, prepared, c, tokenizer));

@@ -10,7 +10,8 @@ import type { TokenLogprob } from "../decode/logprobs.ts";
 import type { Tokenizer } from "../tokenizer/index.ts";
 
 const lossy = new TextDecoder("utf-8");
-const finite = (x: number) => (Number.isFinite(x) ? x : -9999);
+/** A log-probability as JSON can carry it: -Infinity (could not be drawn) as OpenAI's -9999. */
+export const finiteLogprob = (x: number) => (Number.isFinite(x) ? x : -9999);
 
 export interface ChatTokenLogprob {
   token: string;
@@ -25,8 +26,8 @@ export function chatLogprobs(entries: readonly TokenLogprob[], tokenizer: Tokeni
     return { token: lossy.decode(bytes), bytes: [...bytes] };
   };
   return entries.map((e) => ({
-    ...piece(e.id), logprob: finite(e.logprob),
-    top_logprobs: e.top.map((t) => ({ ...piece(t.id), logprob: finite(t.logprob) })),
+    ...piece(e.id), logprob: finiteLogprob(e.logprob),
+    top_logprobs: e.top.map((t) => ({ ...piece(t.id), logprob: finiteLogprob(t.logprob) })),
   }));
 }
 
@@ -45,8 +46,8 @@ export function legacyLogprobs(entries: readonly TokenLogprob[], tokenizer: Toke
   for (const e of entries) {
     const token = text(e.id);
     out.tokens.push(token);
-    out.token_logprobs.push(finite(e.logprob));
-    out.top_logprobs.push(Object.fromEntries(e.top.map((t) => [text(t.id), finite(t.logprob)])));
+    out.token_logprobs.push(finiteLogprob(e.logprob));
+    out.top_logprobs.push(Object.fromEntries(e.top.map((t) => [text(t.id), finiteLogprob(t.logprob)])));
     out.text_offset.push(at);
     at += token.length;
   }

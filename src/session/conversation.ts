@@ -17,7 +17,7 @@ import { usageError } from "../errors.ts";
 import type { Model } from "../model/forward.ts";
 import { readStateFile, writeStateFile } from "../model/state-file.ts";
 import type { SequenceState } from "../model/state.ts";
-import { SnapshotStore, type SnapshotBudget, type SnapshotCounts, type SnapshotKind } from "./snapshots.ts";
+import { isPrefix, SnapshotStore, type SnapshotBudget, type SnapshotCounts, type SnapshotKind } from "./snapshots.ts";
 
 /** A rendered prompt: its ids, and where the conversation messages end (notes and the generation prompt follow). */
 export interface RenderedPrompt {
@@ -89,9 +89,6 @@ export interface SharedSteps {
   rows: number;
   bytesReadShare: number;
 }
-
-const isPrefix = (prefix: readonly number[], of: readonly number[]) =>
-  prefix.length <= of.length && prefix.every((id, i) => id === of[i]);
 
 export interface ConversationOptions {
   /** Ids per forward call when a prompt is fed (the engine's plan sized its activations for it). */

@@ -12,6 +12,7 @@ import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, utimesSync } fr
 import { join } from "node:path";
 import { readStateFile, stateFileBytes, stateFileIds, stateFileVersion, writeStateFile } from "../model/state-file.ts";
 import type { SequenceState } from "../model/state.ts";
+import { isPrefix, sameIds } from "./snapshots.ts";
 
 interface Entry {
   readonly path: string;
@@ -20,7 +21,6 @@ interface Entry {
   used: number;
 }
 
-const isPrefix = (prefix: readonly number[], of: readonly number[]) => prefix.length <= of.length && prefix.every((id, i) => id === of[i]);
 
 /** Files hashed whole when a checkpoint is at most this large (the demo, fixtures); above it, their size and time. */
 const wholeHashBytes = 1 << 30;
@@ -33,14 +33,13 @@ const wholeHashBytes = 1 << 30;
 export function modelIdentity(modelDir: string, layers: number, trunkDir?: string): string {
   const h = createHash("sha256");
   h.update(`k3-state-${stateFileVersion}\nlayers ${layers}\n`);
-  const files = readdirSync(modelDir).filter((n) => n.endsWith(".json") || n.endsWith(".safetensors")).sort();
-  const total = files.reduce((n, f) => n + statSync(join(modelDir, f)).size, 0);
-  for (const name of files) {
-    const path = join(modelDir, name);
-    const st = statSync(path);
+  const files = readdirSync(modelDir).filter((n) => n.endsWith(".json") || n.endsWith(".safetensors")).sort()
+    .map((name) => ({ name, path: join(modelDir, name), stat: statSync(join(modelDir, name)) }));
+  const total = files.reduce((n, f) => n + f.stat.size, 0);
+  for (const { name, path, stat } of files) {
     h.update(`${name}\n`);
     if (name.endsWith(".json") || total <= wholeHashBytes) h.update(readFileSync(path));
-    else h.update(`${st.size} ${st.mtimeMs}\n`);
+    else h.update(`${stat.size} ${stat.mtimeMs}\n`);
   }
   if (trunkDir) {
     try {
@@ -99,7 +98,7 @@ export class PromptCache {
   restore(entry: Entry, state: SequenceState): boolean {
     try {
       const { position, ids } = readStateFile(entry.path, state);
-      if (position !== entry.ids.length || !isPrefix(entry.ids, ids) || ids.length !== entry.ids.length) throw new Error("holds other ids than its name says");
+      if (position !== entry.ids.length || !sameIds(entry.ids, ids)) throw new Error("holds other ids than its name says");
       this.#touch(entry);
       return true;
     } catch (error) {
@@ -112,7 +111,7 @@ export class PromptCache {
 
   /** Keeps `state` (after exactly `ids`); the least recently used go to make room. A failed write (ENOSPC) is a warning: the answer is exact either way. */
   save(ids: readonly number[], state: SequenceState): void {
-    const same = this.#entries.find((e) => e.ids.length === ids.length && isPrefix(e.ids, ids));
+    const same = this.#entries.find((e) => sameIds(e.ids, ids));
     if (same) return this.#touch(same);
     const bytes = stateFileBytes(state, ids.length, ids.length);
     if (bytes > this.#bound) return;

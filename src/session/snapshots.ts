@@ -60,10 +60,11 @@ export interface SnapshotCounts {
   dropped: number;
 }
 
-const isPrefix = (prefix: readonly number[], of: readonly number[]) =>
+/** Whether `of` starts with exactly `prefix`: the one test of reuse (snapshots, the conversation, the prompt cache). */
+export const isPrefix = (prefix: readonly number[], of: readonly number[]) =>
   prefix.length <= of.length && prefix.every((id, i) => id === of[i]);
 
-const sameIds = (a: readonly number[], b: readonly number[]) => a.length === b.length && isPrefix(a, b);
+export const sameIds = (a: readonly number[], b: readonly number[]) => a.length === b.length && isPrefix(a, b);
 
 export class SnapshotStore {
   readonly #budget: SnapshotBudget;
